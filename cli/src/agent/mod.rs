@@ -1,0 +1,72 @@
+//! `runner run`: stay connected to the relay and execute calls, forever.
+//!
+//! The loop around [`session::run`] reconnects with jittered exponential
+//! backoff and stops only on a signal or when the relay says this runner
+//! must stop (replaced by another runner, token revoked, environment
+//! deleted); the latter exits with [`exit::STOPPED_BY_RELAY`] so a service
+//! manager does not restart it into a fight.
+
+pub mod backoff;
+pub mod lock;
+pub mod notify;
+pub mod session;
+
+use std::time::Instant;
+
+use anyhow::Result;
+use runner_proto::close;
+use tokio_util::sync::CancellationToken;
+
+use crate::exit::{self, ExitError};
+use backoff::Backoff;
+use session::{SessionConfig, SessionEnd};
+
+/// Runs sessions until shutdown or a terminal close.
+pub async fn run_forever(config: SessionConfig, shutdown: CancellationToken) -> Result<()> {
+    let mut backoff = Backoff::new();
+    loop {
+        let started = Instant::now();
+        match session::run(&config, &shutdown).await {
+            SessionEnd::Shutdown => {
+                tracing::info!("stopped");
+                return Ok(());
+            }
+            SessionEnd::Terminal { code, reason } => {
+                let what = match code {
+                    close::REPLACED => "this runner was replaced",
+                    close::REVOKED => "this runner's registration token was revoked",
+                    close::DELETED => "this runner's environment was deleted",
+                    close::UNSUPPORTED_VERSION => "the relay does not support this runner's protocol version",
+                    _ => "the relay told this runner to stop",
+                };
+                let hint = match code {
+                    close::REPLACED => "only one runner may serve an environment; stop the other one, or register this machine with its own environment",
+                    close::UNSUPPORTED_VERSION => "install the runner version the relay offers",
+                    _ => "register again with a new token: `runner register --url URL`",
+                };
+                return Err(ExitError::new(exit::STOPPED_BY_RELAY, format!("{what}: {reason}"))
+                    .with_hint(hint)
+                    .into());
+            }
+            SessionEnd::Unauthorized(reason) => {
+                return Err(ExitError::new(
+                    exit::STOPPED_BY_RELAY,
+                    format!("the relay refused this runner's token: {reason}"),
+                )
+                .with_hint("generate a new token (`runner token generate ENV`) and run `runner register` again")
+                .into());
+            }
+            SessionEnd::Retry { welcomed, reason } => {
+                if welcomed && started.elapsed() >= backoff::HEALTHY_SESSION {
+                    backoff.reset();
+                }
+                let delay = backoff.next_delay();
+                tracing::warn!(%reason, retry_in_ms = delay.as_millis() as u64, "disconnected; reconnecting");
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = shutdown.cancelled() => return Ok(()),
+                }
+            }
+        }
+    }
+}

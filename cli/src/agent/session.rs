@@ -1,0 +1,399 @@
+//! One WebSocket session with the relay: handshake, heartbeats, calls.
+//!
+//! The session owns the socket. Calls run as their own tasks and send their
+//! results through a channel to the single writer, so a slow call never
+//! blocks heartbeats or other calls. When the session ends, for whatever
+//! reason, every call still running is cancelled: its process group is
+//! stopped, not orphaned.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use runner_proto::ws::{
+    Call, CallResult, Heartbeat, Hello, RelayMessage, RunnerMessage, Welcome,
+};
+use runner_proto::{close, MAX_FRAME_BYTES, PROTOCOL_VERSION, RUNNER_CONNECT_PATH};
+use tokio::sync::{mpsc, Semaphore};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_util::sync::CancellationToken;
+
+use crate::secret::Secret;
+use crate::tools::{self, workspace::Boundary, ToolContext};
+
+/// Time to open the socket (TCP, TLS, upgrade).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Time for the relay to answer `hello` with `welcome`.
+pub const WELCOME_TIMEOUT: Duration = Duration::from_secs(15);
+/// Silence from the relay (no frame at all) after which the socket is
+/// considered dead, in heartbeat intervals.
+pub const SILENCE_INTERVALS: u32 = 3;
+/// Time in-flight calls get to send their (cancelled) results at shutdown.
+pub const SHUTDOWN_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the session needs from the runner.
+pub struct SessionConfig {
+    pub url: String,
+    pub token: Secret,
+    pub hello: Hello,
+    pub workspace: Boundary,
+    pub permissions: Option<Arc<runner_policy::PermissionSet>>,
+    pub max_concurrent_calls: usize,
+}
+
+/// How a session ended.
+#[derive(Debug)]
+pub enum SessionEnd {
+    /// Stop for good: the relay replaced, revoked or deleted us.
+    Terminal { code: u16, reason: String },
+    /// The token was refused at connect.
+    Unauthorized(String),
+    /// Shut down on request (signal).
+    Shutdown,
+    /// Connection lost or failed; reconnect.
+    Retry { welcomed: bool, reason: String },
+}
+
+/// Runs one session until it ends.
+pub async fn run(config: &SessionConfig, shutdown: &CancellationToken) -> SessionEnd {
+    let socket = tokio::select! {
+        socket = connect(config) => socket,
+        () = shutdown.cancelled() => return SessionEnd::Shutdown,
+    };
+    let socket = match socket {
+        Ok(socket) => socket,
+        Err(end) => return end,
+    };
+    let (mut sink, mut stream) = socket.split();
+
+    // Handshake.
+    let hello = RunnerMessage::Hello(config.hello.clone());
+    if let Err(error) = send(&mut sink, &hello).await {
+        return retry(false, format!("sending hello: {error}"));
+    }
+    let welcome = match tokio::time::timeout(WELCOME_TIMEOUT, next_welcome(&mut stream)).await {
+        Ok(Ok(welcome)) => welcome,
+        Ok(Err(end)) => return end,
+        Err(_) => return retry(false, "the relay did not answer hello in time".to_owned()),
+    };
+    tracing::info!(
+        environment = %welcome.environment.id,
+        name = %welcome.environment.name,
+        session = %welcome.session_id,
+        "connected to the relay"
+    );
+    super::notify::notify(&format!(
+        "READY=1\nSTATUS=connected to {} as environment {}",
+        config.url, welcome.environment.id
+    ));
+
+    let calls = Calls::new(config.max_concurrent_calls);
+    let mut context = ToolContext {
+        boundary: config.workspace.with_allowed(welcome.policy.file_paths.clone()),
+        permissions: config.permissions.clone(),
+        policy: Arc::new(welcome.policy.clone()),
+    };
+    let (out_tx, mut out_rx) = mpsc::channel::<RunnerMessage>(256);
+    let interval = Duration::from_secs(welcome.heartbeat_interval_s.clamp(1, 300));
+    let mut heartbeat = tokio::time::interval(interval);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let silence_limit = interval * SILENCE_INTERVALS;
+    let mut last_heard = Instant::now();
+
+    let end = loop {
+        tokio::select! {
+            frame = stream.next() => {
+                last_heard = Instant::now();
+                match frame {
+                    Some(Ok(Message::Text(text))) => match serde_json::from_str::<RelayMessage>(&text) {
+                        Ok(RelayMessage::Call(call)) => calls.start(call, &context, out_tx.clone()),
+                        Ok(RelayMessage::Cancel { call_id }) => calls.cancel(&call_id),
+                        Ok(RelayMessage::Policy { policy }) => {
+                            tracing::info!("policy updated by the relay");
+                            context.boundary = context.boundary.with_allowed(policy.file_paths.clone());
+                            context.policy = Arc::new(policy);
+                        }
+                        Ok(RelayMessage::HeartbeatAck(ack)) => {
+                            if let Some(latest) = ack.latest_version {
+                                tracing::debug!(%latest, "a newer runner version is available");
+                            }
+                        }
+                        Ok(RelayMessage::Welcome(_)) | Ok(RelayMessage::Unknown) => {}
+                        Err(error) => tracing::warn!(%error, "ignoring a frame this runner cannot decode"),
+                    },
+                    Some(Ok(Message::Close(frame))) => break closed(frame, true),
+                    Some(Ok(_)) => {}
+                    Some(Err(error)) => break retry(true, format!("connection lost: {error}")),
+                    None => break retry(true, "the relay closed the connection".to_owned()),
+                }
+            }
+            Some(message) = out_rx.recv() => {
+                if let Err(error) = send(&mut sink, &message).await {
+                    break retry(true, format!("sending to the relay: {error}"));
+                }
+            }
+            _ = heartbeat.tick() => {
+                if last_heard.elapsed() > silence_limit {
+                    break retry(true, format!("no word from the relay for {}s", silence_limit.as_secs()));
+                }
+                let beat = RunnerMessage::Heartbeat(calls.heartbeat());
+                if let Err(error) = send(&mut sink, &beat).await {
+                    break retry(true, format!("sending heartbeat: {error}"));
+                }
+            }
+            () = shutdown.cancelled() => {
+                // Cancel every call and give their results a moment to go out,
+                // so callers get an answer instead of a dropped connection.
+                calls.cancel_all();
+                drop(out_tx);
+                let flush = async {
+                    while let Some(message) = out_rx.recv().await {
+                        if send(&mut sink, &message).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let _ = tokio::time::timeout(SHUTDOWN_FLUSH_TIMEOUT, flush).await;
+                let _ = sink
+                    .send(Message::Close(Some(CloseFrame {
+                        code: CloseCode::Normal,
+                        reason: "runner shutting down".into(),
+                    })))
+                    .await;
+                return SessionEnd::Shutdown;
+            }
+        }
+    };
+    calls.cancel_all();
+    end
+}
+
+type Socket = tokio_tungstenite::WebSocketStream<
+    tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+>;
+type Sink = futures_util::stream::SplitSink<Socket, Message>;
+type Stream = futures_util::stream::SplitStream<Socket>;
+
+/// `http(s)://host` → `ws(s)://host/runner/connect`.
+pub fn connect_url(base: &str) -> Result<String, String> {
+    let rest = if let Some(rest) = base.strip_prefix("https://") {
+        format!("wss://{rest}")
+    } else if let Some(rest) = base.strip_prefix("http://") {
+        format!("ws://{rest}")
+    } else {
+        return Err(format!("relay URL {base:?} must start with http:// or https://"));
+    };
+    Ok(format!("{}{RUNNER_CONNECT_PATH}", rest.trim_end_matches('/')))
+}
+
+async fn connect(config: &SessionConfig) -> Result<Socket, SessionEnd> {
+    let url = connect_url(&config.url).map_err(|reason| SessionEnd::Unauthorized(reason))?;
+    let mut request = url
+        .as_str()
+        .into_client_request()
+        .map_err(|error| retry(false, format!("bad relay URL {url}: {error}")))?;
+    let bearer = format!("Bearer {}", config.token.expose());
+    let value = bearer
+        .parse()
+        .map_err(|_| SessionEnd::Unauthorized("the stored token is not valid header text".to_owned()))?;
+    request.headers_mut().insert("authorization", value);
+    let ws_config = WebSocketConfig::default()
+        .max_message_size(Some(MAX_FRAME_BYTES))
+        .max_frame_size(Some(MAX_FRAME_BYTES));
+    let attempt = tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true);
+    match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
+        Ok(Ok((socket, _response))) => Ok(socket),
+        Ok(Err(tungstenite::Error::Http(response))) if response.status() == 401 => {
+            let body = response
+                .body()
+                .as_ref()
+                .and_then(|b| serde_json::from_slice::<runner_proto::api::ErrorBody>(b).ok())
+                .map(|b| b.error.message)
+                .unwrap_or_else(|| "the relay refused the registration token".to_owned());
+            Err(SessionEnd::Unauthorized(body))
+        }
+        Ok(Err(error)) => Err(retry(false, format!("cannot connect to {url}: {error}"))),
+        Err(_) => Err(retry(false, format!("connecting to {url} timed out"))),
+    }
+}
+
+async fn next_welcome(stream: &mut Stream) -> Result<Welcome, SessionEnd> {
+    loop {
+        match stream.next().await {
+            Some(Ok(Message::Text(text))) => match serde_json::from_str::<RelayMessage>(&text) {
+                Ok(RelayMessage::Welcome(welcome)) => {
+                    if welcome.protocol_version > PROTOCOL_VERSION {
+                        tracing::warn!(
+                            relay = welcome.protocol_version,
+                            ours = PROTOCOL_VERSION,
+                            "the relay speaks a newer protocol; consider updating the runner"
+                        );
+                    }
+                    return Ok(welcome);
+                }
+                Ok(_) => continue,
+                Err(error) => return Err(retry(false, format!("bad welcome frame: {error}"))),
+            },
+            Some(Ok(Message::Close(frame))) => return Err(closed(frame, false)),
+            Some(Ok(_)) => continue,
+            Some(Err(error)) => return Err(retry(false, format!("connection lost: {error}"))),
+            None => return Err(retry(false, "the relay closed the connection".to_owned())),
+        }
+    }
+}
+
+fn closed(frame: Option<CloseFrame>, welcomed: bool) -> SessionEnd {
+    match frame {
+        Some(frame) => {
+            let code = u16::from(frame.code);
+            let reason = frame.reason.to_string();
+            if close::is_terminal(code) {
+                SessionEnd::Terminal { code, reason }
+            } else {
+                retry(welcomed, format!("the relay closed the connection ({code}: {reason})"))
+            }
+        }
+        None => retry(welcomed, "the relay closed the connection".to_owned()),
+    }
+}
+
+fn retry(welcomed: bool, reason: String) -> SessionEnd {
+    SessionEnd::Retry { welcomed, reason }
+}
+
+async fn send(sink: &mut Sink, message: &RunnerMessage) -> Result<(), tungstenite::Error> {
+    // Serialising our own types cannot fail (no maps with non-string keys,
+    // no floats that are NaN): fall back to an empty frame rather than panic.
+    let text = serde_json::to_string(message).unwrap_or_default();
+    sink.send(Message::Text(text.into())).await
+}
+
+/// The calls of one session.
+struct Calls {
+    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    slots: Arc<Semaphore>,
+    in_flight: Arc<AtomicU32>,
+    backlog: Arc<AtomicU32>,
+}
+
+impl Calls {
+    fn new(max_concurrent: usize) -> Calls {
+        Calls {
+            running: Arc::default(),
+            slots: Arc::new(Semaphore::new(max_concurrent.max(1))),
+            in_flight: Arc::default(),
+            backlog: Arc::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
+        // Poisoning needs a panic while holding the lock; the map stays
+        // consistent either way (insert/remove are single operations).
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn start(&self, call: Call, context: &ToolContext, out: mpsc::Sender<RunnerMessage>) {
+        let cancel = CancellationToken::new();
+        {
+            let mut running = self.lock();
+            if running.contains_key(&call.call_id) {
+                tracing::warn!(call_id = %call.call_id, "duplicate call id ignored");
+                return;
+            }
+            running.insert(call.call_id.clone(), cancel.clone());
+        }
+        let context = context.clone();
+        let running = Arc::clone(&self.running);
+        let slots = Arc::clone(&self.slots);
+        let in_flight = Arc::clone(&self.in_flight);
+        let backlog = Arc::clone(&self.backlog);
+        let span = tracing::info_span!("call", call_id = %call.call_id, tool = %call.tool);
+        tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let started = Instant::now();
+                backlog.fetch_add(1, Ordering::Relaxed);
+                let permit = tokio::select! {
+                    permit = slots.acquire_owned() => permit.ok(),
+                    () = cancel.cancelled() => None,
+                };
+                backlog.fetch_sub(1, Ordering::Relaxed);
+                let timeout = Duration::from_secs(call.timeout_s.max(1));
+                let outcome = match permit {
+                    Some(_permit) => {
+                        in_flight.fetch_add(1, Ordering::Relaxed);
+                        let remaining = timeout.saturating_sub(started.elapsed());
+                        let outcome =
+                            tools::dispatch(&call.tool, call.args, &context, cancel, remaining).await;
+                        in_flight.fetch_sub(1, Ordering::Relaxed);
+                        outcome
+                    }
+                    None => tools::ToolOutcome::error("cancelled before it started"),
+                };
+                running
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&call.call_id);
+                tracing::info!(
+                    exit_code = ?outcome.exit_code,
+                    error = outcome.error.as_deref().unwrap_or(""),
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "call finished"
+                );
+                let result = RunnerMessage::Result(CallResult {
+                    call_id: call.call_id,
+                    result: outcome.result,
+                    exit_code: outcome.exit_code,
+                    error: outcome.error,
+                });
+                // The session may be gone; the result then has nowhere to go.
+                let _ = out.send(result).await;
+            },
+            span,
+        ));
+    }
+
+    fn cancel(&self, call_id: &str) {
+        if let Some(token) = self.lock().get(call_id) {
+            token.cancel();
+        }
+    }
+
+    fn cancel_all(&self) {
+        for token in self.lock().values() {
+            token.cancel();
+        }
+    }
+
+    fn heartbeat(&self) -> Heartbeat {
+        let backlog = self.backlog.load(Ordering::Relaxed);
+        Heartbeat {
+            in_flight: self.in_flight.load(Ordering::Relaxed),
+            backlog,
+            // The probe: the executor answers if calls are not queueing.
+            executor_healthy: Some(backlog == 0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_urls_follow_the_scheme() {
+        assert_eq!(
+            connect_url("http://127.0.0.1:7700").as_deref(),
+            Ok("ws://127.0.0.1:7700/runner/connect")
+        );
+        assert_eq!(
+            connect_url("https://relay.example.com/").as_deref(),
+            Ok("wss://relay.example.com/runner/connect")
+        );
+        assert!(connect_url("relay.example.com").is_err());
+    }
+}

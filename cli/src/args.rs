@@ -1,0 +1,451 @@
+//! The command-line interface: every clap type of `runner` lives here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::commands::policy::PolicyCommand;
+use crate::env_vars;
+
+/// Run tool calls from AI agents and CI pipelines on this machine.
+///
+/// `runner` dials out to a relay over WebSocket (no inbound port), announces
+/// the tools this machine offers, and executes the calls that agents and CI
+/// send through the relay's HTTP API, under the environment's policy and this
+/// machine's own permission file.
+///
+/// Typical first steps:
+///
+///   runner register --url https://relay.example.com   # token from RUNNER_TOKEN or prompt
+///   runner run
+///
+/// Administration from the terminal (needs an API key, see `runner login`):
+///
+///   runner env list
+///   runner invoke my-env shell --arg command='uname -a'
+#[derive(Debug, Parser)]
+#[command(name = "runner", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Directory holding config.yaml and (when no keychain is usable) the
+    /// credential files.
+    #[arg(long, global = true, env = env_vars::CONFIG_DIR, value_name = "DIR")]
+    pub config_dir: Option<PathBuf>,
+
+    /// Directory for run-time state: the single-instance lock, the default
+    /// workspace.
+    #[arg(long, global = true, env = env_vars::STATE_DIR, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Log format on stderr.
+    #[arg(long, global = true, env = env_vars::LOG_FORMAT, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a registration token against the relay and store it for `runner run`.
+    ///
+    /// The token is read from RUNNER_TOKEN, or from standard input with
+    /// --token-stdin, or prompted for on a terminal. Passing it with --token
+    /// works but leaves it in your shell history and visible to `ps`.
+    Register(RegisterArgs),
+
+    /// Remove the stored registration (config and token).
+    Unregister,
+
+    /// Connect to the relay and execute tool calls until stopped.
+    Run(RunArgs),
+
+    /// Store the relay URL and an API key for the admin commands.
+    ///
+    /// The key is read from RUNNER_API_KEY, standard input (--api-key-stdin),
+    /// or a prompt. RUNNER_URL and RUNNER_API_KEY always win over what is
+    /// stored, so CI needs no login.
+    Login(LoginArgs),
+
+    /// Create, list, show, update and delete execution environments.
+    #[command(subcommand)]
+    Env(EnvCommand),
+
+    /// Generate, inspect and revoke an environment's registration token.
+    #[command(subcommand)]
+    Token(TokenCommand),
+
+    /// List the tools an environment offers (its runner's catalogue, filtered by policy).
+    Tools(EnvTarget),
+
+    /// Show an environment's status: pending, online, degraded or offline.
+    Status(EnvTarget),
+
+    /// Run a tool on an environment's runner and print its output.
+    ///
+    /// Exits with the tool's own exit code; relay-side failures have their own
+    /// codes (see EXIT STATUS in the man page).
+    ///
+    ///   runner invoke prod-box shell --arg command='df -h'
+    ///   runner invoke prod-box file_read --arg path=/var/log/syslog --arg limit:=4096
+    Invoke(InvokeArgs),
+
+    /// Install, start, stop and inspect the runner as a system service.
+    ///
+    /// Linux: a hardened systemd unit running as a dedicated `runner` user
+    /// (or --run-as an existing user), settings in /etc/runner/env (0600).
+    /// macOS: a launchd daemon. The token comes from RUNNER_TOKEN or from
+    /// this user's `runner register`.
+    #[command(subcommand)]
+    Service(ServiceCommand),
+
+    /// Update this binary from the release mirror (default: the registered relay).
+    ///
+    /// Downloads runner-OS-ARCH of the mirror's latest release, checks the
+    /// ed25519 signature over its SHA256SUMS with the key built into runner,
+    /// the file's SHA-256, length and architecture, then replaces this
+    /// executable, keeping the old one as runner.previous. Nothing is
+    /// replaced when any check fails.
+    ///
+    /// `runner update --check` exits 0 when up to date and 11 when an update
+    /// is available; `runner update --rollback` puts runner.previous back.
+    Update(UpdateArgs),
+
+    /// Check commands against a permission file and lint permission files.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+
+    /// Regenerate completions/ and man/ from these definitions (for developers).
+    #[command(hide = true)]
+    GenerateAssets {
+        /// Repository root to write into.
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CredentialStoreChoice {
+    /// The OS keychain when one answers, else a 0600 file.
+    Auto,
+    /// The OS keychain only (fails if none is usable).
+    Keyring,
+    /// A file readable by its owner only.
+    File,
+}
+
+#[derive(Debug, Args)]
+pub struct RegisterArgs {
+    /// Base URL of the relay, e.g. https://relay.example.com
+    #[arg(long, env = env_vars::URL)]
+    pub url: String,
+
+    /// The registration token (prefer RUNNER_TOKEN or --token-stdin).
+    #[arg(long, env = env_vars::TOKEN, hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// Read the token from standard input.
+    #[arg(long, conflicts_with = "token")]
+    pub token_stdin: bool,
+
+    /// Where to keep the token.
+    #[arg(long, env = env_vars::CREDENTIAL_STORE, value_enum, default_value_t = CredentialStoreChoice::Auto)]
+    pub credential_store: CredentialStoreChoice,
+
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Relay URL. With RUNNER_TOKEN also set in the environment, `run` needs
+    /// no prior `register` (how the service and the container image run);
+    /// otherwise the registration from `runner register` is used.
+    #[arg(long, env = env_vars::URL)]
+    pub url: Option<String>,
+
+    /// Root directory for relative paths of file tools and the default
+    /// working directory of `shell` (default: STATE_DIR/workspace).
+    #[arg(long, env = env_vars::WORKSPACE, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Local permission file (YAML, key `permission`) checked before any
+    /// command runs. Unset: every command is allowed. Set but missing or
+    /// invalid: the runner refuses to start.
+    #[arg(long, env = env_vars::PERMISSION_CONFIG, value_name = "FILE")]
+    pub permission_config: Option<PathBuf>,
+
+    /// Calls executed at once; more wait in a queue (reported as backlog).
+    #[arg(long, env = env_vars::MAX_CONCURRENT_CALLS, default_value_t = 32)]
+    pub max_concurrent_calls: usize,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceCommand {
+    /// Write the service definition and /etc/runner/env, create the user, enable and start it.
+    Install(ServiceInstallArgs),
+    /// Stop and remove the service (keeps /etc/runner/env unless --purge).
+    Uninstall(ServiceUninstallArgs),
+    /// Start the service.
+    Start,
+    /// Stop the service.
+    Stop,
+    /// Show the service manager's view of the service.
+    Status,
+    /// Show the service's logs.
+    Logs {
+        /// Keep printing new lines.
+        #[arg(long, short)]
+        follow: bool,
+        /// How many recent lines to show.
+        #[arg(long, short = 'n', default_value_t = 100)]
+        lines: u32,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceInstallArgs {
+    /// Run as this existing user instead of a dedicated `runner` user (for
+    /// their kubeconfig or docker group); home protection is relaxed for
+    /// that user's home only.
+    #[arg(long, env = "RUN_AS", value_name = "USER")]
+    pub run_as: Option<String>,
+    /// Print what would be written and run, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Write every file under DIR instead of / and do not touch users or
+    /// services (for packaging and tests).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Relay URL (default: this user's registration).
+    #[arg(long, env = env_vars::URL)]
+    pub url: Option<String>,
+    /// Path of the installed runner binary the service starts.
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// Permission file the service passes to `runner run`.
+    #[arg(long, value_name = "FILE")]
+    pub permission_config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceUninstallArgs {
+    /// Also remove /etc/runner/env.
+    #[arg(long)]
+    pub purge: bool,
+    /// Remove files under DIR instead of /.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// Only compare this version with the mirror's latest; change nothing.
+    /// Exits 0 when up to date, 11 when an update is available.
+    #[arg(long, conflicts_with = "rollback")]
+    pub check: bool,
+
+    /// Restore the binary the last update replaced (runner.previous).
+    #[arg(long, conflicts_with_all = ["mirror", "yes"])]
+    pub rollback: bool,
+
+    /// Release mirror serving releases/latest and releases/download/
+    /// (default: the registered relay URL).
+    #[arg(long, env = crate::update::MIRROR_ENV, value_name = "URL")]
+    pub mirror: Option<String>,
+
+    /// Do not ask for confirmation on a terminal.
+    #[arg(long, short)]
+    pub yes: bool,
+
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// Base URL of the relay.
+    #[arg(long, env = env_vars::URL)]
+    pub url: String,
+
+    /// Read the API key from standard input.
+    #[arg(long)]
+    pub api_key_stdin: bool,
+
+    /// Where to keep the API key.
+    #[arg(long, env = env_vars::CREDENTIAL_STORE, value_enum, default_value_t = CredentialStoreChoice::Auto)]
+    pub credential_store: CredentialStoreChoice,
+}
+
+/// Connection to the relay's API, shared by the admin commands.
+#[derive(Debug, Args, Clone)]
+pub struct ApiArgs {
+    /// Relay URL (default: the one stored by `runner login`).
+    #[arg(long, env = env_vars::URL, global = true)]
+    pub url: Option<String>,
+
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EnvTarget {
+    /// Environment id or name.
+    pub env: String,
+
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TierArg {
+    Production,
+    Development,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EnvCommand {
+    /// Create an environment.
+    Create(EnvCreateArgs),
+    /// List the environments you can see.
+    List(ApiArgs),
+    /// Show one environment.
+    Show(EnvTarget),
+    /// Change an environment's fields or policy.
+    Update(EnvUpdateArgs),
+    /// Delete an environment (cannot be undone; its runner stops).
+    Delete(EnvDeleteArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EnvCreateArgs {
+    /// Unique name (≤128 characters); blank: the first runner's hostname.
+    #[arg(long, default_value = "")]
+    pub name: String,
+    #[arg(long, default_value = "")]
+    pub description: String,
+    /// `shared` or `team:NAME`; fixed at creation.
+    #[arg(long)]
+    pub scope: Option<String>,
+    #[arg(long, value_enum, default_value_t = TierArg::Production)]
+    pub tier: TierArg,
+    /// Routing tag; repeat for several.
+    #[arg(long = "tag")]
+    pub tags: Vec<String>,
+    #[command(flatten)]
+    pub policy: PolicyFlags,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+/// Policy flags shared by `env create` and `env update`.
+#[derive(Debug, Args)]
+pub struct PolicyFlags {
+    /// Allow every tool the runner announces.
+    #[arg(long, conflicts_with = "allow_tool")]
+    pub allow_all_tools: bool,
+    /// Allow this tool; repeat for several (replaces the list).
+    #[arg(long = "allow-tool", value_name = "TOOL")]
+    pub allow_tool: Vec<String>,
+    /// Directory under which file tools work (`*` for all); repeat for several.
+    #[arg(long = "file-path", value_name = "DIR")]
+    pub file_path: Vec<String>,
+    /// Tool that needs a person's approval; repeat for several.
+    #[arg(long = "require-approval", value_name = "TOOL")]
+    pub require_approval: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct EnvUpdateArgs {
+    /// Environment id or name.
+    pub env: String,
+    #[arg(long)]
+    pub name: Option<String>,
+    #[arg(long)]
+    pub description: Option<String>,
+    #[arg(long, value_enum)]
+    pub tier: Option<TierArg>,
+    /// Replace the tags; repeat for several.
+    #[arg(long = "tag")]
+    pub tags: Vec<String>,
+    #[command(flatten)]
+    pub policy: PolicyFlags,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct EnvDeleteArgs {
+    /// Environment id or name.
+    pub env: String,
+    /// Do not ask for confirmation.
+    #[arg(long, short)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Generate a new token (the previous one keeps working for the grace period).
+    Generate(TokenGenerateArgs),
+    /// Show the token's age, last use and days to expiry (never the token).
+    Status(EnvTarget),
+    /// Invalidate every token of the environment and disconnect its runner.
+    Revoke(EnvTarget),
+}
+
+#[derive(Debug, Args)]
+pub struct TokenGenerateArgs {
+    /// Environment id or name.
+    pub env: String,
+    /// Hours the previous token keeps working (0–168).
+    #[arg(long, default_value_t = 24)]
+    pub grace_hours: u32,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InvokeArgs {
+    /// Environment id or name.
+    pub env: String,
+    /// Tool name, e.g. shell, file_read, kubectl.
+    pub tool: String,
+    /// Argument as KEY=VALUE (a string) or KEY:=JSON (a number, bool, list…).
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub args: Vec<String>,
+    /// All arguments as one JSON object (merged under --arg).
+    #[arg(long, value_name = "JSON")]
+    pub args_json: Option<String>,
+    /// Seconds before the relay gives up and cancels the call (1–3600).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<u64>,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,225 @@
+//! `runner env create|list|show|update|delete`.
+
+use anyhow::Result;
+use reqwest::Method;
+use runner_proto::api::{
+    CreateEnvironment, Environment, EnvironmentList, Tier, UpdateEnvironment,
+};
+use runner_proto::ws::{Policy, ToolAccess};
+use serde_json::Value;
+
+use crate::args::{EnvCommand, PolicyFlags, TierArg};
+use crate::client::{ApiClient, REQUEST_TIMEOUT};
+use crate::config::Dirs;
+use crate::exit::{self, ExitError};
+use crate::output;
+
+pub async fn run(dirs: &Dirs, command: EnvCommand) -> Result<()> {
+    match command {
+        EnvCommand::Create(args) => {
+            let client = ApiClient::from_args(dirs, &args.api).await?;
+            let body = CreateEnvironment {
+                name: args.name,
+                description: args.description,
+                env_type: None,
+                tags: args.tags,
+                scope: args.scope,
+                tier: tier(args.tier),
+                install_browser_tools: false,
+                policy: policy_from_flags(&args.policy, tier_default_policy(tier(args.tier))),
+            };
+            let created: Environment = client
+                .request(Method::POST, "/execution-environments", Some(&body), REQUEST_TIMEOUT)
+                .await?;
+            show(&created, args.api.json)?;
+            if !args.api.json {
+                output::note(&format!(
+                    "next: `runner token generate {}` and register a runner with it",
+                    created.id
+                ));
+            }
+        }
+        EnvCommand::List(api) => {
+            let client = ApiClient::from_args(dirs, &api).await?;
+            let list: EnvironmentList = client.get("/execution-environments").await?;
+            if api.json {
+                output::json(&list)?;
+            } else {
+                let rows: Vec<Vec<String>> = list
+                    .environments
+                    .iter()
+                    .map(|env| {
+                        vec![
+                            env.id.clone(),
+                            env.name.clone(),
+                            tier_name(env.tier).to_owned(),
+                            env.scope.clone(),
+                            env.last_seen.clone().unwrap_or_else(|| "never".to_owned()),
+                        ]
+                    })
+                    .collect();
+                output::table(&["ID", "NAME", "TIER", "SCOPE", "LAST SEEN"], &rows)?;
+            }
+        }
+        EnvCommand::Show(target) => {
+            let client = ApiClient::from_args(dirs, &target.api).await?;
+            let env = client.resolve_env(&target.env).await?;
+            show(&env, target.api.json)?;
+        }
+        EnvCommand::Update(args) => {
+            let client = ApiClient::from_args(dirs, &args.api).await?;
+            let env = client.resolve_env(&args.env).await?;
+            let body = UpdateEnvironment {
+                name: args.name,
+                description: args.description,
+                env_type: None,
+                tags: (!args.tags.is_empty()).then_some(args.tags),
+                tier: args.tier.map(tier),
+                install_browser_tools: None,
+                policy: policy_from_flags(&args.policy, env.policy.clone()),
+                scope: None,
+            };
+            let updated: Environment = client
+                .request(
+                    Method::PATCH,
+                    &format!("/execution-environments/{}", env.id),
+                    Some(&body),
+                    REQUEST_TIMEOUT,
+                )
+                .await?;
+            show(&updated, args.api.json)?;
+        }
+        EnvCommand::Delete(args) => {
+            let client = ApiClient::from_args(dirs, &args.api).await?;
+            let env = client.resolve_env(&args.env).await?;
+            if !args.yes {
+                use std::io::IsTerminal;
+                if !std::io::stdin().is_terminal() {
+                    return Err(ExitError::new(
+                        exit::USAGE,
+                        "refusing to delete without confirmation",
+                    )
+                    .with_hint("pass --yes to delete non-interactively")
+                    .into());
+                }
+                let answer = output::read_secret_line(&format!(
+                    "Delete environment {} ({})? This cannot be undone; its runner will stop. Type the name or id to confirm: ",
+                    env.name, env.id
+                ))?;
+                if answer != env.name && answer != env.id {
+                    return Err(ExitError::new(exit::FAILURE, "not confirmed; nothing deleted").into());
+                }
+            }
+            let _: Value = client
+                .request::<(), Value>(
+                    Method::DELETE,
+                    &format!("/execution-environments/{}", env.id),
+                    None,
+                    REQUEST_TIMEOUT,
+                )
+                .await?;
+            if args.api.json {
+                output::json(&serde_json::json!({"deleted": env.id}))?;
+            } else {
+                output::note(&format!("deleted environment {} ({})", env.name, env.id));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn tier(arg: TierArg) -> Tier {
+    match arg {
+        TierArg::Production => Tier::Production,
+        TierArg::Development => Tier::Development,
+    }
+}
+
+fn tier_name(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Production => "production",
+        Tier::Development => "development",
+    }
+}
+
+/// Builds a policy from the flags, starting from `current` (the
+/// environment's policy for an update; the tier's default for a create).
+/// `None` when no policy flag was given, so the relay keeps (or picks) it.
+fn policy_from_flags(flags: &PolicyFlags, current: Policy) -> Option<Policy> {
+    let touched = flags.allow_all_tools
+        || !flags.allow_tool.is_empty()
+        || !flags.file_path.is_empty()
+        || !flags.require_approval.is_empty();
+    if !touched {
+        return None;
+    }
+    let mut policy = current;
+    if flags.allow_all_tools {
+        policy.tools = ToolAccess::All;
+    } else if !flags.allow_tool.is_empty() {
+        policy.tools = ToolAccess::List {
+            tools: flags.allow_tool.clone(),
+        };
+    }
+    if !flags.file_path.is_empty() {
+        policy.file_paths = flags.file_path.clone();
+    }
+    if !flags.require_approval.is_empty() {
+        policy.approval_required = flags.require_approval.clone();
+    }
+    Some(policy)
+}
+
+/// The policy a new environment of `tier` gets from the relay (SPEC §4).
+fn tier_default_policy(tier: Tier) -> Policy {
+    match tier {
+        Tier::Production => Policy {
+            tools: ToolAccess::List {
+                tools: DEFAULT_PRODUCTION_TOOLS.iter().map(|s| s.to_string()).collect(),
+            },
+            file_paths: Vec::new(),
+            approval_required: Vec::new(),
+        },
+        Tier::Development => Policy {
+            tools: ToolAccess::All,
+            file_paths: vec!["*".to_owned()],
+            approval_required: Vec::new(),
+        },
+    }
+}
+
+/// SPEC §4's default allow-list of a production environment.
+const DEFAULT_PRODUCTION_TOOLS: &[&str] = &[
+    "kubectl", "helm", "git", "file_read", "http_local", "browser", "claude_code",
+    "claude_sessions", "claude_status",
+];
+
+fn show(env: &Environment, json: bool) -> Result<()> {
+    if json {
+        return output::json(env);
+    }
+    let tools = match &env.policy.tools {
+        ToolAccess::All => "all announced tools".to_owned(),
+        ToolAccess::List { tools } if tools.is_empty() => "none".to_owned(),
+        ToolAccess::List { tools } => tools.join(", "),
+    };
+    let or_none = |list: &[String]| {
+        if list.is_empty() {
+            "none".to_owned()
+        } else {
+            list.join(", ")
+        }
+    };
+    output::fields(&[
+        ("id", env.id.clone()),
+        ("name", env.name.clone()),
+        ("tier", tier_name(env.tier).to_owned()),
+        ("scope", env.scope.clone()),
+        ("tags", or_none(&env.tags)),
+        ("allowed tools", tools),
+        ("file paths", or_none(&env.policy.file_paths)),
+        ("needs approval", or_none(&env.policy.approval_required)),
+        ("created", env.created_at.clone()),
+        ("last seen", env.last_seen.clone().unwrap_or_else(|| "never".to_owned())),
+    ])
+}

@@ -1,0 +1,41 @@
+//! `runner login`: store a relay URL and an API key for the admin commands.
+
+use anyhow::Result;
+use runner_proto::api::EnvironmentList;
+
+use crate::args::LoginArgs;
+use crate::client::ApiClient;
+use crate::config::{ConfigFile, Dirs, Login};
+use crate::credentials::{self, SecretKind};
+use crate::exit::{self, ExitError};
+use crate::{env_vars, output};
+use crate::secret::Secret;
+
+pub async fn login(dirs: &Dirs, args: LoginArgs) -> Result<()> {
+    let key = match std::env::var(env_vars::API_KEY) {
+        Ok(key) if !key.trim().is_empty() && !args.api_key_stdin => key.trim().to_owned(),
+        _ => output::read_secret_line("API key: ")?,
+    };
+    if key.is_empty() {
+        return Err(ExitError::new(exit::USAGE, "no API key given")
+            .with_hint("set RUNNER_API_KEY or pipe it in with --api-key-stdin")
+            .into());
+    }
+    let key = Secret::new(key);
+    let client = ApiClient::new(&args.url, key.clone())?;
+    // Prove the key works before storing it.
+    let list: EnvironmentList = client.get("/execution-environments").await?;
+    let location = credentials::store(dirs, SecretKind::ApiKey, &key, args.credential_store).await?;
+    let mut config = ConfigFile::load(dirs)?;
+    config.login = Some(Login {
+        url: client.base_url().to_owned(),
+        api_key_location: location,
+    });
+    config.save(dirs)?;
+    output::fields(&[
+        ("logged in to", client.base_url().to_owned()),
+        ("API key stored in", credentials::describe(dirs, SecretKind::ApiKey, location)),
+        ("environments visible", list.environments.len().to_string()),
+    ])?;
+    Ok(())
+}

@@ -1,0 +1,13 @@
+//! One module per command of the tree in [`crate::args`].
+
+pub mod env;
+pub mod invoke;
+pub mod login;
+pub mod policy;
+pub mod register;
+pub mod run;
+pub mod service;
+pub mod status;
+pub mod token;
+pub mod tools;
+pub mod update;

@@ -1,0 +1,98 @@
+//! `runner register` / `runner unregister`.
+
+use anyhow::Result;
+use runner_proto::api::RegisterResponse;
+use runner_proto::RUNNER_REGISTER_PATH;
+use serde_json::json;
+
+use crate::args::RegisterArgs;
+use crate::client::{self, REQUEST_TIMEOUT};
+use crate::config::{ConfigFile, Dirs, Registration};
+use crate::credentials::{self, SecretKind};
+use crate::exit::{self, ExitError};
+use crate::output;
+use crate::secret::Secret;
+
+pub async fn register(dirs: &Dirs, args: RegisterArgs) -> Result<()> {
+    let token = match (&args.token, args.token_stdin) {
+        (Some(token), false) => token.trim().to_owned(),
+        _ => output::read_secret_line("Registration token: ")?,
+    };
+    if token.is_empty() {
+        return Err(ExitError::new(exit::USAGE, "no registration token given")
+            .with_hint("set RUNNER_TOKEN, or pipe it in with --token-stdin")
+            .into());
+    }
+    let token = Secret::new(token);
+    let base = client::normalise_base_url(&args.url)?;
+    let url = format!("{base}{RUNNER_REGISTER_PATH}");
+    let response = client::http_client()?
+        .post(&url)
+        .bearer_auth(token.expose())
+        .timeout(REQUEST_TIMEOUT)
+        .send()
+        .await
+        .map_err(|error| {
+            ExitError::new(exit::UNREACHABLE, format!("cannot reach {url}: {error}"))
+                .with_hint("check the URL and your network (`runner doctor` explains more)")
+        })?;
+    let answer: RegisterResponse = client::decode(response, &url).await.map_err(|error| {
+        match error.downcast::<ExitError>() {
+            Ok(mut error) if error.code == exit::UNAUTHORIZED => {
+                error.hint = Some("ask for a new token: `runner token generate ENV`".to_owned());
+                error.into()
+            }
+            Ok(error) => error.into(),
+            Err(error) => error,
+        }
+    })?;
+
+    let location = credentials::store(dirs, SecretKind::RegistrationToken, &token, args.credential_store).await?;
+    let mut config = ConfigFile::load(dirs)?;
+    config.registration = Some(Registration {
+        url: base.clone(),
+        environment_id: answer.environment.id.clone(),
+        environment_name: answer.environment.name.clone(),
+        token_location: location,
+    });
+    config.save(dirs)?;
+
+    let stored = credentials::describe(dirs, SecretKind::RegistrationToken, location);
+    if args.json {
+        output::json(&json!({
+            "url": base,
+            "environment": answer.environment,
+            "token_stored_in": stored,
+            "config_file": dirs.config_file(),
+        }))?;
+    } else {
+        let name = if answer.environment.name.is_empty() {
+            "(unnamed until the runner connects)".to_owned()
+        } else {
+            answer.environment.name.clone()
+        };
+        output::fields(&[
+            ("registered with", base),
+            ("environment", format!("{name} ({})", answer.environment.id)),
+            ("token stored in", stored),
+            ("config", dirs.config_file().display().to_string()),
+        ])?;
+        output::note("next: `runner run` (or `runner service install`)");
+    }
+    Ok(())
+}
+
+pub async fn unregister(dirs: &Dirs) -> Result<()> {
+    credentials::remove(dirs, SecretKind::RegistrationToken).await?;
+    let mut config = ConfigFile::load(dirs)?;
+    let was = config.registration.take();
+    config.save(dirs)?;
+    match was {
+        Some(registration) => output::note(&format!(
+            "unregistered from {} (environment {}); the token was removed from this machine",
+            registration.url, registration.environment_id
+        )),
+        None => output::note("this machine was not registered; nothing to remove"),
+    }
+    Ok(())
+}

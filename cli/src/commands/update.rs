@@ -1,0 +1,141 @@
+//! `runner update [--check] [--rollback]`: self-update from a release mirror.
+//!
+//! Exit codes: 0 when up to date or updated; `--check` exits
+//! [`exit::UPDATE_AVAILABLE`] when a newer release exists (with or without
+//! `--json`, whose document says the same); a release that fails verification
+//! exits [`exit::UPDATE_FAILED`]; an unreachable mirror [`exit::UNREACHABLE`].
+
+use std::io::IsTerminal;
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::args::UpdateArgs;
+use crate::config::{ConfigFile, Dirs};
+use crate::exit::{self, ExitError};
+use crate::output;
+use crate::update::{self, Mirror, Progress, UpdateError, CURRENT_VERSION};
+
+pub async fn run(dirs: &Dirs, args: UpdateArgs) -> Result<u8> {
+    if args.rollback {
+        return rollback(&args);
+    }
+    let mirror = Mirror::new(&mirror_url(dirs, &args)?).map_err(|error| failed(error, "no usable mirror"))?;
+    let latest = update::latest_version(&mirror)
+        .await
+        .map_err(|error| failed(error, &format!("cannot read the latest version from {}", mirror.base())))?;
+    let newer = update::version::is_newer(&latest, CURRENT_VERSION);
+
+    if args.check {
+        if args.json {
+            output::json(&json!({
+                "current_version": CURRENT_VERSION,
+                "latest_version": latest,
+                "update_available": newer,
+                "mirror": mirror.base(),
+            }))?;
+        } else if newer {
+            output::note(&format!("an update is available: {CURRENT_VERSION} -> {latest} (run `runner update`)"));
+        } else {
+            output::note(&format!("runner {CURRENT_VERSION} is up to date (latest on {} is {latest})", mirror.base()));
+        }
+        return Ok(if newer { exit::UPDATE_AVAILABLE } else { exit::OK });
+    }
+
+    if !newer {
+        if args.json {
+            output::json(&json!({
+                "updated": false,
+                "current_version": CURRENT_VERSION,
+                "latest_version": latest,
+            }))?;
+        } else {
+            output::note(&format!("runner {CURRENT_VERSION} is up to date (latest on {} is {latest})", mirror.base()));
+        }
+        return Ok(exit::OK);
+    }
+
+    let exe = update::current_exe().map_err(|error| failed(error, "cannot update"))?;
+    if !args.yes && std::io::stdin().is_terminal() && !confirm(&format!("update {} from {CURRENT_VERSION} to {latest}?", exe.display()))? {
+        output::note("not updated");
+        return Ok(exit::OK);
+    }
+    let progress = if args.json { Progress::Hidden } else { Progress::OnTerminal };
+    if !args.json {
+        output::note(&format!("downloading runner {latest} for {} from {}", update::asset_name(), mirror.base()));
+    }
+    let applied = update::apply_update(&mirror, &latest, &exe, progress)
+        .await
+        .map_err(|error| failed(error, &format!("update to {latest} failed; {} was left unchanged", exe.display())))?;
+    if args.json {
+        output::json(&json!({
+            "updated": true,
+            "from_version": CURRENT_VERSION,
+            "to_version": applied.version,
+            "path": applied.path,
+            "previous": applied.previous,
+            "sha256": applied.sha256,
+            "bytes": applied.bytes,
+        }))?;
+    } else {
+        output::note(&format!(
+            "updated {} from {CURRENT_VERSION} to {} (signature and SHA-256 verified); the old binary is kept as {}",
+            applied.path.display(),
+            applied.version,
+            applied.previous.display()
+        ));
+        output::note("undo with `runner update --rollback`; restart a running service to use the new version");
+    }
+    Ok(exit::OK)
+}
+
+fn rollback(args: &UpdateArgs) -> Result<u8> {
+    let exe = update::current_exe().map_err(|error| failed(error, "cannot roll back"))?;
+    let restored = update::rollback(&exe).map_err(|error| failed(error, "rollback failed"))?;
+    if args.json {
+        output::json(&json!({ "rolled_back": true, "path": restored }))?;
+    } else {
+        output::note(&format!("restored the previous binary at {}", restored.display()));
+    }
+    Ok(exit::OK)
+}
+
+/// `--mirror`/RUNNER_UPDATE_MIRROR, else the registered relay, which serves
+/// the release mirror.
+fn mirror_url(dirs: &Dirs, args: &UpdateArgs) -> Result<String> {
+    if let Some(mirror) = args.mirror.as_deref().filter(|m| !m.trim().is_empty()) {
+        return Ok(mirror.trim().to_owned());
+    }
+    match ConfigFile::load(dirs)?.registration {
+        Some(registration) => Ok(registration.url),
+        None => Err(ExitError::new(exit::CONFIG, "no mirror to update from")
+            .with_hint(format!(
+                "pass --mirror URL, set {}, or `runner register` with a relay (the relay serves the releases)",
+                update::MIRROR_ENV
+            ))
+            .into()),
+    }
+}
+
+/// Wraps an [`UpdateError`] under a summary line carrying the exit code:
+/// `error: SUMMARY` / `Caused by: <what failed>` / `Caused by: <transport>`.
+fn failed(error: UpdateError, summary: &str) -> anyhow::Error {
+    let (code, hint) = match &error {
+        UpdateError::NoPrevious { .. } => (exit::FAILURE, Some("`runner update` keeps the binary it replaces; there was none to restore")),
+        UpdateError::BadMirror(_) => (exit::CONFIG, Some("use the form https://relay.example.com")),
+        error if error.is_unreachable() => (exit::UNREACHABLE, None),
+        UpdateError::NotFound { .. } => (exit::UNREACHABLE, Some("is this URL a release mirror (with releases/latest)?")),
+        UpdateError::Io { .. } => (exit::UPDATE_FAILED, Some("updating needs write access to the executable's directory (try sudo)")),
+        _ => (exit::UPDATE_FAILED, None),
+    };
+    let mut exit_error = ExitError::new(code, summary);
+    if let Some(hint) = hint {
+        exit_error = exit_error.with_hint(hint);
+    }
+    anyhow::Error::new(error).context(exit_error)
+}
+
+fn confirm(question: &str) -> Result<bool> {
+    let answer = output::read_secret_line(&format!("{question} [y/N] "))?;
+    Ok(matches!(answer.to_ascii_lowercase().as_str(), "y" | "yes"))
+}

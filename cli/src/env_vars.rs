@@ -1,0 +1,17 @@
+//! Names of every environment variable `runner` reads, in one place.
+//!
+//! Precedence everywhere is flag > environment > config file > default; clap
+//! applies the first two (`#[arg(env = ...)]`), the config file is merged
+//! after parsing.
+
+pub const CONFIG_DIR: &str = "RUNNER_CONFIG_DIR";
+pub const STATE_DIR: &str = "RUNNER_STATE_DIR";
+pub const URL: &str = "RUNNER_URL";
+pub const API_KEY: &str = "RUNNER_API_KEY";
+pub const TOKEN: &str = "RUNNER_TOKEN";
+pub const CREDENTIAL_STORE: &str = "RUNNER_CREDENTIAL_STORE";
+pub const WORKSPACE: &str = "RUNNER_WORKSPACE";
+pub const PERMISSION_CONFIG: &str = "RUNNER_PERMISSION_CONFIG";
+pub const MAX_CONCURRENT_CALLS: &str = "RUNNER_MAX_CONCURRENT_CALLS";
+pub const LOG_FORMAT: &str = "RUNNER_LOG_FORMAT";
+pub const LOG: &str = "RUNNER_LOG";

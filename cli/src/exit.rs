@@ -1,0 +1,91 @@
+//! Exit codes of `runner`, decided in one place and documented in the man page.
+//!
+//! `runner invoke` exits with the tool's own exit code when the tool ran;
+//! the codes below are for everything that stopped it from running. They sit
+//! in the 64–78 range (BSD sysexits) so that a tool's usual 1/2/127 stays
+//! distinguishable from a relay-side failure.
+
+use std::fmt;
+
+/// Success.
+pub const OK: u8 = 0;
+/// Any failure without a more specific code.
+pub const FAILURE: u8 = 1;
+/// Command-line usage error (clap's own code).
+pub const USAGE: u8 = 2;
+/// `runner run` stopped because the relay told it to: another runner
+/// replaced it, its token was revoked, or its environment was deleted.
+/// Listed in the service unit's `RestartPreventExitStatus=` so a service
+/// manager does not restart it into a fight.
+pub const STOPPED_BY_RELAY: u8 = 10;
+/// `update --check`: a newer release is available (not a failure; lets a
+/// script write `runner update --check || runner update --yes`).
+pub const UPDATE_AVAILABLE: u8 = 11;
+/// `update`: the download failed verification (signature, checksum, length,
+/// architecture) or could not be installed; the old binary is untouched.
+pub const UPDATE_FAILED: u8 = 12;
+/// The relay refused the request as malformed (HTTP 400).
+pub const BAD_REQUEST: u8 = 64;
+/// No or a bad API key / token (HTTP 401).
+pub const UNAUTHORIZED: u8 = 65;
+/// The environment's policy refused the call, or it needs approval (HTTP 403).
+pub const FORBIDDEN: u8 = 66;
+/// No such environment or tool (HTTP 404).
+pub const NOT_FOUND: u8 = 67;
+/// No runner is connected to the environment (HTTP 503).
+pub const NO_RUNNER: u8 = 69;
+/// The relay could not be reached, or answered something unexpected.
+pub const UNREACHABLE: u8 = 76;
+/// The call timed out and was cancelled (HTTP 504).
+pub const TIMEOUT: u8 = 75;
+/// Bad local configuration (missing registration, bad permission file).
+pub const CONFIG: u8 = 78;
+
+/// An error that carries its exit code and an optional hint for the user.
+#[derive(Debug)]
+pub struct ExitError {
+    pub code: u8,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl ExitError {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        ExitError {
+            code,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for ExitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ExitError {}
+
+/// Table for the man page and `--help`: (code, meaning).
+pub const TABLE: &[(u8, &str)] = &[
+    (OK, "success (for `invoke`: the tool's own exit code when it ran)"),
+    (FAILURE, "failure without a more specific code; `policy check`: denied"),
+    (USAGE, "bad command-line usage; `policy check`/`lint`: the permission file was refused"),
+    (STOPPED_BY_RELAY, "`run` was stopped by the relay: replaced by another runner, token revoked, or environment deleted"),
+    (UPDATE_AVAILABLE, "`update --check`: a newer release is available"),
+    (UPDATE_FAILED, "`update`: the release failed verification or could not be installed; the installed binary is unchanged"),
+    (BAD_REQUEST, "the relay refused the request as malformed (HTTP 400)"),
+    (UNAUTHORIZED, "missing or bad API key or token (HTTP 401)"),
+    (FORBIDDEN, "refused by the environment's policy or needs approval (HTTP 403)"),
+    (NOT_FOUND, "no such environment or tool (HTTP 404)"),
+    (NO_RUNNER, "no runner connected to the environment (HTTP 503)"),
+    (TIMEOUT, "the call timed out and was cancelled on the runner (HTTP 504)"),
+    (UNREACHABLE, "the relay could not be reached or answered unexpectedly"),
+    (CONFIG, "bad local configuration: not registered, not logged in, bad permission file"),
+];

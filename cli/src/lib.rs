@@ -1,0 +1,119 @@
+//! `runner`: the program a user installs on a machine they control.
+//!
+//! `main.rs` only calls [`main`]; everything else is here so tests can reach
+//! it. Commands return `Result`; [`main`] is the one place that turns errors
+//! into exit codes and prints them (`error:` / `Caused by:` / `hint:`).
+
+pub mod agent;
+pub mod args;
+pub mod assets;
+pub mod client;
+pub mod commands;
+pub mod config;
+pub mod credentials;
+pub mod env_vars;
+pub mod exit;
+pub mod output;
+pub mod secret;
+pub mod service;
+pub mod tools;
+pub mod update;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command, LogFormat};
+use config::Dirs;
+
+/// Parses the command line, runs the command, and maps the outcome to an
+/// exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.global.log_format);
+    // `policy` is synchronous and must not pay for a runtime.
+    if let Command::Policy(command) = cli.command {
+        return match commands::policy::run(command) {
+            Ok(code) => code,
+            Err(error) => report(&error),
+        };
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => return report(&anyhow::Error::from(error).context("starting the async runtime")),
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => report(&error),
+    }
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
+    let dirs = Dirs::resolve(&cli.global)?;
+    match cli.command {
+        Command::Register(args) => commands::register::register(&dirs, args).await?,
+        Command::Unregister => commands::register::unregister(&dirs).await?,
+        Command::Run(args) => commands::run::run(&dirs, args).await?,
+        Command::Login(args) => commands::login::login(&dirs, args).await?,
+        Command::Env(command) => commands::env::run(&dirs, command).await?,
+        Command::Token(command) => commands::token::run(&dirs, command).await?,
+        Command::Tools(target) => commands::tools::run(&dirs, target).await?,
+        Command::Status(target) => commands::status::run(&dirs, target).await?,
+        Command::Service(command) => commands::service::run(&dirs, command).await?,
+        Command::Invoke(args) => return commands::invoke::run(&dirs, args).await,
+        Command::Update(args) => return commands::update::run(&dirs, args).await,
+        Command::GenerateAssets { out } => {
+            for path in assets::generate(&out)? {
+                output::note(&format!("wrote {}", path.display()));
+            }
+        }
+        // Handled in `main` before the runtime starts.
+        Command::Policy(_) => {}
+    }
+    Ok(exit::OK)
+}
+
+/// Prints an error the uv way and picks its exit code.
+fn report(error: &anyhow::Error) -> ExitCode {
+    // Broken pipe (e.g. `runner env list | head -1`) is not an error.
+    if error
+        .chain()
+        .any(|cause| cause.downcast_ref::<std::io::Error>().map(|e| e.kind()) == Some(std::io::ErrorKind::BrokenPipe))
+    {
+        return ExitCode::SUCCESS;
+    }
+    let mut stderr = std::io::stderr().lock();
+    let (code, hint) = match error.downcast_ref::<exit::ExitError>() {
+        Some(exit_error) => (exit_error.code, exit_error.hint.clone()),
+        None => (exit::FAILURE, None),
+    };
+    let _ = writeln!(stderr, "error: {error}");
+    for cause in error.chain().skip(1) {
+        let _ = writeln!(stderr, "  Caused by: {cause}");
+    }
+    if let Some(hint) = hint {
+        let _ = writeln!(stderr, "hint: {hint}");
+    }
+    ExitCode::from(code)
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env(env_vars::LOG)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder
+            .with_ansi(use_colour())
+            .try_init(),
+    };
+}
+
+/// Colour only on a terminal, never with NO_COLOR.
+fn use_colour() -> bool {
+    use std::io::IsTerminal;
+    std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty()) && std::io::stderr().is_terminal()
+}

@@ -1,0 +1,71 @@
+//! Printing for people and for scripts: data to stdout, everything else to
+//! stderr; `--json` prints one JSON document.
+
+use std::io::Write;
+
+use anyhow::Result;
+use serde::Serialize;
+
+/// Prints `value` as pretty JSON on stdout.
+pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut stdout, value)?;
+    writeln!(stdout)?;
+    Ok(())
+}
+
+/// Prints aligned `key: value` lines on stdout.
+pub fn fields(rows: &[(&str, String)]) -> Result<()> {
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    let mut stdout = std::io::stdout().lock();
+    for (key, value) in rows {
+        writeln!(stdout, "{key:<width$}  {value}")?;
+    }
+    Ok(())
+}
+
+/// Prints a table with a header row on stdout.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> Result<()> {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    let line = |cells: Vec<String>| -> String {
+        cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths.get(i).copied().unwrap_or(0)))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_owned()
+    };
+    writeln!(stdout, "{}", line(header.iter().map(|s| s.to_string()).collect()))?;
+    for row in rows {
+        writeln!(stdout, "{}", line(row.clone()))?;
+    }
+    Ok(())
+}
+
+/// A status line for people on stderr.
+pub fn note(message: &str) {
+    let _ = writeln!(std::io::stderr(), "{message}");
+}
+
+/// Reads one secret line from stdin (or a prompt on a terminal).
+pub fn read_secret_line(prompt: &str) -> Result<String> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        let mut stderr = std::io::stderr();
+        write!(stderr, "{prompt}")?;
+        stderr.flush()?;
+    }
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    Ok(line.trim().to_owned())
+}

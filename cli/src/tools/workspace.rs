@@ -1,0 +1,256 @@
+//! The file-system boundary of SPEC §5, applied to every path a tool touches.
+//!
+//! * Relative paths are confined to the workspace root: they are joined to
+//!   it, and the result — after resolving symlinks — must still be inside it.
+//! * Absolute paths go to the host file system; the environment's
+//!   file-access list (from the relay's policy) is then the boundary, checked
+//!   both lexically and after resolving symlinks, so a link inside an allowed
+//!   directory cannot point a tool outside it.
+//! * `..` is refused outright in any path: there is no legitimate need for it
+//!   that an absolute path does not serve, and it is the classic escape.
+
+use std::path::{Component, Path, PathBuf};
+
+use thiserror::Error;
+
+/// Why a path was refused.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum PathError {
+    #[error("path is empty")]
+    Empty,
+    #[error("path {0:?} contains `..`, which is refused")]
+    ParentComponent(String),
+    #[error("path {0:?} contains a NUL byte")]
+    Nul(String),
+    #[error("path {0:?} resolves outside the workspace (through a symlink)")]
+    EscapesWorkspace(String),
+    #[error("path {0:?} is not under a directory the environment's file-access list allows")]
+    NotAllowed(String),
+    #[error("file tools are disabled: the environment's file-access list is empty")]
+    NoFileAccess,
+    #[error("cannot resolve {path:?}: {reason}")]
+    Io { path: String, reason: String },
+}
+
+/// The workspace root and the environment's file-access list.
+#[derive(Debug, Clone)]
+pub struct Boundary {
+    /// Canonical (symlink-free) workspace root.
+    root: PathBuf,
+    /// Directories from the relay's policy; `*` means every path.
+    allowed: Vec<String>,
+}
+
+impl Boundary {
+    /// `root` must exist; it is canonicalised once here.
+    pub fn new(root: &Path, allowed: Vec<String>) -> std::io::Result<Boundary> {
+        Ok(Boundary {
+            root: root.canonicalize()?,
+            allowed,
+        })
+    }
+
+    /// The same root with another file-access list (a policy update).
+    pub fn with_allowed(&self, allowed: Vec<String>) -> Boundary {
+        Boundary {
+            root: self.root.clone(),
+            allowed,
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves a path for reading (or as a working directory): it must exist.
+    pub fn resolve_existing(&self, raw: &str) -> Result<PathBuf, PathError> {
+        let joined = self.lexical(raw)?;
+        let real = joined.canonicalize().map_err(|error| PathError::Io {
+            path: raw.to_owned(),
+            reason: error.to_string(),
+        })?;
+        self.check_real(raw, &real)?;
+        Ok(real)
+    }
+
+    /// Resolves a path for writing: it may not exist yet, and neither may its
+    /// parents. The deepest existing ancestor is resolved and checked, so a
+    /// symlinked directory cannot smuggle the new file out. An existing
+    /// symlink at the final component is resolved and checked too.
+    pub fn resolve_for_write(&self, raw: &str) -> Result<PathBuf, PathError> {
+        let joined = self.lexical(raw)?;
+        if let Ok(real) = joined.canonicalize() {
+            self.check_real(raw, &real)?;
+            return Ok(real);
+        }
+        let mut existing = joined.as_path();
+        let mut rest = Vec::new();
+        loop {
+            match existing.parent() {
+                Some(parent) => {
+                    if let Some(name) = existing.file_name() {
+                        rest.push(name.to_owned());
+                    }
+                    existing = parent;
+                    if existing.exists() {
+                        break;
+                    }
+                }
+                None => break,
+            }
+        }
+        let mut real = existing.canonicalize().map_err(|error| PathError::Io {
+            path: raw.to_owned(),
+            reason: error.to_string(),
+        })?;
+        for name in rest.iter().rev() {
+            real.push(name);
+        }
+        self.check_real(raw, &real)?;
+        Ok(real)
+    }
+
+    /// Refuses `..`, NUL and empty paths; joins relative paths to the root;
+    /// checks the file-access list lexically.
+    fn lexical(&self, raw: &str) -> Result<PathBuf, PathError> {
+        if raw.is_empty() {
+            return Err(PathError::Empty);
+        }
+        if raw.contains('\0') {
+            return Err(PathError::Nul(raw.to_owned()));
+        }
+        let path = Path::new(raw);
+        if path.components().any(|c| c == Component::ParentDir) {
+            return Err(PathError::ParentComponent(raw.to_owned()));
+        }
+        let joined = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.root.join(path)
+        };
+        let joined: PathBuf = joined
+            .components()
+            .filter(|c| *c != Component::CurDir)
+            .collect();
+        self.check_allowed(raw, &joined)?;
+        Ok(joined)
+    }
+
+    fn check_real(&self, raw: &str, real: &Path) -> Result<(), PathError> {
+        if Path::new(raw).is_relative() && !real.starts_with(&self.root) {
+            return Err(PathError::EscapesWorkspace(raw.to_owned()));
+        }
+        self.check_allowed(raw, real)
+    }
+
+    fn check_allowed(&self, raw: &str, path: &Path) -> Result<(), PathError> {
+        if self.allowed.is_empty() {
+            return Err(PathError::NoFileAccess);
+        }
+        if self.allowed.iter().any(|dir| dir == "*") {
+            return Ok(());
+        }
+        // `Path::starts_with` compares whole components: /etc2 is not under /etc.
+        let allowed = self.allowed.iter().any(|dir| {
+            let dir = Path::new(dir);
+            let dir = if dir.is_absolute() {
+                dir.to_path_buf()
+            } else {
+                self.root.join(dir)
+            };
+            path.starts_with(&dir)
+                || dir
+                    .canonicalize()
+                    .map(|real| path.starts_with(real))
+                    .unwrap_or(false)
+        });
+        if allowed {
+            Ok(())
+        } else {
+            Err(PathError::NotAllowed(raw.to_owned()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(allowed: &[&str]) -> (tempfile::TempDir, Boundary) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("ws");
+        std::fs::create_dir(&root).expect("mkdir");
+        let allowed = allowed.iter().map(|s| s.replace("$T", &dir.path().display().to_string())).collect();
+        let boundary = Boundary::new(&root, allowed).expect("boundary");
+        (dir, boundary)
+    }
+
+    #[test]
+    fn parent_components_are_refused_everywhere() {
+        let (_dir, boundary) = setup(&["*"]);
+        for raw in ["../x", "a/../../x", "/tmp/../etc/passwd", "a/.."] {
+            assert!(
+                matches!(boundary.resolve_for_write(raw), Err(PathError::ParentComponent(_))),
+                "{raw}"
+            );
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_out_of_the_workspace_are_refused() {
+        let (dir, boundary) = setup(&["*"]);
+        let outside = dir.path().join("outside");
+        std::fs::create_dir(&outside).expect("mkdir");
+        std::fs::write(outside.join("secret"), "s").expect("write");
+        std::os::unix::fs::symlink(&outside, boundary.root().join("link")).expect("symlink");
+        assert!(matches!(
+            boundary.resolve_existing("link/secret"),
+            Err(PathError::EscapesWorkspace(_))
+        ));
+        assert!(matches!(
+            boundary.resolve_for_write("link/new-file"),
+            Err(PathError::EscapesWorkspace(_))
+        ));
+        assert!(matches!(
+            boundary.resolve_for_write("link/deeper/new-file"),
+            Err(PathError::EscapesWorkspace(_))
+        ));
+        // A file inside the workspace is fine, existing or not.
+        std::fs::write(boundary.root().join("ok"), "x").expect("write");
+        assert!(boundary.resolve_existing("ok").is_ok());
+        assert!(boundary.resolve_for_write("sub/dir/new").is_ok());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_access_list_is_checked_after_resolving_symlinks() {
+        let (dir, boundary) = setup(&["$T/allowed"]);
+        let allowed = dir.path().join("allowed");
+        let forbidden = dir.path().join("forbidden");
+        std::fs::create_dir(&allowed).expect("mkdir");
+        std::fs::create_dir(&forbidden).expect("mkdir");
+        std::fs::write(forbidden.join("f"), "x").expect("write");
+        std::fs::write(allowed.join("g"), "x").expect("write");
+        std::os::unix::fs::symlink(&forbidden, allowed.join("link")).expect("symlink");
+        let path = |p: &Path, name: &str| p.join(name).display().to_string();
+        assert!(boundary.resolve_existing(&path(&allowed, "g")).is_ok());
+        assert!(matches!(
+            boundary.resolve_existing(&path(&allowed, "link/f")),
+            Err(PathError::NotAllowed(_))
+        ));
+        assert!(matches!(
+            boundary.resolve_existing(&path(&forbidden, "f")),
+            Err(PathError::NotAllowed(_))
+        ));
+        // Component-wise: a sibling sharing the prefix is not inside.
+        let sibling = format!("{}2/x", allowed.display());
+        assert!(matches!(boundary.resolve_for_write(&sibling), Err(PathError::NotAllowed(_))));
+    }
+
+    #[test]
+    fn an_empty_access_list_blocks_file_tools() {
+        let (_dir, boundary) = setup(&[]);
+        assert_eq!(boundary.resolve_for_write("x"), Err(PathError::NoFileAccess));
+    }
+}

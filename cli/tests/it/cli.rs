@@ -1,0 +1,167 @@
+//! The `runner` CLI against a real relay: exit codes and messages.
+
+use serde_json::json;
+
+use crate::support::{runner_bin, Relay, Runner};
+
+fn admin(relay: &Relay) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(runner_bin());
+    command
+        .env("RUNNER_URL", &relay.url)
+        .env("RUNNER_API_KEY", &relay.admin_key)
+        .env("RUNNER_CONFIG_DIR", relay.dir.path().join("admin-config"))
+        .env("RUNNER_STATE_DIR", relay.dir.path().join("admin-state"))
+        .env("NO_COLOR", "1");
+    command
+}
+
+async fn run(mut command: tokio::process::Command) -> (Option<i32>, String, String) {
+    let output = command.output().await.expect("runner runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn invoke_prints_output_and_exits_with_the_tools_code() {
+    let relay = Relay::spawn().await;
+    let (env, _runner) = Runner::online(&relay, json!({"name": "box", "tier": "development"})).await;
+
+    let mut command = admin(&relay);
+    command.args(["invoke", "box", "shell", "--arg", "command=echo hello; echo warn >&2; exit 7"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(7), "{stderr}");
+    assert_eq!(stdout, "hello\n");
+    assert!(stderr.contains("warn"), "{stderr}");
+
+    // By id, with --json.
+    let mut command = admin(&relay);
+    command.args(["invoke", &env, "ping", "--arg", "n:=5", "--json"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let body: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(body["result"]["n"], 5);
+}
+
+#[tokio::test]
+async fn invoke_failures_have_distinct_exit_codes_and_hints() {
+    let relay = Relay::spawn().await;
+    let (_env, _runner) = Runner::online(
+        &relay,
+        json!({"name": "prod-box", "policy": {"tools": {"mode": "list", "tools": ["shell"]}}}),
+    )
+    .await;
+    relay.create_env(json!({"name": "idle", "tier": "development"})).await;
+
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["invoke", "prod-box", "git", "--arg", "x=y"], 66, "hint:"),
+        (&["invoke", "idle", "shell", "--arg", "command=true"], 69, "runner"),
+        (&["invoke", "prod-box", "shell", "--arg", "command=sleep 20", "--timeout", "1"], 75, "cancelled"),
+        (&["invoke", "prod-box", "shell", "--arg", "command=true", "--timeout", "0"], 64, "error:"),
+        (&["invoke", "nope", "shell"], 67, "runner env list"),
+        (&["invoke", "prod-box", "shell", "--arg", "novalue"], 2, "KEY=VALUE"),
+    ];
+    for (args, want, needle) in cases {
+        let mut command = admin(&relay);
+        command.args(*args);
+        let (code, _stdout, stderr) = run(command).await;
+        assert_eq!(code, Some(*want), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+
+    let mut command = admin(&relay);
+    command.env("RUNNER_API_KEY", "rnrk_bad").args(["env", "list"]);
+    let (code, _, stderr) = run(command).await;
+    assert_eq!(code, Some(65), "{stderr}");
+}
+
+#[tokio::test]
+async fn register_with_a_bad_token_fails_without_storing_anything() {
+    let relay = Relay::spawn().await;
+    let runner_home = tempfile::tempdir().expect("tempdir");
+    let output = tokio::process::Command::new(runner_bin())
+        .env("RUNNER_CONFIG_DIR", runner_home.path())
+        .env("RUNNER_TOKEN", "rnrt_not-a-real-token-at-all")
+        .args(["register", "--url", &relay.url])
+        .output()
+        .await
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(65), "{stderr}");
+    assert!(!stderr.contains("not-a-real-token"), "token echoed: {stderr}");
+    assert!(!runner_home.path().join("config.yaml").exists());
+}
+
+#[tokio::test]
+async fn env_and_token_commands_report_as_text_and_json() {
+    let relay = Relay::spawn().await;
+    let mut command = admin(&relay);
+    command.args(["env", "create", "--name", "ci-box", "--tier", "development", "--json"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let env: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(env["name"], "ci-box");
+
+    let mut command = admin(&relay);
+    command.args(["token", "generate", "ci-box"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let token = stdout.trim().to_owned();
+    assert!(token.starts_with("rnrt_"), "token on stdout: {stdout}");
+
+    let mut command = admin(&relay);
+    command.args(["token", "status", "ci-box", "--json"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stdout.contains(&token), "never the token: {stdout}");
+    let status: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(status["has_token"], true);
+    assert_eq!(status["runner_connected"], false);
+
+    let mut command = admin(&relay);
+    command.args(["env", "list"]);
+    let (code, stdout, _) = run(command).await;
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("ci-box"), "{stdout}");
+
+    let mut command = admin(&relay);
+    command.args(["env", "delete", "ci-box", "--yes"]);
+    let (code, _, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut command = admin(&relay);
+    command.args(["env", "show", "ci-box"]);
+    let (code, _, _) = run(command).await;
+    assert_eq!(code, Some(67));
+}
+
+#[tokio::test]
+async fn login_stores_the_key_privately_and_commands_use_it() {
+    let relay = Relay::spawn().await;
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut command = tokio::process::Command::new(runner_bin());
+    command
+        .env("RUNNER_CONFIG_DIR", home.path())
+        .env("RUNNER_CREDENTIAL_STORE", "file")
+        .env("RUNNER_API_KEY", &relay.admin_key)
+        .env_remove("RUNNER_URL")
+        .args(["login", "--url", &relay.url]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stdout.contains(&relay.admin_key) && !stderr.contains(&relay.admin_key));
+    let key_file = home.path().join("credentials/api-key");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&key_file).expect("key file").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let mut command = tokio::process::Command::new(runner_bin());
+    command
+        .env("RUNNER_CONFIG_DIR", home.path())
+        .env_remove("RUNNER_API_KEY")
+        .env_remove("RUNNER_URL")
+        .args(["env", "list", "--json"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("environments"), "{stdout}");
+}

@@ -1,0 +1,192 @@
+//! invoke-tool through the relay to a real runner (SPEC §7).
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{self, dev_env, Relay, Runner};
+
+#[tokio::test]
+async fn shell_round_trip_output_exit_code_and_stderr() {
+    let relay = Relay::spawn().await;
+    let (env, _runner) = Runner::online(&relay, dev_env()).await;
+
+    let (status, body) = relay
+        .invoke(&env, json!({"tool_name": "shell", "args": {"command": "echo hi"}}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["stdout"], "hi\n");
+    assert_eq!(body["exit_code"], 0);
+    assert!(body["error"].is_null(), "{body}");
+
+    let (status, body) = relay
+        .invoke(
+            &env,
+            json!({"tool_name": "shell", "args": {"command": "echo out; echo oops >&2; exit 3"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["stdout"], "out\n");
+    assert_eq!(body["result"]["stderr"], "oops\n");
+    assert_eq!(body["exit_code"], 3);
+}
+
+#[tokio::test]
+async fn calls_run_concurrently_on_one_socket() {
+    let relay = Relay::spawn().await;
+    let (env, _runner) = Runner::online(&relay, dev_env()).await;
+    // Eight 1-second sleeps finish in well under 8 s only if they overlap.
+    let started = std::time::Instant::now();
+    let calls = (0..8).map(|i| {
+        let relay = &relay;
+        let env = &env;
+        async move {
+            relay
+                .invoke(env, json!({"tool_name": "shell", "args": {"command": format!("sleep 1; echo {i}")}}))
+                .await
+        }
+    });
+    let answers = futures_util::future::join_all(calls).await;
+    for (i, (status, body)) in answers.iter().enumerate() {
+        assert_eq!(*status, 200, "{body}");
+        assert_eq!(body["result"]["stdout"], format!("{i}\n"));
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(6), "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn no_runner_is_503() {
+    let relay = Relay::spawn().await;
+    let env = relay.create_env(dev_env()).await;
+    let (status, body) = relay
+        .invoke(&env, json!({"tool_name": "shell", "args": {"command": "true"}}))
+        .await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body["error"]["message"].is_string(), "{body}");
+}
+
+#[tokio::test]
+async fn timeout_is_504_and_the_process_group_is_killed() {
+    let relay = Relay::spawn().await;
+    let (env, _runner) = Runner::online(&relay, dev_env()).await;
+    // A marker only this test's processes carry; the grandchild sleep (in
+    // the background of a subshell) must die too, not just bash.
+    let marker = format!("31.{}", std::process::id());
+    let command = format!("(sleep {marker} &) ; sleep {marker}");
+    let (status, body) = relay
+        .invoke(&env, json!({"tool_name": "shell", "args": {"command": command}, "timeout_s": 1}))
+        .await;
+    assert_eq!(status, 504, "{body}");
+    assert!(body["error"]["call_id"].is_string(), "504 names the call: {body}");
+    support::wait_until("the sleeping processes are gone", || !support::process_with(&marker)).await;
+}
+
+#[tokio::test]
+async fn timeout_bounds_are_400() {
+    let relay = Relay::spawn().await;
+    let env = relay.create_env(dev_env()).await;
+    for timeout in [json!(0), json!(3601), json!(-1), json!("10")] {
+        let (status, body) = relay
+            .invoke(&env, json!({"tool_name": "shell", "args": {"command": "true"}, "timeout_s": timeout}))
+            .await;
+        assert_eq!(status, 400, "timeout_s {timeout}: {body}");
+        assert!(body["error"]["code"].is_string(), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn bad_api_key_is_401() {
+    let relay = Relay::spawn().await;
+    let (status, body) = relay
+        .api_with_key("rnrk_wrong", Method::GET, "/execution-environments", None)
+        .await;
+    assert_eq!(status, 401, "{body}");
+    assert!(!body.to_string().contains(&relay.admin_key));
+}
+
+#[tokio::test]
+async fn policy_refusals_are_403_and_checked_before_the_runner() {
+    let relay = Relay::spawn().await;
+    let allowed = relay.dir.path().join("allowed");
+    std::fs::create_dir_all(&allowed).expect("mkdir");
+    support::write(&allowed.join("ok.txt"), "fine");
+    // A production environment: the default allow-list has no `shell`.
+    let (env, _runner) = Runner::online(
+        &relay,
+        json!({"name": "prod", "policy": {
+            "tools": {"mode": "list", "tools": ["file_read", "ping"]},
+            "file_paths": [allowed.display().to_string()]
+        }}),
+    )
+    .await;
+
+    let (status, body) = relay
+        .invoke(&env, json!({"tool_name": "shell", "args": {"command": "echo hi"}}))
+        .await;
+    assert_eq!(status, 403, "{body}");
+
+    let inside = allowed.join("ok.txt").display().to_string();
+    let (status, body) = relay
+        .invoke(&env, json!({"tool_name": "file_read", "args": {"path": inside}}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["content"], "fine");
+
+    let sibling = format!("{}2/x", allowed.display());
+    let escape = format!("{}/../secret", allowed.display());
+    for path in ["/etc/hostname", sibling.as_str(), escape.as_str()] {
+        let (status, body) = relay
+            .invoke(&env, json!({"tool_name": "file_read", "args": {"path": path}}))
+            .await;
+        assert_eq!(status, 403, "{path}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn relative_paths_stay_in_the_workspace_and_symlink_escapes_are_refused() {
+    let relay = Relay::spawn().await;
+    let (env, runner) = Runner::online(&relay, dev_env()).await;
+    let outside = runner.home.path().join("outside");
+    support::write(&outside.join("secret"), "s3cret");
+    std::os::unix::fs::symlink(&outside, runner.workspace().join("link")).expect("symlink");
+
+    let (status, body) = relay
+        .invoke(&env, json!({"tool_name": "file_write", "args": {"path": "notes/a.txt", "content": "hello"}}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["error"].is_null(), "{body}");
+    assert_eq!(
+        std::fs::read_to_string(runner.workspace().join("notes/a.txt")).expect("written"),
+        "hello"
+    );
+    let (_, body) = relay
+        .invoke(&env, json!({"tool_name": "file_read", "args": {"path": "notes/a.txt"}}))
+        .await;
+    assert_eq!(body["result"]["content"], "hello", "{body}");
+
+    for path in ["link/secret", "../outside/secret"] {
+        let (status, body) = relay
+            .invoke(&env, json!({"tool_name": "file_read", "args": {"path": path}}))
+            .await;
+        let refused = status == 403 || body["error"].is_string();
+        assert!(refused, "{path}: {status} {body}");
+        assert!(!body.to_string().contains("s3cret"), "{path}: {body}");
+    }
+    let (_, body) = relay
+        .invoke(&env, json!({"tool_name": "file_write", "args": {"path": "link/planted", "content": "x"}}))
+        .await;
+    assert!(body["error"].is_string(), "{body}");
+    assert!(!outside.join("planted").exists());
+}
+
+#[tokio::test]
+async fn binary_files_come_back_base64() {
+    let relay = Relay::spawn().await;
+    let (env, runner) = Runner::online(&relay, dev_env()).await;
+    std::fs::write(runner.workspace().join("blob"), [0u8, 159, 146, 150, 255]).expect("write");
+    let (_, body) = relay
+        .invoke(&env, json!({"tool_name": "file_read", "args": {"path": "blob", "offset": 1, "limit": 3}}))
+        .await;
+    assert_eq!(body["result"]["encoding"], "base64", "{body}");
+    assert_eq!(body["result"]["content"], "n5KW", "{body}");
+    assert_eq!(body["result"]["bytes_read"], 3);
+}

@@ -1,0 +1,135 @@
+//! `runner run` behaviour: permission file, single instance, shutdown,
+//! being stopped by the relay.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{self, dev_env, Relay, Runner};
+
+#[tokio::test]
+async fn a_bad_permission_file_stops_the_runner_before_it_connects() {
+    let relay = Relay::spawn().await;
+    let env = relay.create_env(dev_env()).await;
+    let token = relay.token(&env).await;
+    let mut runner = Runner::register(&relay, &token).await;
+    let missing = runner.home.path().join("missing.yaml");
+    let broken = runner.home.path().join("broken.yaml");
+    support::write(&broken, "permission: [not, a, map");
+    let empty = runner.home.path().join("empty.yaml");
+    support::write(&empty, "permission: {}\n");
+    for file in [&missing, &broken, &empty] {
+        runner.start(&["--permission-config", &file.display().to_string()]);
+        let child = runner.child.take().expect("spawned");
+        let (code, stderr) = support::wait_output(child).await;
+        assert_eq!(code, Some(78), "{}: {stderr}", file.display());
+        assert!(stderr.contains("refusing to start"), "{stderr}");
+    }
+    assert_eq!(relay.status(&env).await, "pending");
+}
+
+#[tokio::test]
+async fn the_permission_file_gates_every_shell_call() {
+    let relay = Relay::spawn().await;
+    let env = relay.create_env(dev_env()).await;
+    let token = relay.token(&env).await;
+    let mut runner = Runner::register(&relay, &token).await;
+    let rules = runner.home.path().join("permission.yaml");
+    support::write(
+        &rules,
+        "permission:\n  \"*\": deny\n  \"echo *\": allow\n  \"> /srv/allowed/*\": allow\n",
+    );
+    runner.start(&["--permission-config", &rules.display().to_string()]);
+    relay.wait_status(&env, "online").await;
+
+    let (_, body) = relay
+        .invoke(&env, json!({"tool_name": "shell", "args": {"command": "echo allowed"}}))
+        .await;
+    assert_eq!(body["result"]["stdout"], "allowed\n", "{body}");
+
+    let marker = runner.home.path().join("must-not-exist");
+    for command in [
+        format!("echo x; touch {}", marker.display()),
+        format!("echo $(touch {})", marker.display()),
+        format!("echo x > {}", marker.display()),
+    ] {
+        let (status, body) = relay
+            .invoke(&env, json!({"tool_name": "shell", "args": {"command": command}}))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let error = body["error"].as_str().unwrap_or_default();
+        assert!(error.contains("permission file"), "{command}: {body}");
+        assert!(!marker.exists(), "{command} ran");
+    }
+}
+
+#[tokio::test]
+async fn a_second_runner_with_the_same_state_dir_is_refused_naming_the_pid() {
+    let relay = Relay::spawn().await;
+    let (_env, mut runner) = Runner::online(&relay, dev_env()).await;
+    let pid = runner.child.as_ref().and_then(|c| c.id()).expect("pid");
+    let output = runner.command().arg("run").output().await.expect("second run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("PID {pid}")), "{stderr}");
+    let (code, _) = runner.stop().await;
+    assert_eq!(code, Some(0));
+}
+
+#[tokio::test]
+async fn sigterm_answers_in_flight_calls_and_exits_cleanly() {
+    let relay = Relay::spawn().await;
+    let (env, mut runner) = Runner::online(&relay, dev_env()).await;
+    let marker = format!("47.{}", std::process::id());
+    let call = {
+        let relay = &relay;
+        let env = env.clone();
+        let marker = marker.clone();
+        async move {
+            relay
+                .invoke(&env, json!({"tool_name": "shell", "args": {"command": format!("sleep {marker}")}}))
+                .await
+        }
+    };
+    let stop = async {
+        support::wait_until("the call is running", || support::process_with(&marker)).await;
+        runner.stop().await
+    };
+    let ((status, body), (code, stderr)) = tokio::join!(call, stop);
+    assert_eq!(code, Some(0), "{stderr}");
+    // Either the runner's cancelled answer or the relay's prompt 503 when the
+    // socket closed: never a hang until the 300 s default timeout.
+    assert!(
+        (status == 200 && body["error"].as_str().unwrap_or_default().contains("cancelled")) || status == 503,
+        "{status} {body}"
+    );
+    assert!(!support::process_with(&marker));
+}
+
+#[tokio::test]
+async fn revoking_the_token_stops_the_runner_with_a_clear_message() {
+    let relay = Relay::spawn().await;
+    let (env, mut runner) = Runner::online(&relay, dev_env()).await;
+    let (status, body) = relay
+        .api(Method::POST, &format!("/execution-environments/{env}/revoke-token"), None)
+        .await;
+    assert!(status == 200 || status == 204, "{status} {body}");
+    let child = runner.child.take().expect("running");
+    let (code, stderr) = support::wait_output(child).await;
+    assert_eq!(code, Some(10), "{stderr}");
+    assert!(stderr.contains("revoked"), "{stderr}");
+}
+
+#[tokio::test]
+async fn the_token_never_appears_in_the_runner_logs_or_config() {
+    let relay = Relay::spawn().await;
+    let env = relay.create_env(dev_env()).await;
+    let token = relay.token(&env).await;
+    let mut runner = Runner::register(&relay, &token).await;
+    runner.start(&[]);
+    relay.wait_status(&env, "online").await;
+    let (_, stderr) = runner.stop().await;
+    let secret_part = &token[token.len() - 16..];
+    assert!(!stderr.contains(secret_part), "token in logs: {stderr}");
+    let config = std::fs::read_to_string(runner.config_dir().join("config.yaml")).expect("config");
+    assert!(!config.contains(secret_part), "token in config.yaml");
+}

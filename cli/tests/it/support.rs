@@ -1,0 +1,291 @@
+//! Test support: a real relay process on 127.0.0.1:0 with a fresh SQLite
+//! file, and real runner processes registered against it.
+//!
+//! No fixed ports and no sleeps for readiness: the relay prints its bound
+//! address, and runner readiness is polled through the API with a deadline.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// Generous: a cold debug build on a 2-core CI machine is slow to start.
+pub const READY_DEADLINE: Duration = Duration::from_secs(30);
+
+pub fn runner_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_runner"))
+}
+
+/// `runner-relay` is built next to `runner` (README: `cargo build --workspace --bins`).
+pub fn relay_bin() -> PathBuf {
+    let path = runner_bin().with_file_name("runner-relay");
+    assert!(
+        path.exists(),
+        "{} is missing: build it first with `cargo build --workspace --bins`",
+        path.display()
+    );
+    path
+}
+
+pub struct Relay {
+    pub url: String,
+    pub admin_key: String,
+    pub dir: tempfile::TempDir,
+    /// Killed when the test ends (kill_on_drop).
+    _child: Child,
+    http: reqwest::Client,
+}
+
+impl Relay {
+    pub async fn spawn() -> Relay {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut child = Command::new(relay_bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path().join("relay"))
+            .env_remove("RUNNER_RELAY_DATABASE_URL")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn runner-relay");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let mut admin_key = None;
+        let url = tokio::time::timeout(READY_DEADLINE, async {
+            while let Some(line) = lines.next_line().await.expect("read relay stdout") {
+                if let Some(key) = line.strip_prefix("admin API key (shown once): ") {
+                    admin_key = Some(key.trim().to_owned());
+                }
+                if let Some(url) = line.strip_prefix("runner-relay listening on ") {
+                    return url.trim().to_owned();
+                }
+            }
+            panic!("runner-relay exited before listening");
+        })
+        .await
+        .expect("relay did not start listening in time");
+        // Keep draining stdout so the relay never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Relay {
+            url,
+            admin_key: admin_key.expect("first start prints an admin key"),
+            dir,
+            _child: child,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// Sends an API request with the admin key; returns status and JSON body.
+    pub async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        self.api_with_key(&self.admin_key, method, path, body).await
+    }
+
+    pub async fn api_with_key(
+        &self,
+        key: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(key);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("relay answers");
+        let status = response.status().as_u16();
+        let text = response.text().await.expect("body");
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    pub async fn create_env(&self, body: Value) -> String {
+        let (status, env) = self
+            .api(reqwest::Method::POST, "/execution-environments", Some(body))
+            .await;
+        assert!(status == 200 || status == 201, "create env: {status} {env}");
+        env["id"].as_str().expect("id").to_owned()
+    }
+
+    pub async fn token(&self, env: &str) -> String {
+        let (status, body) = self
+            .api(
+                reqwest::Method::POST,
+                &format!("/execution-environments/{env}/generate-token"),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "generate token: {body}");
+        body["token"].as_str().expect("token").to_owned()
+    }
+
+    pub async fn invoke(&self, env: &str, body: Value) -> (u16, Value) {
+        self.api(
+            reqwest::Method::POST,
+            &format!("/execution-environments/{env}/invoke-tool"),
+            Some(body),
+        )
+        .await
+    }
+
+    pub async fn status(&self, env: &str) -> String {
+        let (_, body) = self
+            .api(reqwest::Method::GET, &format!("/execution-environments/{env}/status"), None)
+            .await;
+        body["status"].as_str().unwrap_or("?").to_owned()
+    }
+
+    pub async fn wait_status(&self, env: &str, want: &str) {
+        let deadline = Instant::now() + READY_DEADLINE;
+        loop {
+            let status = self.status(env).await;
+            if status == want {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{env} stayed {status}, wanted {want}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// A registered runner's directories and (when running) its process.
+pub struct Runner {
+    pub home: tempfile::TempDir,
+    pub child: Option<Child>,
+}
+
+impl Runner {
+    pub fn config_dir(&self) -> PathBuf {
+        self.home.path().join("config")
+    }
+    pub fn state_dir(&self) -> PathBuf {
+        self.home.path().join("state")
+    }
+    pub fn workspace(&self) -> PathBuf {
+        self.home.path().join("workspace")
+    }
+
+    /// A `runner` command with this runner's directories.
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(runner_bin());
+        command
+            .env("RUNNER_CONFIG_DIR", self.config_dir())
+            .env("RUNNER_STATE_DIR", self.state_dir())
+            .env("RUNNER_WORKSPACE", self.workspace())
+            .env("RUNNER_CREDENTIAL_STORE", "file")
+            .env_remove("RUNNER_PERMISSION_CONFIG")
+            .env_remove("RUNNER_URL")
+            .env_remove("RUNNER_API_KEY")
+            .env_remove("RUNNER_TOKEN")
+            .kill_on_drop(true);
+        command
+    }
+
+    /// Registers with `token` (passed in the environment, as users should).
+    pub async fn register(relay: &Relay, token: &str) -> Runner {
+        let runner = Runner {
+            home: tempfile::tempdir().expect("tempdir"),
+            child: None,
+        };
+        std::fs::create_dir_all(runner.workspace()).expect("workspace");
+        let output = runner
+            .command()
+            .args(["register", "--url", &relay.url])
+            .env("RUNNER_TOKEN", token)
+            .output()
+            .await
+            .expect("run register");
+        assert!(
+            output.status.success(),
+            "register failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        runner
+    }
+
+    pub fn start(&mut self, extra: &[&str]) {
+        let child = self
+            .command()
+            .arg("run")
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn runner run");
+        self.child = Some(child);
+    }
+
+    /// Registers and starts a runner for a new environment, waits until online.
+    pub async fn online(relay: &Relay, env_body: Value) -> (String, Runner) {
+        let env = relay.create_env(env_body).await;
+        let token = relay.token(&env).await;
+        let mut runner = Runner::register(relay, &token).await;
+        runner.start(&[]);
+        relay.wait_status(&env, "online").await;
+        (env, runner)
+    }
+
+    /// Sends SIGTERM and waits for the exit status and stderr.
+    pub async fn stop(&mut self) -> (Option<i32>, String) {
+        let child = self.child.take().expect("running");
+        if let Some(pid) = child.id() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        wait_output(child).await
+    }
+}
+
+/// Waits (with a deadline) for a child to exit; returns its code and stderr.
+pub async fn wait_output(child: Child) -> (Option<i32>, String) {
+    let output = tokio::time::timeout(READY_DEADLINE, child.wait_with_output())
+        .await
+        .expect("process exits in time")
+        .expect("wait");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A development-tier environment: every tool, every path.
+pub fn dev_env() -> Value {
+    json!({"tier": "development"})
+}
+
+/// Whether any process's command line contains `marker`.
+pub fn process_with(marker: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline"))
+            .map(|bytes| {
+                let text = String::from_utf8_lossy(&bytes).replace('\0', " ");
+                text.contains(marker)
+            })
+            .unwrap_or(false)
+    })
+}
+
+pub async fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + READY_DEADLINE;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub fn write(path: &Path, text: &str) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("mkdir");
+    }
+    std::fs::write(path, text).expect("write");
+}

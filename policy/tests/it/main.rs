@@ -1,0 +1,9 @@
+//! Integration tests of the permission engine, in one test binary.
+
+mod adversarial;
+mod conformance;
+mod differential;
+mod loading;
+mod properties;
+mod robustness;
+mod support;

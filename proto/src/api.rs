@@ -1,0 +1,286 @@
+//! JSON bodies of the relay's HTTP API (SPEC §7).
+//!
+//! Field names are the contract with API callers; every field a newer relay
+//! adds is `#[serde(default)]` on the reading side.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use crate::ws::{Policy, ToolAccess, ToolSpec};
+
+/// Header carrying the API version the relay speaks.
+pub const API_VERSION_HEADER: &str = "x-runner-api-version";
+/// The API version of this build.
+pub const API_VERSION: &str = "1";
+
+/// An execution environment (SPEC §2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// Opaque stable id (`env_…`).
+    pub id: String,
+    /// Unique per account, ≤128 chars; empty until the first runner fills it.
+    pub name: String,
+    /// Free text.
+    #[serde(default)]
+    pub description: String,
+    /// A label only (Local, Container, Docker, AKS, AWS, Windows Native, Linux Native).
+    #[serde(rename = "type", default = "default_type")]
+    pub env_type: String,
+    /// Routing tags.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// `shared` or `team:<name>`; fixed at creation.
+    pub scope: String,
+    /// `production` or `development`.
+    pub tier: Tier,
+    /// Whether the runner should install browser tools.
+    #[serde(default)]
+    pub install_browser_tools: bool,
+    /// The relay-side policy (SPEC §4).
+    pub policy: Policy,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339 time of the last heartbeat, if any.
+    #[serde(default)]
+    pub last_seen: Option<String>,
+}
+
+fn default_type() -> String {
+    "Local".to_owned()
+}
+
+/// Environment tier: decides the defaults of a new environment's policy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// Default allow-list, no file paths.
+    #[default]
+    Production,
+    /// Every announced tool and every path until a list is set.
+    Development,
+}
+
+/// `POST /execution-environments`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateEnvironment {
+    /// May be left blank: the first runner fills it with its hostname.
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(rename = "type", default)]
+    pub env_type: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// `shared` (default) or `team:<name>`.
+    #[serde(default)]
+    pub scope: Option<String>,
+    #[serde(default)]
+    pub tier: Tier,
+    #[serde(default)]
+    pub install_browser_tools: bool,
+    /// Overrides the tier's default policy.
+    #[serde(default)]
+    pub policy: Option<Policy>,
+}
+
+/// `PATCH /execution-environments/{id}`: every field optional; `scope` is
+/// refused (fixed at creation).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateEnvironment {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub env_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<Tier>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_browser_tools: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
+    /// Present only so that a PATCH naming it gets a clear 400.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// `GET /execution-environments`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvironmentList {
+    pub environments: Vec<Environment>,
+}
+
+/// Live status of an environment's runner (SPEC §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Never connected.
+    Pending,
+    /// Connected, heartbeat healthy.
+    Online,
+    /// Connected, but the executor can't keep up.
+    Degraded,
+    /// Connected before, no heartbeat for about 90 s.
+    Offline,
+}
+
+impl Status {
+    /// The lowercase wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Online => "online",
+            Status::Degraded => "degraded",
+            Status::Offline => "offline",
+        }
+    }
+}
+
+/// The runner currently (or last) connected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunnerInfo {
+    pub version: String,
+    pub hostname: String,
+    pub os: String,
+    pub arch: String,
+}
+
+/// A token's public facts: never the token or its hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenHint {
+    /// The recognisable prefix and the last 4 characters, e.g. `rnrt_…9f3a`.
+    pub hint: String,
+    pub created_at: String,
+    #[serde(default)]
+    pub last_used_at: Option<String>,
+}
+
+/// `GET /execution-environments/{id}/status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvironmentStatus {
+    pub id: String,
+    pub name: String,
+    pub status: Status,
+    /// Why the status is what it is, for people (e.g. the degraded reason).
+    #[serde(default)]
+    pub reason: Option<String>,
+    pub connected: bool,
+    #[serde(default)]
+    pub last_seen: Option<String>,
+    #[serde(default)]
+    pub runner: Option<RunnerInfo>,
+    #[serde(default)]
+    pub token: Option<TokenHint>,
+}
+
+/// `POST /execution-environments/{id}/generate-token`: the only answer that
+/// ever contains a token's plaintext.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratedToken {
+    pub token: String,
+    pub environment_id: String,
+    pub hint: String,
+    /// When the previous token stops working, if there was one.
+    #[serde(default)]
+    pub previous_valid_until: Option<String>,
+}
+
+/// `GET /execution-environments/{id}/token-status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenStatus {
+    pub environment_id: String,
+    pub has_token: bool,
+    #[serde(default)]
+    pub hint: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub age_days: Option<i64>,
+    #[serde(default)]
+    pub last_used_at: Option<String>,
+    #[serde(default)]
+    pub days_until_expiry: Option<i64>,
+    pub runner_connected: bool,
+}
+
+/// `GET /execution-environments/{id}/tools`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolList {
+    pub environment_id: String,
+    pub runner_connected: bool,
+    /// The announced catalogue filtered by the allow-list.
+    pub tools: Vec<ToolSpec>,
+}
+
+/// `POST /execution-environments/{id}/invoke-tool`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvokeRequest {
+    pub tool_name: String,
+    #[serde(default = "empty_object")]
+    pub args: Value,
+    /// 1–3600, default [`DEFAULT_TIMEOUT_S`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<u64>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// Default `timeout_s` of an invoke.
+pub const DEFAULT_TIMEOUT_S: u64 = 300;
+/// Largest accepted `timeout_s`.
+pub const MAX_TIMEOUT_S: u64 = 3600;
+
+/// Answer of `invoke-tool`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InvokeResponse {
+    pub call_id: String,
+    #[serde(default)]
+    pub result: Value,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// `POST /runner/register` answer: the token is valid for this environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegisterResponse {
+    pub environment: crate::ws::EnvironmentInfo,
+}
+
+/// Every error answer: `{"error":{"code","message"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// Inside [`ErrorBody`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code, e.g. `not_found`, `tool_not_allowed`.
+    pub code: String,
+    /// One sentence for people.
+    pub message: String,
+    /// The call id, for errors about a call (504 names it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+/// `POST /execution-environments/{id}/revoke-token` answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RevokedTokens {
+    pub environment_id: String,
+    /// How many tokens stopped working.
+    #[serde(default)]
+    pub revoked_tokens: u64,
+    /// Whether a connected runner was disconnected.
+    #[serde(default)]
+    pub runner_disconnected: bool,
+}

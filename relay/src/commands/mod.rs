@@ -1,0 +1,140 @@
+//! The subcommands, one module each, and what they share: logging, store
+//! location, and the shutdown signal.
+
+mod admin;
+mod dev;
+mod serve;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use crate::args::{Cli, Command, LogFormat, StoreArgs};
+use crate::store::{self, Store};
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    init_logging(cli.log_format);
+    match cli.command {
+        Command::Serve(args) => serve::run(args).await,
+        Command::Admin(args) => admin::run(args).await,
+        Command::Dev(args) => dev::run(args).await,
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // A second initialisation (tests calling commands twice) keeps the first.
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// Prints one line on stdout and flushes it at once: tests and scripts
+/// read these lines while the process keeps running.
+pub(crate) fn say(line: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{line}").context("writing to stdout")?;
+    stdout.flush().context("flushing stdout")
+}
+
+/// The data directory: the flag/env value, else the platform's.
+fn data_dir(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = flag {
+        return Ok(dir.to_owned());
+    }
+    directories::ProjectDirs::from("dev", "runner", "runner-relay")
+        .map(|dirs| dirs.data_dir().to_owned())
+        .context("no home directory to put the relay's data in; pass --data-dir")
+}
+
+/// The database URL of the store arguments, creating the directory a
+/// SQLite file goes in.
+pub(crate) fn database_url(args: &StoreArgs) -> anyhow::Result<String> {
+    if let Some(url) = &args.database_url {
+        if let Some(path) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
+            let file = Path::new(path.split('?').next().unwrap_or(path));
+            if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
+                fs_err::create_dir_all(parent)?;
+            }
+        }
+        return Ok(url.clone());
+    }
+    let dir = data_dir(args.data_dir.as_deref())?;
+    fs_err::create_dir_all(&dir)?;
+    Ok(format!("sqlite://{}", dir.join("relay.db").display()))
+}
+
+/// Opens the store, naming the database in the error (without any
+/// password a URL might carry).
+pub(crate) async fn open_store(url: &str) -> anyhow::Result<Arc<dyn Store>> {
+    store::open(url)
+        .await
+        .with_context(|| format!("opening the store at {}", redact_url(url)))
+}
+
+fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            format!("{}://<redacted>@{}", &url[..scheme_end], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Cancels the token on SIGINT or SIGTERM.
+pub(crate) fn cancel_on_signal(shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutdown requested");
+        shutdown.cancel();
+    });
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM; only Ctrl-C stops the relay");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_passwords_are_redacted() {
+        assert_eq!(
+            redact_url("postgres://relay:hunter2@db:5432/relay"),
+            "postgres://<redacted>@db:5432/relay"
+        );
+        assert_eq!(redact_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
+    }
+}

@@ -1,0 +1,90 @@
+//! API key authentication: the [`Caller`] extractor, and the lookups that
+//! combine it with the access rules (404 for what a member cannot see, 403
+//! for what they see but may not do).
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap};
+
+use super::error::ApiError;
+use crate::access;
+use crate::environment::EnvironmentRecord;
+use crate::secret::{hash_secret, hashes_match, API_KEY_PREFIX};
+use crate::state::AppState;
+use crate::store::Member;
+
+/// The credential in `Authorization: Bearer <value>`, if any.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, credential) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| credential.trim())
+        .filter(|credential| !credential.is_empty())
+}
+
+/// The authenticated member making an API request.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Member);
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let key = bearer(&parts.headers).ok_or_else(|| {
+            ApiError::unauthorized("missing API key: send `Authorization: Bearer rnrk_…`")
+        })?;
+        if !key.starts_with(API_KEY_PREFIX) {
+            return Err(ApiError::unauthorized("invalid API key"));
+        }
+        let hash = hash_secret(key);
+        match state.store.member_by_key_hash(&hash).await? {
+            Some((member, stored)) if hashes_match(&stored, &hash) => Ok(Caller(member)),
+            _ => Err(ApiError::unauthorized("invalid API key")),
+        }
+    }
+}
+
+/// What the caller wants to do with an environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intent {
+    /// Read it, its status and tools.
+    Read,
+    /// Invoke its tools.
+    Use,
+    /// Change, delete, manage tokens.
+    Manage,
+}
+
+/// Loads an environment the caller may act on: 404 if it does not exist or
+/// the caller cannot see it, 403 if they see it but may not do this.
+pub async fn environment_for(
+    state: &AppState,
+    caller: &Member,
+    id: &str,
+    intent: Intent,
+) -> Result<EnvironmentRecord, ApiError> {
+    let environment = state
+        .store
+        .environment(id)
+        .await?
+        .filter(|environment| access::can_see(caller, environment))
+        .ok_or_else(|| ApiError::environment_not_found(id))?;
+    let allowed = match intent {
+        Intent::Read => true,
+        Intent::Use => access::can_use(caller, &environment.scope),
+        Intent::Manage => access::can_manage(caller, &environment.scope),
+    };
+    if !allowed {
+        let why = match &environment.scope {
+            crate::environment::Scope::Shared => {
+                "only organisation admins may manage shared environments".to_owned()
+            }
+            crate::environment::Scope::Team(team) => {
+                format!("only members of team {team:?} may act on its environments")
+            }
+        };
+        return Err(ApiError::forbidden(why));
+    }
+    Ok(environment)
+}

@@ -1,0 +1,182 @@
+//! `/execution-environments`: create, list, read, update, delete, status and
+//! tools.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use runner_proto::api::{
+    CreateEnvironment, Environment, EnvironmentList, EnvironmentStatus, ToolList, UpdateEnvironment,
+};
+
+use super::auth::{environment_for, Caller, Intent};
+use super::error::{ApiError, ApiJson};
+use crate::access;
+use crate::enforcement;
+use crate::environment::{
+    default_policy, new_environment_id, validate_labels, validate_name, EnvironmentRecord, Scope,
+};
+use crate::state::AppState;
+
+fn invalid(error: crate::environment::InvalidField) -> ApiError {
+    ApiError::bad_request(error.message)
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+) -> Result<Json<EnvironmentList>, ApiError> {
+    let environments = state
+        .store
+        .list_environments()
+        .await?
+        .iter()
+        .filter(|environment| access::can_see(&caller, environment))
+        .map(EnvironmentRecord::to_api)
+        .collect();
+    Ok(Json(EnvironmentList { environments }))
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    ApiJson(request): ApiJson<CreateEnvironment>,
+) -> Result<(StatusCode, Json<Environment>), ApiError> {
+    let scope = Scope::parse(request.scope.as_deref().unwrap_or("shared")).map_err(invalid)?;
+    if !access::can_manage(&caller, &scope) {
+        return Err(ApiError::forbidden(match &scope {
+            Scope::Shared => "only organisation admins may create shared environments".to_owned(),
+            Scope::Team(team) => format!("you are not a member of team {team:?}"),
+        }));
+    }
+    validate_name(&request.name, true).map_err(invalid)?;
+    let env_type = request.env_type.unwrap_or_else(|| "Local".to_owned());
+    validate_labels(&request.description, &env_type, &request.tags).map_err(invalid)?;
+    let record = EnvironmentRecord {
+        id: new_environment_id(),
+        name: request.name,
+        description: request.description,
+        env_type,
+        tags: request.tags,
+        scope,
+        tier: request.tier,
+        install_browser_tools: request.install_browser_tools,
+        policy: request
+            .policy
+            .unwrap_or_else(|| default_policy(request.tier)),
+        created_at: state.clock.now(),
+        last_seen: None,
+        runner: None,
+    };
+    state.store.insert_environment(&record).await?;
+    tracing::info!(environment_id = %record.id, name = %record.name, scope = %record.scope, "environment created");
+    Ok((StatusCode::CREATED, Json(record.to_api())))
+}
+
+pub async fn get(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<Environment>, ApiError> {
+    let environment = environment_for(&state, &caller, &id, Intent::Read).await?;
+    Ok(Json(environment.to_api()))
+}
+
+pub async fn update(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<UpdateEnvironment>,
+) -> Result<Json<Environment>, ApiError> {
+    let mut environment = environment_for(&state, &caller, &id, Intent::Manage).await?;
+    if request.scope.is_some() {
+        return Err(ApiError::bad_request(
+            "scope is fixed at creation; create a new environment to change it",
+        ));
+    }
+    if let Some(name) = request.name {
+        validate_name(&name, false).map_err(invalid)?;
+        environment.name = name;
+    }
+    if let Some(description) = request.description {
+        environment.description = description;
+    }
+    if let Some(env_type) = request.env_type {
+        environment.env_type = env_type;
+    }
+    if let Some(tags) = request.tags {
+        environment.tags = tags;
+    }
+    if let Some(tier) = request.tier {
+        environment.tier = tier;
+    }
+    if let Some(install) = request.install_browser_tools {
+        environment.install_browser_tools = install;
+    }
+    validate_labels(
+        &environment.description,
+        &environment.env_type,
+        &environment.tags,
+    )
+    .map_err(invalid)?;
+    let policy_changed = request.policy.is_some();
+    if let Some(policy) = request.policy {
+        environment.policy = policy;
+    }
+    state.store.update_environment(&environment).await?;
+    if policy_changed {
+        // Restrictions apply at once anyway (every call is checked here);
+        // pushing lets a connected runner pick up newly allowed tools too.
+        state
+            .router
+            .push_policy(&environment.id, environment.policy.clone())
+            .await;
+    }
+    Ok(Json(environment.to_api()))
+}
+
+pub async fn delete(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let environment = environment_for(&state, &caller, &id, Intent::Manage).await?;
+    if !state.store.delete_environment(&environment.id).await? {
+        return Err(ApiError::environment_not_found(&id));
+    }
+    state
+        .router
+        .disconnect(
+            &environment.id,
+            runner_proto::close::DELETED,
+            "environment deleted",
+        )
+        .await;
+    state.health.forget(&environment.id);
+    tracing::info!(environment_id = %environment.id, "environment deleted");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn status(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<EnvironmentStatus>, ApiError> {
+    let environment = environment_for(&state, &caller, &id, Intent::Read).await?;
+    Ok(Json(state.environment_status(&environment).await?))
+}
+
+pub async fn tools(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<ToolList>, ApiError> {
+    let environment = environment_for(&state, &caller, &id, Intent::Read).await?;
+    let presence = state.router.presence(&environment.id).await;
+    Ok(Json(ToolList {
+        environment_id: environment.id,
+        runner_connected: presence.is_some(),
+        tools: presence
+            .map(|presence| enforcement::visible_tools(&environment.policy, &presence.tools))
+            .unwrap_or_default(),
+    }))
+}

@@ -1,0 +1,154 @@
+//! The HTTP surface: the API of SPEC §7, the runner endpoints, health
+//! probes and the OpenAPI document, with JSON errors everywhere.
+
+mod auth;
+mod environments;
+pub mod error;
+pub mod invoke;
+pub mod openapi;
+mod runner;
+mod tokens;
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use runner_proto::api::{API_VERSION, API_VERSION_HEADER};
+use tracing::Instrument;
+
+use self::error::ApiError;
+use crate::state::AppState;
+
+/// Largest request body accepted (tool arguments included).
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+pub const ENVIRONMENTS: &str = "/execution-environments";
+pub const ENVIRONMENT: &str = "/execution-environments/{id}";
+pub const STATUS: &str = "/execution-environments/{id}/status";
+pub const GENERATE_TOKEN: &str = "/execution-environments/{id}/generate-token";
+pub const TOKEN_STATUS: &str = "/execution-environments/{id}/token-status";
+pub const REVOKE_TOKEN: &str = "/execution-environments/{id}/revoke-token";
+pub const TOOLS: &str = "/execution-environments/{id}/tools";
+pub const INVOKE_TOOL: &str = "/execution-environments/{id}/invoke-tool";
+pub const HEALTHZ: &str = "/healthz";
+pub const READYZ: &str = "/readyz";
+pub const OPENAPI: &str = "/openapi.json";
+
+/// Every (method, path) the router serves; [`router`] is built from the
+/// same constants, and a test checks each one against the router and the
+/// OpenAPI document.
+pub const ROUTES: &[(Method, &str)] = &[
+    (Method::GET, ENVIRONMENTS),
+    (Method::POST, ENVIRONMENTS),
+    (Method::GET, ENVIRONMENT),
+    (Method::PATCH, ENVIRONMENT),
+    (Method::DELETE, ENVIRONMENT),
+    (Method::GET, STATUS),
+    (Method::POST, GENERATE_TOKEN),
+    (Method::GET, TOKEN_STATUS),
+    (Method::POST, REVOKE_TOKEN),
+    (Method::GET, TOOLS),
+    (Method::POST, INVOKE_TOOL),
+    (Method::POST, runner_proto::RUNNER_REGISTER_PATH),
+    (Method::GET, runner_proto::RUNNER_CONNECT_PATH),
+    (Method::GET, HEALTHZ),
+    (Method::GET, READYZ),
+    (Method::GET, OPENAPI),
+];
+
+/// The relay's HTTP application.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route(
+            ENVIRONMENTS,
+            get(environments::list).post(environments::create),
+        )
+        .route(
+            ENVIRONMENT,
+            get(environments::get)
+                .patch(environments::update)
+                .delete(environments::delete),
+        )
+        .route(STATUS, get(environments::status))
+        .route(GENERATE_TOKEN, post(tokens::generate))
+        .route(TOKEN_STATUS, get(tokens::status))
+        .route(REVOKE_TOKEN, post(tokens::revoke))
+        .route(TOOLS, get(environments::tools))
+        .route(INVOKE_TOOL, post(invoke::invoke))
+        .route(runner_proto::RUNNER_REGISTER_PATH, post(runner::register))
+        .route(runner_proto::RUNNER_CONNECT_PATH, get(runner::connect))
+        .route(HEALTHZ, get(healthz))
+        .route(READYZ, get(readyz))
+        .route(OPENAPI, get(openapi_document))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn(request_span))
+        .with_state(state)
+}
+
+async fn healthz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    match state.store.ping().await {
+        Ok(()) => Json(serde_json::json!({ "status": "ready" })).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "store not reachable");
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+                "the relay's store is not reachable",
+            )
+            .into_response()
+        }
+    }
+}
+
+async fn openapi_document() -> Json<serde_json::Value> {
+    Json(openapi::document())
+}
+
+async fn not_found(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "route_not_found",
+        format!("no route for {method} {}", uri.path()),
+    )
+}
+
+async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{method} is not allowed on {}", uri.path()),
+    )
+}
+
+/// One span per request, the API version header on every answer, and a log
+/// line per answer.
+async fn request_span(request: Request, next: Next) -> Response {
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method(),
+        path = %request.uri().path(),
+    );
+    async move {
+        let started = std::time::Instant::now();
+        let mut response = next.run(request).await;
+        response
+            .headers_mut()
+            .insert(API_VERSION_HEADER, HeaderValue::from_static(API_VERSION));
+        tracing::debug!(
+            status = response.status().as_u16(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "answered"
+        );
+        response
+    }
+    .instrument(span)
+    .await
+}

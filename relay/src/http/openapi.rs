@@ -1,0 +1,325 @@
+//! The OpenAPI 3.1 description of the HTTP API, written by hand next to the
+//! route table (a test checks that every route of the router is in it).
+
+use serde_json::{json, Value};
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } }
+    })
+}
+
+fn json_response(description: &str, schema: &str) -> Value {
+    json!({
+        "description": description,
+        "content": { "application/json": { "schema": { "$ref": format!("#/components/schemas/{schema}") } } }
+    })
+}
+
+fn json_body(schema: &str) -> Value {
+    json!({
+        "required": true,
+        "content": { "application/json": { "schema": { "$ref": format!("#/components/schemas/{schema}") } } }
+    })
+}
+
+fn id_parameter() -> Value {
+    json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } })
+}
+
+/// The document served at `/openapi.json`.
+pub fn document() -> Value {
+    let unauthorized = error_response("missing or invalid API key");
+    let not_found = error_response("no such environment, or not visible to the caller");
+    let forbidden = error_response("visible, but the caller may not do this");
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "runner-relay",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "HTTP API of the runner relay: execution environments, registration tokens and tool calls. Every answer carries `x-runner-api-version: 1`; every error is `{\"error\":{\"code\",\"message\"}}`."
+        },
+        "components": {
+            "securitySchemes": {
+                "apiKey": { "type": "http", "scheme": "bearer", "description": "Organisation API key (rnrk_…)" },
+                "registrationToken": { "type": "http", "scheme": "bearer", "description": "Environment registration token (rnrt_…)" }
+            },
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": { "error": {
+                        "type": "object",
+                        "required": ["code", "message"],
+                        "properties": {
+                            "code": { "type": "string" },
+                            "message": { "type": "string" },
+                            "call_id": { "type": "string" }
+                        }
+                    } }
+                },
+                "Policy": {
+                    "type": "object",
+                    "required": ["tools"],
+                    "properties": {
+                        "tools": { "oneOf": [
+                            { "type": "object", "required": ["mode"], "properties": { "mode": { "const": "all" } } },
+                            { "type": "object", "required": ["mode", "tools"], "properties": { "mode": { "const": "list" }, "tools": { "type": "array", "items": { "type": "string" } } } }
+                        ] },
+                        "file_paths": { "type": "array", "items": { "type": "string" } },
+                        "approval_required": { "type": "array", "items": { "type": "string" } }
+                    }
+                },
+                "Environment": {
+                    "type": "object",
+                    "required": ["id", "name", "type", "scope", "tier", "policy", "created_at"],
+                    "properties": {
+                        "id": { "type": "string" },
+                        "name": { "type": "string", "maxLength": 128 },
+                        "description": { "type": "string" },
+                        "type": { "type": "string" },
+                        "tags": { "type": "array", "items": { "type": "string" } },
+                        "scope": { "type": "string", "description": "shared or team:<name>" },
+                        "tier": { "enum": ["production", "development"] },
+                        "install_browser_tools": { "type": "boolean" },
+                        "policy": { "$ref": "#/components/schemas/Policy" },
+                        "created_at": { "type": "string", "format": "date-time" },
+                        "last_seen": { "type": ["string", "null"], "format": "date-time" }
+                    }
+                },
+                "CreateEnvironment": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "properties": {
+                        "name": { "type": "string", "maxLength": 128 },
+                        "description": { "type": "string" },
+                        "type": { "type": "string" },
+                        "tags": { "type": "array", "items": { "type": "string" } },
+                        "scope": { "type": "string" },
+                        "tier": { "enum": ["production", "development"] },
+                        "install_browser_tools": { "type": "boolean" },
+                        "policy": { "$ref": "#/components/schemas/Policy" }
+                    }
+                },
+                "UpdateEnvironment": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "description": "Every field optional; scope cannot change (400).",
+                    "properties": {
+                        "name": { "type": "string", "maxLength": 128 },
+                        "description": { "type": "string" },
+                        "type": { "type": "string" },
+                        "tags": { "type": "array", "items": { "type": "string" } },
+                        "tier": { "enum": ["production", "development"] },
+                        "install_browser_tools": { "type": "boolean" },
+                        "policy": { "$ref": "#/components/schemas/Policy" }
+                    }
+                },
+                "EnvironmentList": {
+                    "type": "object",
+                    "properties": { "environments": { "type": "array", "items": { "$ref": "#/components/schemas/Environment" } } }
+                },
+                "EnvironmentStatus": {
+                    "type": "object",
+                    "properties": {
+                        "id": { "type": "string" },
+                        "name": { "type": "string" },
+                        "status": { "enum": ["pending", "online", "degraded", "offline"] },
+                        "reason": { "type": ["string", "null"] },
+                        "connected": { "type": "boolean" },
+                        "last_seen": { "type": ["string", "null"] },
+                        "runner": { "type": ["object", "null"] },
+                        "token": { "type": ["object", "null"] }
+                    }
+                },
+                "GeneratedToken": {
+                    "type": "object",
+                    "properties": {
+                        "token": { "type": "string", "description": "shown once" },
+                        "environment_id": { "type": "string" },
+                        "hint": { "type": "string" },
+                        "previous_valid_until": { "type": ["string", "null"] }
+                    }
+                },
+                "TokenStatus": {
+                    "type": "object",
+                    "properties": {
+                        "environment_id": { "type": "string" },
+                        "has_token": { "type": "boolean" },
+                        "hint": { "type": ["string", "null"] },
+                        "created_at": { "type": ["string", "null"] },
+                        "age_days": { "type": ["integer", "null"] },
+                        "last_used_at": { "type": ["string", "null"] },
+                        "days_until_expiry": { "type": ["integer", "null"] },
+                        "runner_connected": { "type": "boolean" }
+                    }
+                },
+                "RevokedTokens": {
+                    "type": "object",
+                    "properties": {
+                        "environment_id": { "type": "string" },
+                        "revoked_tokens": { "type": "integer" },
+                        "runner_disconnected": { "type": "boolean" }
+                    }
+                },
+                "ToolList": {
+                    "type": "object",
+                    "properties": {
+                        "environment_id": { "type": "string" },
+                        "runner_connected": { "type": "boolean" },
+                        "tools": { "type": "array", "items": { "type": "object" } }
+                    }
+                },
+                "InvokeRequest": {
+                    "type": "object",
+                    "required": ["tool_name"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "tool_name": { "type": "string" },
+                        "args": { "type": "object" },
+                        "timeout_s": { "type": "integer", "minimum": 1, "maximum": 3600, "default": 300 }
+                    }
+                },
+                "InvokeResponse": {
+                    "type": "object",
+                    "properties": {
+                        "call_id": { "type": "string" },
+                        "result": {},
+                        "exit_code": { "type": ["integer", "null"] },
+                        "error": { "type": ["string", "null"] }
+                    }
+                },
+                "RegisterResponse": {
+                    "type": "object",
+                    "properties": { "environment": { "type": "object", "properties": {
+                        "id": { "type": "string" }, "name": { "type": "string" }, "tags": { "type": "array", "items": { "type": "string" } }
+                    } } }
+                }
+            }
+        },
+        "security": [{ "apiKey": [] }],
+        "paths": {
+            "/execution-environments": {
+                "get": {
+                    "summary": "List the environments visible to the caller",
+                    "responses": { "200": json_response("environments", "EnvironmentList"), "401": unauthorized }
+                },
+                "post": {
+                    "summary": "Create an environment",
+                    "requestBody": json_body("CreateEnvironment"),
+                    "responses": {
+                        "201": json_response("created", "Environment"),
+                        "400": error_response("invalid field"),
+                        "401": unauthorized,
+                        "403": error_response("shared scope needs an admin; team scope needs membership"),
+                        "409": error_response("name taken")
+                    }
+                }
+            },
+            "/execution-environments/{id}": {
+                "parameters": [id_parameter()],
+                "get": {
+                    "summary": "Read an environment",
+                    "responses": { "200": json_response("the environment", "Environment"), "401": unauthorized, "404": not_found }
+                },
+                "patch": {
+                    "summary": "Update an environment (not its scope)",
+                    "requestBody": json_body("UpdateEnvironment"),
+                    "responses": {
+                        "200": json_response("updated", "Environment"),
+                        "400": error_response("invalid field, or scope given"),
+                        "401": unauthorized, "403": forbidden, "404": not_found,
+                        "409": error_response("name taken")
+                    }
+                },
+                "delete": {
+                    "summary": "Delete an environment and disconnect its runner",
+                    "responses": { "204": { "description": "deleted" }, "401": unauthorized, "403": forbidden, "404": not_found }
+                }
+            },
+            "/execution-environments/{id}/status": {
+                "parameters": [id_parameter()],
+                "get": {
+                    "summary": "Live status, last heartbeat, runner and token hint",
+                    "responses": { "200": json_response("status", "EnvironmentStatus"), "401": unauthorized, "404": not_found }
+                }
+            },
+            "/execution-environments/{id}/generate-token": {
+                "parameters": [id_parameter(), {
+                    "name": "grace_hours", "in": "query", "required": false,
+                    "schema": { "type": "integer", "minimum": 0, "maximum": 168, "default": 24 },
+                    "description": "How long the previous token keeps working"
+                }],
+                "post": {
+                    "summary": "Generate (rotate) the registration token; the plaintext is shown once",
+                    "responses": {
+                        "200": json_response("the new token", "GeneratedToken"),
+                        "400": error_response("grace_hours out of range"),
+                        "401": unauthorized, "403": forbidden, "404": not_found
+                    }
+                }
+            },
+            "/execution-environments/{id}/token-status": {
+                "parameters": [id_parameter()],
+                "get": {
+                    "summary": "Token age, last use, days to expiry, runner connected (never the token)",
+                    "responses": { "200": json_response("token status", "TokenStatus"), "401": unauthorized, "403": forbidden, "404": not_found }
+                }
+            },
+            "/execution-environments/{id}/revoke-token": {
+                "parameters": [id_parameter()],
+                "post": {
+                    "summary": "Invalidate every token and disconnect the runner",
+                    "responses": { "200": json_response("revoked", "RevokedTokens"), "401": unauthorized, "403": forbidden, "404": not_found }
+                }
+            },
+            "/execution-environments/{id}/tools": {
+                "parameters": [id_parameter()],
+                "get": {
+                    "summary": "The runner's announced tools, filtered by the allow-list",
+                    "responses": { "200": json_response("tools", "ToolList"), "401": unauthorized, "404": not_found }
+                }
+            },
+            "/execution-environments/{id}/invoke-tool": {
+                "parameters": [id_parameter()],
+                "post": {
+                    "summary": "Run one tool on the environment's runner",
+                    "requestBody": json_body("InvokeRequest"),
+                    "responses": {
+                        "200": json_response("the tool ran (it may still have failed: see exit_code and error)", "InvokeResponse"),
+                        "400": error_response("malformed body or timeout_s out of 1–3600"),
+                        "401": unauthorized,
+                        "403": error_response("tool_not_allowed, approval_required or path_not_allowed"),
+                        "404": error_response("environment not found, or unknown_tool"),
+                        "503": error_response("runner_not_connected or runner_disconnected"),
+                        "504": error_response("timeout; the runner was told to cancel; error.call_id names the call")
+                    }
+                }
+            },
+            "/runner/register": {
+                "post": {
+                    "summary": "Check a registration token (runner register)",
+                    "security": [{ "registrationToken": [] }],
+                    "responses": { "200": json_response("the token's environment", "RegisterResponse"), "401": error_response("invalid, revoked or expired token") }
+                }
+            },
+            "/runner/connect": {
+                "get": {
+                    "summary": "Runner WebSocket (protocol in runner_proto::ws); the token is checked before the upgrade",
+                    "security": [{ "registrationToken": [] }],
+                    "responses": { "101": { "description": "switching protocols" }, "400": error_response("not a WebSocket upgrade"), "401": error_response("invalid, revoked or expired token") }
+                }
+            },
+            "/healthz": {
+                "get": { "summary": "The process is up", "security": [], "responses": { "200": { "description": "ok" } } }
+            },
+            "/readyz": {
+                "get": { "summary": "The store is reachable", "security": [], "responses": { "200": { "description": "ready" }, "503": error_response("store unreachable") } }
+            },
+            "/openapi.json": {
+                "get": { "summary": "This document", "security": [], "responses": { "200": { "description": "OpenAPI 3.1" } } }
+            }
+        }
+    })
+}

@@ -1,0 +1,93 @@
+//! The runner's endpoints: `POST /runner/register` (check a token) and
+//! `GET /runner/connect` (the WebSocket, token checked before upgrading).
+
+use axum::extract::ws::{rejection::WebSocketUpgradeRejection, WebSocketUpgrade};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use runner_proto::api::RegisterResponse;
+use runner_proto::ws::EnvironmentInfo;
+
+use super::auth::bearer;
+use super::error::ApiError;
+use crate::registration::{self, TokenError};
+use crate::runner_connection::{self, ConnectionContext};
+use crate::state::AppState;
+
+/// Initial capacity of a socket's read buffer. Small on purpose: a relay
+/// holds thousands of mostly idle runner sockets, and the buffer grows for
+/// the occasional large frame anyway.
+const READ_BUFFER_BYTES: usize = 4 * 1024;
+/// Bytes collected before a write goes to the socket; small for the same
+/// reason (frames are flushed one by one anyway).
+const WRITE_BUFFER_BYTES: usize = 4 * 1024;
+
+fn token_error(error: TokenError) -> ApiError {
+    match error {
+        TokenError::Store(store) => store.into(),
+        TokenError::Expired | TokenError::Replaced => {
+            ApiError::new(StatusCode::UNAUTHORIZED, "token_expired", error.to_string())
+        }
+        TokenError::Missing | TokenError::Invalid | TokenError::EnvironmentGone => {
+            ApiError::unauthorized(error.to_string())
+        }
+    }
+}
+
+pub async fn register(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<RegisterResponse>, ApiError> {
+    let (token, environment) =
+        registration::authenticate(state.store.as_ref(), bearer(&headers), state.clock.now())
+            .await
+            .map_err(token_error)?;
+    tracing::info!(environment_id = %environment.id, token = %token.hint, "runner registered");
+    Ok(Json(RegisterResponse {
+        environment: EnvironmentInfo {
+            id: environment.id,
+            name: environment.name,
+            tags: environment.tags,
+        },
+    }))
+}
+
+pub async fn connect(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    // The token is checked before upgrading, so a bad one gets a plain 401
+    // the runner can report, not a socket that closes at once.
+    let authenticated =
+        registration::authenticate(state.store.as_ref(), bearer(&headers), state.clock.now()).await;
+    let (token, environment) = match authenticated {
+        Ok(found) => found,
+        Err(error) => return token_error(error).into_response(),
+    };
+    let upgrade = match upgrade {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => {
+            return ApiError::new(rejection.status(), "bad_request", rejection.body_text())
+                .into_response()
+        }
+    };
+    let context = ConnectionContext {
+        state: state.clone(),
+        environment_id: environment.id,
+        token_hash: token.token_hash,
+    };
+    let in_flight = state.connections.token();
+    upgrade
+        .max_message_size(runner_proto::MAX_FRAME_BYTES)
+        .max_frame_size(runner_proto::MAX_FRAME_BYTES)
+        .read_buffer_size(READ_BUFFER_BYTES)
+        .write_buffer_size(WRITE_BUFFER_BYTES)
+        .on_failed_upgrade(|error| tracing::debug!(%error, "runner WebSocket upgrade failed"))
+        .on_upgrade(move |socket| async move {
+            // Held for the life of the connection, so shutdown can wait for it.
+            let _in_flight = in_flight;
+            runner_connection::run(socket, context).await;
+        })
+}

@@ -1,0 +1,148 @@
+//! Registration tokens (SPEC §3): generation with rotation grace, checking a
+//! presented token, and the public facts `token-status` shows.
+
+use runner_proto::api::{GeneratedToken, TokenHint, TokenStatus};
+use time::{Duration, OffsetDateTime};
+
+use crate::clock::rfc3339;
+use crate::environment::EnvironmentRecord;
+use crate::secret::{hash_secret, hashes_match, Secret, REGISTRATION_TOKEN_PREFIX};
+use crate::store::{Store, StoreError, TokenRecord};
+
+/// A token unused for this long stops working.
+pub const IDLE_EXPIRY: Duration = Duration::days(90);
+/// Default and largest grace period of the previous token at rotation.
+pub const DEFAULT_GRACE_HOURS: i64 = 24;
+pub const MAX_GRACE_HOURS: i64 = 168;
+
+/// Why a presented registration token was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// No `Authorization: Bearer` header.
+    #[error("missing registration token: send it as `Authorization: Bearer rnrt_…`")]
+    Missing,
+    /// Unknown or revoked (indistinguishable on purpose).
+    #[error("invalid registration token")]
+    Invalid,
+    /// A newer token replaced it and its grace period is over.
+    #[error("registration token was replaced by a newer one and its grace period is over")]
+    Replaced,
+    /// Unused for 90 days.
+    #[error("registration token expired after 90 days without use; generate a new one")]
+    Expired,
+    /// The token's environment is gone.
+    #[error("invalid registration token")]
+    EnvironmentGone,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// When a token expires if it is not used again.
+pub fn expires_at(token: &TokenRecord) -> OffsetDateTime {
+    token.last_used_at.unwrap_or(token.created_at) + IDLE_EXPIRY
+}
+
+/// Checks a presented token and records its use. Returns the token and its
+/// environment.
+pub async fn authenticate(
+    store: &dyn Store,
+    presented: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<(TokenRecord, EnvironmentRecord), TokenError> {
+    let presented = presented.ok_or(TokenError::Missing)?;
+    if !presented.starts_with(REGISTRATION_TOKEN_PREFIX) {
+        return Err(TokenError::Invalid);
+    }
+    let hash = hash_secret(presented);
+    let token = store
+        .token_by_hash(&hash)
+        .await?
+        .filter(|token| hashes_match(&token.token_hash, &hash))
+        .ok_or(TokenError::Invalid)?;
+    if token.valid_until.is_some_and(|until| now >= until) {
+        return Err(TokenError::Replaced);
+    }
+    if now >= expires_at(&token) {
+        return Err(TokenError::Expired);
+    }
+    let environment = store
+        .environment(&token.environment_id)
+        .await?
+        .ok_or(TokenError::EnvironmentGone)?;
+    store.touch_token(&token.id, now).await?;
+    Ok((token, environment))
+}
+
+/// Whether a token still admits a runner now (for connections that outlive
+/// a rotation or expiry).
+pub async fn still_valid(
+    store: &dyn Store,
+    token_hash: &str,
+    now: OffsetDateTime,
+) -> Result<bool, StoreError> {
+    Ok(store.token_by_hash(token_hash).await?.is_some_and(|token| {
+        token.valid_until.is_none_or(|until| now < until) && now < expires_at(&token)
+    }))
+}
+
+/// Generates a new token for an environment; older ones keep working for
+/// `grace_hours`.
+pub async fn generate(
+    store: &dyn Store,
+    environment_id: &str,
+    grace_hours: i64,
+    now: OffsetDateTime,
+) -> Result<(Secret, GeneratedToken), StoreError> {
+    let secret =
+        Secret::generate(REGISTRATION_TOKEN_PREFIX).map_err(|error| StoreError::Corrupt {
+            table: "registration_tokens",
+            message: format!("no OS randomness: {error}"),
+        })?;
+    let record = TokenRecord {
+        id: format!("tok_{}", uuid::Uuid::new_v4().simple()),
+        environment_id: environment_id.to_owned(),
+        token_hash: secret.hash(),
+        hint: secret.hint(),
+        created_at: now,
+        last_used_at: None,
+        valid_until: None,
+    };
+    let previous_valid_until = now + Duration::hours(grace_hours);
+    let had_previous = store.rotate_token(&record, previous_valid_until).await?;
+    let answer = GeneratedToken {
+        token: secret.expose().to_owned(),
+        environment_id: environment_id.to_owned(),
+        hint: record.hint,
+        previous_valid_until: had_previous.then(|| rfc3339(previous_valid_until)),
+    };
+    Ok((secret, answer))
+}
+
+/// The public facts of a token, for `status`.
+pub fn hint(token: &TokenRecord) -> TokenHint {
+    TokenHint {
+        hint: token.hint.clone(),
+        created_at: rfc3339(token.created_at),
+        last_used_at: token.last_used_at.map(rfc3339),
+    }
+}
+
+/// `token-status`: never the token or its hash.
+pub fn status(
+    environment_id: &str,
+    token: Option<&TokenRecord>,
+    runner_connected: bool,
+    now: OffsetDateTime,
+) -> TokenStatus {
+    TokenStatus {
+        environment_id: environment_id.to_owned(),
+        has_token: token.is_some(),
+        hint: token.map(|t| t.hint.clone()),
+        created_at: token.map(|t| rfc3339(t.created_at)),
+        age_days: token.map(|t| (now - t.created_at).whole_days()),
+        last_used_at: token.and_then(|t| t.last_used_at.map(rfc3339)),
+        days_until_expiry: token.map(|t| (expires_at(t) - now).whole_days().max(0)),
+        runner_connected,
+    }
+}

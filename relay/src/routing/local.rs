@@ -1,0 +1,294 @@
+//! In-process routing: a map from environment id to its live socket.
+//!
+//! The map sits behind a `std::sync::Mutex` held only for map operations,
+//! never across an await; the socket itself is owned by its connection task
+//! ([`crate::runner_connection`]), which this map reaches through a bounded
+//! queue of frames and a one-shot "kick".
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use runner_proto::ws::{Call, CallResult, Heartbeat, Output, Policy, RelayMessage, ToolSpec};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{CallHandle, CallRouter, Presence, RouteError};
+
+/// Frames waiting to be written to one runner. Bounded so a runner that
+/// stops reading cannot make the relay buffer without limit.
+const OUTBOUND_QUEUE: usize = 64;
+/// How long a sender waits for room in a runner's outbound queue before
+/// treating the runner as gone.
+const ENQUEUE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Output chunks buffered per call for its reader.
+const OUTPUT_QUEUE: usize = 32;
+
+/// Tells a connection task to end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kick {
+    /// Close frame to send (code, reason); `None` drops the socket quietly.
+    pub close: Option<(u16, String)>,
+}
+
+/// What a connection task gets when it attaches: its frame queue and kick.
+#[derive(Debug)]
+pub struct Attachment {
+    pub outbound: mpsc::Receiver<RelayMessage>,
+    pub kick: oneshot::Receiver<Kick>,
+}
+
+#[derive(Debug)]
+struct PendingCall {
+    output: mpsc::Sender<Output>,
+    result: oneshot::Sender<CallResult>,
+}
+
+#[derive(Debug)]
+struct LiveRunner {
+    presence: Presence,
+    outbound: mpsc::Sender<RelayMessage>,
+    kick: Option<oneshot::Sender<Kick>>,
+    /// Calls sent and not answered; dropping one tells its waiter the runner
+    /// went away.
+    calls: HashMap<String, PendingCall>,
+}
+
+impl LiveRunner {
+    fn kick(&mut self, kick: Kick) {
+        if let Some(sender) = self.kick.take() {
+            // The task may already have ended; then there is nobody to tell.
+            let _ = sender.send(kick);
+        }
+    }
+}
+
+/// Live runner sockets of this process.
+#[derive(Debug, Default)]
+pub struct LocalRouter {
+    runners: Mutex<HashMap<String, LiveRunner>>,
+}
+
+impl LocalRouter {
+    /// An empty router.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn runners(&self) -> MutexGuard<'_, HashMap<String, LiveRunner>> {
+        // A panic while holding this lock cannot leave the map half-updated
+        // (every operation is a single insert/remove/field write), so a
+        // poisoned lock is still usable.
+        self.runners
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Registers a connection as its environment's runner. An older
+    /// connection is kicked: with `REPLACED` when it is another process
+    /// (different `instance_id`), quietly when the same process reconnected.
+    pub fn attach(&self, environment_id: &str, presence: Presence) -> Attachment {
+        let (outbound_tx, outbound) = mpsc::channel(OUTBOUND_QUEUE);
+        let (kick_tx, kick) = oneshot::channel();
+        let hostname = presence.host.hostname.clone();
+        let instance_id = presence.instance_id.clone();
+        let new = LiveRunner {
+            presence,
+            outbound: outbound_tx,
+            kick: Some(kick_tx),
+            calls: HashMap::new(),
+        };
+        let old = self.runners().insert(environment_id.to_owned(), new);
+        if let Some(mut old) = old {
+            let close = if old.presence.instance_id == instance_id {
+                tracing::info!(
+                    environment_id,
+                    "runner reconnected; dropping its previous socket"
+                );
+                None
+            } else {
+                tracing::info!(environment_id, %hostname, "runner replaced by a newer connection");
+                Some((
+                    runner_proto::close::REPLACED,
+                    format!("replaced by a newer connection from {hostname}"),
+                ))
+            };
+            old.kick(Kick { close });
+        }
+        Attachment { outbound, kick }
+    }
+
+    /// Removes a connection that ended by itself, unless a newer one has
+    /// already taken its place.
+    pub fn detach(&self, environment_id: &str, session_id: &str) {
+        let mut runners = self.runners();
+        if runners
+            .get(environment_id)
+            .is_some_and(|live| live.presence.session_id == session_id)
+        {
+            runners.remove(environment_id);
+        }
+    }
+
+    fn with_session<T>(
+        &self,
+        environment_id: &str,
+        session_id: &str,
+        f: impl FnOnce(&mut LiveRunner) -> T,
+    ) -> Option<T> {
+        let mut runners = self.runners();
+        runners
+            .get_mut(environment_id)
+            .filter(|live| live.presence.session_id == session_id)
+            .map(f)
+    }
+
+    /// Records a heartbeat's report.
+    pub fn heartbeat(&self, environment_id: &str, session_id: &str, heartbeat: Heartbeat) {
+        self.with_session(environment_id, session_id, |live| {
+            live.presence.heartbeat = heartbeat;
+        });
+    }
+
+    /// Replaces the announced catalogue.
+    pub fn catalogue(&self, environment_id: &str, session_id: &str, tools: Vec<ToolSpec>) {
+        self.with_session(environment_id, session_id, |live| {
+            live.presence.tools = tools;
+        });
+    }
+
+    /// Hands an output chunk to the call's waiter. Chunks of unknown calls
+    /// (cancelled, or never sent on this session) are dropped.
+    pub fn deliver_output(&self, environment_id: &str, session_id: &str, output: Output) {
+        self.with_session(environment_id, session_id, |live| {
+            if let Some(call) = live.calls.get(&output.call_id) {
+                // Full queue: nobody is reading fast enough; output is best effort.
+                let _ = call.output.try_send(output);
+            }
+        });
+    }
+
+    /// Hands a result to the call's waiter and forgets the call.
+    pub fn deliver_result(&self, environment_id: &str, session_id: &str, result: CallResult) {
+        let pending = self
+            .with_session(environment_id, session_id, |live| {
+                live.calls.remove(&result.call_id)
+            })
+            .flatten();
+        match pending {
+            // The waiter may have given up (client gone) a moment ago.
+            Some(call) => drop(call.result.send(result)),
+            None => tracing::debug!(
+                environment_id,
+                call_id = %result.call_id,
+                "result for a call nobody waits for"
+            ),
+        }
+    }
+
+    /// Number of connected runners.
+    pub fn connected(&self) -> usize {
+        self.runners().len()
+    }
+
+    fn forget_call(
+        &self,
+        environment_id: &str,
+        call_id: &str,
+    ) -> Option<mpsc::Sender<RelayMessage>> {
+        let mut runners = self.runners();
+        let live = runners.get_mut(environment_id)?;
+        live.calls.remove(call_id);
+        Some(live.outbound.clone())
+    }
+}
+
+#[async_trait]
+impl CallRouter for LocalRouter {
+    async fn presence(&self, environment_id: &str) -> Option<Presence> {
+        self.runners()
+            .get(environment_id)
+            .map(|live| live.presence.clone())
+    }
+
+    async fn start_call(&self, environment_id: &str, call: Call) -> Result<CallHandle, RouteError> {
+        let call_id = call.call_id.clone();
+        let (output_tx, output) = mpsc::channel(OUTPUT_QUEUE);
+        let (result_tx, result) = oneshot::channel();
+        let outbound = {
+            let mut runners = self.runners();
+            let live = runners
+                .get_mut(environment_id)
+                .ok_or_else(|| RouteError::NotConnected(environment_id.to_owned()))?;
+            // Registered before the frame leaves so that even an instant
+            // answer finds its waiter.
+            live.calls.insert(
+                call_id.clone(),
+                PendingCall {
+                    output: output_tx,
+                    result: result_tx,
+                },
+            );
+            live.outbound.clone()
+        };
+        if outbound
+            .send_timeout(RelayMessage::Call(call), ENQUEUE_TIMEOUT)
+            .await
+            .is_err()
+        {
+            self.forget_call(environment_id, &call_id);
+            return Err(RouteError::Disconnected(environment_id.to_owned()));
+        }
+        Ok(CallHandle {
+            call_id,
+            output,
+            result,
+        })
+    }
+
+    async fn cancel(&self, environment_id: &str, call_id: &str) {
+        if let Some(outbound) = self.forget_call(environment_id, call_id) {
+            let cancel = RelayMessage::Cancel {
+                call_id: call_id.to_owned(),
+            };
+            if outbound
+                .send_timeout(cancel, ENQUEUE_TIMEOUT)
+                .await
+                .is_err()
+            {
+                tracing::debug!(
+                    environment_id,
+                    call_id,
+                    "could not send cancel: runner gone"
+                );
+            }
+        }
+    }
+
+    async fn disconnect(&self, environment_id: &str, code: u16, reason: &str) -> bool {
+        let removed = self.runners().remove(environment_id);
+        match removed {
+            Some(mut live) => {
+                live.kick(Kick {
+                    close: Some((code, reason.to_owned())),
+                });
+                true
+            }
+            None => false,
+        }
+    }
+
+    async fn push_policy(&self, environment_id: &str, policy: Policy) -> bool {
+        let outbound = self
+            .runners()
+            .get(environment_id)
+            .map(|live| live.outbound.clone());
+        match outbound {
+            Some(outbound) => outbound
+                .send_timeout(RelayMessage::Policy { policy }, ENQUEUE_TIMEOUT)
+                .await
+                .is_ok(),
+            None => false,
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! Reaching a runner: the one interface ([`CallRouter`]) through which
+//! handlers send calls, cancel them, push policy and disconnect runners.
+//!
+//! This version routes within the process ([`LocalRouter`]: a map of live
+//! sockets). A later version routes over NATS to whichever relay holds the
+//! socket, so nothing outside this module may assume the socket is here.
+
+mod local;
+
+use async_trait::async_trait;
+use runner_proto::ws::{Call, CallResult, Heartbeat, HostFacts, Output, Policy, ToolSpec};
+use time::OffsetDateTime;
+use tokio::sync::{mpsc, oneshot};
+
+pub use local::{Attachment, Kick, LocalRouter};
+
+/// What the relay knows about a connected runner.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Presence {
+    /// Id of the WebSocket session (sent in `welcome`).
+    pub session_id: String,
+    /// The runner process's random id.
+    pub instance_id: String,
+    pub runner_version: String,
+    pub host: HostFacts,
+    /// The announced tool catalogue.
+    pub tools: Vec<ToolSpec>,
+    pub connected_at: OffsetDateTime,
+    /// The latest heartbeat (default until the first one).
+    pub heartbeat: Heartbeat,
+}
+
+/// A call on its way: output chunks while it runs, then exactly one result.
+/// The result channel closing without a value means the runner went away.
+#[derive(Debug)]
+pub struct CallHandle {
+    pub call_id: String,
+    /// Output chunks. Best effort: chunks are dropped when nobody reads them
+    /// fast enough; the result is never dropped.
+    pub output: mpsc::Receiver<Output>,
+    /// The final result.
+    pub result: oneshot::Receiver<CallResult>,
+}
+
+/// Why a call could not be sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    /// No runner serves this environment.
+    #[error("no runner is connected to environment {0:?}")]
+    NotConnected(String),
+    /// The runner's connection closed or stalled while the call was sent.
+    #[error("the runner of environment {0:?} disconnected")]
+    Disconnected(String),
+}
+
+/// Sends work to runners, wherever their sockets live.
+#[async_trait]
+pub trait CallRouter: Send + Sync + std::fmt::Debug {
+    /// The connected runner of an environment, if any.
+    async fn presence(&self, environment_id: &str) -> Option<Presence>;
+    /// Sends a call to the environment's runner.
+    async fn start_call(&self, environment_id: &str, call: Call) -> Result<CallHandle, RouteError>;
+    /// Tells the runner to stop a call and forgets it; its result, if it
+    /// still comes, is dropped.
+    async fn cancel(&self, environment_id: &str, call_id: &str);
+    /// Closes the environment's runner connection with this close code and
+    /// reason. Calls in flight fail at once. Returns whether one was open.
+    async fn disconnect(&self, environment_id: &str, code: u16, reason: &str) -> bool;
+    /// Sends a new policy to the connected runner. Returns whether one was
+    /// connected.
+    async fn push_policy(&self, environment_id: &str, policy: Policy) -> bool;
+}

@@ -1,0 +1,161 @@
+//! Live status of an environment (SPEC §6), computed on every read from the
+//! last heartbeat time, the runner's presence and recent call timeouts;
+//! never stored.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use runner_proto::api::Status;
+use time::{Duration, OffsetDateTime};
+
+use crate::environment::EnvironmentRecord;
+use crate::routing::Presence;
+
+/// No heartbeat for this long: offline.
+pub const OFFLINE_AFTER: Duration = Duration::seconds(90);
+/// Only timeouts of calls allowed to run longer than this count towards the
+/// fallback degraded rule (short timeouts say more about the caller).
+pub const SLOW_TIMEOUT_SECONDS: u64 = 20;
+/// Consecutive slow timeouts that mark a runner degraded.
+pub const DEGRADED_AFTER_TIMEOUTS: u32 = 3;
+/// Quiet time after which a timeout streak no longer counts.
+pub const TIMEOUT_STREAK_EXPIRES: Duration = Duration::minutes(30);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TimeoutStreak {
+    count: u32,
+    last_at: OffsetDateTime,
+}
+
+/// Recent call outcomes per environment, for runners that do not report an
+/// executor health probe. Kept in memory: it describes this relay's recent
+/// experience, and a restart forgetting it errs towards "online".
+#[derive(Debug, Default)]
+pub struct CallHealth {
+    streaks: Mutex<HashMap<String, TimeoutStreak>>,
+}
+
+impl CallHealth {
+    fn streaks(&self) -> std::sync::MutexGuard<'_, HashMap<String, TimeoutStreak>> {
+        // Single insert/remove operations: a poisoned map is still consistent.
+        self.streaks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A call answered: the streak ends.
+    pub fn record_success(&self, environment_id: &str) {
+        self.streaks().remove(environment_id);
+    }
+
+    /// A call timed out at the relay.
+    pub fn record_timeout(&self, environment_id: &str, timeout_s: u64, at: OffsetDateTime) {
+        if timeout_s <= SLOW_TIMEOUT_SECONDS {
+            return;
+        }
+        let mut streaks = self.streaks();
+        let streak = streaks
+            .entry(environment_id.to_owned())
+            .or_insert(TimeoutStreak {
+                count: 0,
+                last_at: at,
+            });
+        if at - streak.last_at > TIMEOUT_STREAK_EXPIRES {
+            streak.count = 0;
+        }
+        streak.count += 1;
+        streak.last_at = at;
+    }
+
+    fn degraded_by_timeouts(&self, environment_id: &str, now: OffsetDateTime) -> Option<u32> {
+        self.streaks()
+            .get(environment_id)
+            .filter(|streak| {
+                streak.count >= DEGRADED_AFTER_TIMEOUTS
+                    && now - streak.last_at < TIMEOUT_STREAK_EXPIRES
+            })
+            .map(|streak| streak.count)
+    }
+
+    /// Forgets an environment (deleted).
+    pub fn forget(&self, environment_id: &str) {
+        self.streaks().remove(environment_id);
+    }
+}
+
+/// The status of an environment now, and why.
+pub fn compute(
+    environment: &EnvironmentRecord,
+    presence: Option<&Presence>,
+    health: &CallHealth,
+    now: OffsetDateTime,
+) -> (Status, Option<String>) {
+    let Some(last_seen) = environment.last_seen else {
+        return match presence {
+            // Connected but the first write of last_seen failed: trust the socket.
+            Some(_) => (Status::Online, None),
+            None => (
+                Status::Pending,
+                Some("no runner has connected yet".to_owned()),
+            ),
+        };
+    };
+    let silent_for = now - last_seen;
+    let Some(presence) = presence else {
+        return (Status::Offline, Some("runner disconnected".to_owned()));
+    };
+    if silent_for > OFFLINE_AFTER {
+        return (
+            Status::Offline,
+            Some(format!("no heartbeat for {} s", silent_for.whole_seconds())),
+        );
+    }
+    let heartbeat = &presence.heartbeat;
+    if heartbeat.executor_healthy == Some(false) {
+        return (
+            Status::Degraded,
+            Some("the runner's executor health probe is failing".to_owned()),
+        );
+    }
+    if heartbeat.backlog > 0 {
+        return (
+            Status::Degraded,
+            Some(format!(
+                "{} calls are waiting for an executor",
+                heartbeat.backlog
+            )),
+        );
+    }
+    if heartbeat.executor_healthy.is_none() {
+        if let Some(count) = health.degraded_by_timeouts(&environment.id, now) {
+            return (
+                Status::Degraded,
+                Some(format!("{count} consecutive calls timed out")),
+            );
+        }
+    }
+    (Status::Online, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_streak_needs_three_slow_timeouts_and_expires() {
+        let health = CallHealth::default();
+        let start = OffsetDateTime::UNIX_EPOCH;
+        health.record_timeout("e", 10, start);
+        health.record_timeout("e", 30, start);
+        health.record_timeout("e", 30, start);
+        assert_eq!(health.degraded_by_timeouts("e", start), None);
+        health.record_timeout("e", 30, start);
+        assert_eq!(health.degraded_by_timeouts("e", start), Some(3));
+        assert_eq!(
+            health.degraded_by_timeouts("e", start + TIMEOUT_STREAK_EXPIRES),
+            None
+        );
+        health.record_success("e");
+        assert_eq!(health.degraded_by_timeouts("e", start), None);
+    }
+}

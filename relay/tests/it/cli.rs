@@ -1,0 +1,85 @@
+//! The real binary: the stdout contract of `serve` and `admin create-key`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use reqwest::StatusCode;
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn serve_prints_the_admin_key_then_the_address_and_admin_works_alongside() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let binary = env!("CARGO_BIN_EXE_runner-relay");
+    let mut child = Command::new(binary)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let child = Killed(child);
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        let second = lines.next().and_then(Result::ok).unwrap_or_default();
+        (first, second)
+    });
+    let (first, second) = tokio::time::timeout(crate::support::DEADLINE, lines)
+        .await
+        .expect("lines in time")
+        .expect("joined");
+    let key = first
+        .strip_prefix("admin API key (shown once): ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .to_owned();
+    assert!(key.starts_with("rnrk_"));
+    let url = second
+        .strip_prefix("runner-relay listening on ")
+        .unwrap_or_else(|| panic!("unexpected second line {second:?}"))
+        .to_owned();
+    assert!(!url.ends_with(":0"));
+
+    let http = reqwest::Client::new();
+    let response = http
+        .get(format!("{url}/execution-environments"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::OK);
+
+    // admin create-key writes to the same database while the server runs.
+    let output = Command::new(binary)
+        .args(["admin", "--data-dir"])
+        .arg(dir.path())
+        .args(["create-key", "--name", "ci"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("admin runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let member_key = String::from_utf8(output.stdout).expect("utf8");
+    let member_key = member_key.trim_end();
+    assert!(member_key.starts_with("rnrk_") && !member_key.contains(' '));
+    let response = http
+        .get(format!("{url}/execution-environments"))
+        .bearer_auth(member_key)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), StatusCode::OK);
+    drop(child);
+}

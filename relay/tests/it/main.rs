@@ -1,0 +1,13 @@
+//! Integration tests of the relay: real HTTP over loopback and fake runners
+//! that speak the real WebSocket protocol.
+
+mod support;
+
+mod access;
+mod cli;
+mod environments;
+mod invoke;
+mod openapi;
+mod protocol;
+mod status;
+mod tokens;

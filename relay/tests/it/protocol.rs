@@ -1,0 +1,258 @@
+//! The runner WebSocket protocol: handshake, bad frames, replacement,
+//! revocation and deletion.
+
+use std::sync::Arc;
+
+use futures_util::SinkExt;
+use reqwest::StatusCode;
+use runner_proto::close;
+use runner_proto::ws::{Heartbeat, RelayMessage, RunnerMessage};
+use serde_json::json;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::support::{code, hello, open_socket, spawn_relay, Closed, FakeRunner};
+
+#[tokio::test]
+async fn connect_checks_the_token_before_upgrading() {
+    let relay = spawn_relay().await;
+    let Err(error) = open_socket(&relay, "rnrt_nope").await else {
+        panic!("a bad token must be refused before the upgrade");
+    };
+    assert!(error.to_string().contains("401"), "{error}");
+}
+
+#[tokio::test]
+async fn heartbeat_is_acknowledged_and_unknown_frames_ignored() {
+    let relay = spawn_relay().await;
+    let (_, token) = relay.dev_env("hb").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("hb", "i1", &[])).await;
+    runner
+        .send_text(r#"{"type":"telemetry_v9","payload":1}"#)
+        .await;
+    runner
+        .send(&RunnerMessage::Heartbeat(Heartbeat::default()))
+        .await;
+    match runner.next_frame().await {
+        RelayMessage::HeartbeatAck(ack) => assert!(ack.server_time > 1_700_000_000),
+        other => panic!("expected heartbeat_ack, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn malformed_frame_closes_only_that_connection() {
+    let relay = Arc::new(spawn_relay().await);
+    let (_, token_a) = relay.dev_env("a").await;
+    let (id_b, token_b) = relay.dev_env("b").await;
+    let mut a = FakeRunner::connect(&relay, &token_a, hello("a", "ia", &["shell"])).await;
+    let mut b = FakeRunner::connect(&relay, &token_b, hello("b", "ib", &["shell"])).await;
+
+    a.send_text("this is not json").await;
+    let closed = a.closed().await;
+    assert_eq!(code(&closed), Some(close::BAD_FRAME), "{closed:?}");
+    match closed {
+        Closed::Code(_, reason) => assert!(reason.contains("malformed"), "{reason}"),
+        Closed::NoFrame => unreachable!(),
+    }
+
+    let invoker = {
+        let relay = relay.clone();
+        tokio::spawn(async move { relay.invoke(&id_b, json!({"tool_name": "shell"})).await })
+    };
+    let call = b.next_call().await;
+    b.answer(&call, 0).await;
+    assert_eq!(invoker.await.expect("joined").0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn wrong_shape_and_binary_frames_are_bad_frames() {
+    let relay = spawn_relay().await;
+    let (_, token) = relay.dev_env("shape").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &[])).await;
+    runner.send_text(r#"{"type":"result"}"#).await;
+    assert_eq!(code(&runner.closed().await), Some(close::BAD_FRAME));
+
+    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i2", &[])).await;
+    runner
+        .socket
+        .send(Message::binary(vec![1, 2, 3]))
+        .await
+        .expect("send");
+    assert_eq!(code(&runner.closed().await), Some(close::BAD_FRAME));
+}
+
+#[tokio::test]
+async fn oversized_frame_is_frame_too_large() {
+    let relay = spawn_relay().await;
+    let (_, token) = relay.dev_env("big").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &[])).await;
+    let big = "x".repeat(runner_proto::MAX_FRAME_BYTES + 1);
+    // The relay may close before it has read everything.
+    let _ = runner.socket.send(Message::text(big)).await;
+    let closed = runner.closed().await;
+    assert_eq!(code(&closed), Some(close::FRAME_TOO_LARGE), "{closed:?}");
+}
+
+#[tokio::test]
+async fn first_frame_must_be_hello() {
+    let relay = spawn_relay().await;
+    let (_, token) = relay.dev_env("hs").await;
+    let mut socket = open_socket(&relay, &token).await.expect("socket");
+    let heartbeat =
+        serde_json::to_string(&RunnerMessage::Heartbeat(Heartbeat::default())).expect("encode");
+    socket.send(Message::text(heartbeat)).await.expect("send");
+    let mut runner = FakeRunner::raw(socket);
+    assert_eq!(code(&runner.closed().await), Some(close::HANDSHAKE));
+}
+
+#[tokio::test]
+async fn newer_protocol_version_is_refused() {
+    let relay = spawn_relay().await;
+    let (_, token) = relay.dev_env("future").await;
+    let mut socket = open_socket(&relay, &token).await.expect("socket");
+    let mut future = hello("future", "i1", &[]);
+    future.protocol_version = runner_proto::PROTOCOL_VERSION + 1;
+    socket
+        .send(Message::text(
+            serde_json::to_string(&RunnerMessage::Hello(future)).expect("encode"),
+        ))
+        .await
+        .expect("send");
+    let mut runner = FakeRunner::raw(socket);
+    match runner.closed().await {
+        Closed::Code(code, reason) => {
+            assert_eq!(code, close::UNSUPPORTED_VERSION);
+            let ours = runner_proto::PROTOCOL_VERSION.to_string();
+            let theirs = (runner_proto::PROTOCOL_VERSION + 1).to_string();
+            assert!(
+                reason.contains(&ours) && reason.contains(&theirs),
+                "{reason}"
+            );
+        }
+        Closed::NoFrame => panic!("expected a close frame"),
+    }
+}
+
+#[tokio::test]
+async fn a_newer_runner_replaces_the_older_one() {
+    let relay = Arc::new(spawn_relay().await);
+    let (id, token) = relay.dev_env("shared-box").await;
+    let mut first =
+        FakeRunner::connect(&relay, &token, hello("host-a", "instance-a", &["shell"])).await;
+    let mut second =
+        FakeRunner::connect(&relay, &token, hello("host-b", "instance-b", &["shell"])).await;
+    match first.closed().await {
+        Closed::Code(code, reason) => {
+            assert_eq!(code, close::REPLACED);
+            assert_eq!(reason, "replaced by a newer connection from host-b");
+        }
+        Closed::NoFrame => panic!("expected REPLACED"),
+    }
+    let invoker = {
+        let relay = relay.clone();
+        tokio::spawn(async move { relay.invoke(&id, json!({"tool_name": "shell"})).await })
+    };
+    let call = second.next_call().await;
+    second.answer(&call, 0).await;
+    assert_eq!(invoker.await.expect("joined").0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_same_process_reconnecting_is_not_told_it_was_replaced() {
+    let relay = spawn_relay().await;
+    let (_, token) = relay.dev_env("same").await;
+    let mut first = FakeRunner::connect(&relay, &token, hello("host", "instance-1", &[])).await;
+    let _second = FakeRunner::connect(&relay, &token, hello("host", "instance-1", &[])).await;
+    assert_eq!(first.closed().await, Closed::NoFrame);
+}
+
+#[tokio::test]
+async fn revoke_disconnects_and_invalidates() {
+    let relay = spawn_relay().await;
+    let (id, token) = relay.dev_env("revoked").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("h", "i1", &[])).await;
+    let (status, body) = relay
+        .post(
+            &format!("/execution-environments/{id}/revoke-token"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["runner_disconnected"], true);
+    assert_eq!(
+        runner.closed().await,
+        Closed::Code(close::REVOKED, "registration token revoked".into())
+    );
+    let (status, error) = relay.register(&token).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(error["error"]["code"], "unauthorized");
+    assert!(open_socket(&relay, &token).await.is_err());
+}
+
+#[tokio::test]
+async fn deleting_the_environment_disconnects_its_runner() {
+    let relay = spawn_relay().await;
+    let (id, token) = relay.dev_env("doomed").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("h", "i1", &[])).await;
+    let (status, _) = relay
+        .request(
+            reqwest::Method::DELETE,
+            &format!("/execution-environments/{id}"),
+            Some(&relay.admin_key),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(code(&runner.closed().await), Some(close::DELETED));
+}
+
+#[tokio::test]
+async fn blank_name_is_filled_from_the_hostname() {
+    let relay = spawn_relay().await;
+    let first = relay.create_env(json!({})).await;
+    let second = relay.create_env(json!({})).await;
+    let token = relay.token(&first).await;
+    let runner = FakeRunner::connect(&relay, &token, hello("box1", "i1", &[])).await;
+    assert_eq!(runner.welcome.environment.name, "box1");
+    let token = relay.token(&second).await;
+    let runner = FakeRunner::connect(&relay, &token, hello("box1", "i2", &[])).await;
+    let suffix = &second[second.len() - 6..];
+    assert_eq!(runner.welcome.environment.name, format!("box1-{suffix}"));
+    let (_, env) = relay
+        .get(&format!("/execution-environments/{second}"))
+        .await;
+    assert_eq!(env["name"], format!("box1-{suffix}"));
+}
+
+#[tokio::test]
+async fn policy_changes_are_pushed_to_the_runner() {
+    let relay = spawn_relay().await;
+    let (id, token) = relay.dev_env("pushed").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("h", "i1", &[])).await;
+    let (status, _) = relay
+        .request(
+            reqwest::Method::PATCH,
+            &format!("/execution-environments/{id}"),
+            Some(&relay.admin_key),
+            Some(json!({"policy": {"tools": {"mode": "list", "tools": ["git"]}}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    match runner.next_frame().await {
+        RelayMessage::Policy { policy } => assert_eq!(
+            policy.tools,
+            runner_proto::ws::ToolAccess::List {
+                tools: vec!["git".into()]
+            }
+        ),
+        other => panic!("expected policy, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn shutdown_tells_runners_to_go_elsewhere() {
+    let relay = spawn_relay().await;
+    let (_, token) = relay.dev_env("leaving").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("h", "i1", &[])).await;
+    relay.shut_down();
+    assert_eq!(code(&runner.closed().await), Some(close::GOING_AWAY));
+}
