@@ -171,8 +171,12 @@ service_supported() {
 }
 
 write_env_file() {
+  # Values are written double-quoted (systemd EnvironmentFile syntax); refuse
+  # what would need escaping rather than escape it subtly wrong.
   case "$URL$TOKEN" in
-    *$'\n'* | *$'\r'*) die "URL and TOKEN must be single lines" ;;
+    *$'\n'* | *$'\r'* | *'"'* | *\\* | *'$'* | *'`'*)
+      die "URL and TOKEN must be single lines without quotes, backslashes, '\$' or backticks"
+      ;;
   esac
   mkdir -p "$etc_dir"
   chmod 0755 "$etc_dir"
@@ -182,8 +186,8 @@ write_env_file() {
     umask 077
     {
       printf '# Written by install.sh. Read by the runner service (systemd EnvironmentFile).\n'
-      printf 'RUNNER_URL=%s\n' "$URL"
-      printf 'RUNNER_TOKEN=%s\n' "$TOKEN"
+      printf 'RUNNER_URL="%s"\n' "$URL"
+      printf 'RUNNER_TOKEN="%s"\n' "$TOKEN"
       if [ -n "$run_as" ]; then
         printf '# The service runs as user %s (--run-as / RUN_AS).\n' "$run_as"
       fi

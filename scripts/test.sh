@@ -3,5 +3,6 @@
 # spawn both `runner` and `runner-relay`), then runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/install-test-deps.sh
 cargo build --workspace --bins --locked
 cargo test --workspace --locked "$@"

@@ -24,7 +24,12 @@ use crate::env_vars;
 ///   runner env list
 ///   runner invoke my-env shell --arg command='uname -a'
 #[derive(Debug, Parser)]
-#[command(name = "runner", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "runner",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -44,6 +49,26 @@ pub struct GlobalArgs {
     /// workspace.
     #[arg(long, global = true, env = env_vars::STATE_DIR, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+
+    /// Also trust the CA certificates in this PEM file for the relay
+    /// connection (added to the system's roots).
+    #[arg(long, global = true, env = env_vars::CA_FILE, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+
+    /// Do not verify the relay's TLS certificate (control connection only).
+    /// Use only inside a trusted network; `=false` turns verification back
+    /// on over RUNNER_INSECURE_SKIP_TLS_VERIFY.
+    #[arg(
+        long,
+        global = true,
+        env = env_vars::INSECURE_SKIP_TLS_VERIFY,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new(),
+    )]
+    pub insecure_skip_tls_verify: Option<bool>,
 
     /// Log format on stderr.
     #[arg(long, global = true, env = env_vars::LOG_FORMAT, value_enum, default_value_t = LogFormat::Text)]
@@ -100,6 +125,16 @@ pub enum Command {
     ///   runner invoke prod-box shell --arg command='df -h'
     ///   runner invoke prod-box file_read --arg path=/var/log/syslog --arg limit:=4096
     Invoke(InvokeArgs),
+
+    /// Explain what is wrong when the runner can't connect.
+    ///
+    /// Checks, in order: config and token; URL, proxy, DNS, TCP, TLS and the
+    /// relay's answer ("can't reach the relay"); the token's verdict and the
+    /// WebSocket upgrade ("reached it, but it refuses"); clock skew; this
+    /// machine's permission file, workspace, running runner and service.
+    /// Each failure says what to do. Exits 1 when any check fails; --json
+    /// prints a report to attach to a bug report.
+    Doctor(DoctorArgs),
 
     /// Install, start, stop and inspect the runner as a system service.
     ///
@@ -190,6 +225,24 @@ pub struct RunArgs {
     /// Calls executed at once; more wait in a queue (reported as backlog).
     #[arg(long, env = env_vars::MAX_CONCURRENT_CALLS, default_value_t = 32)]
     pub max_concurrent_calls: usize,
+
+    /// MCP servers to start and relay (YAML, key `servers`); their tools are
+    /// announced as SERVER__TOOL. Set but unusable: the runner refuses to start.
+    #[arg(long, env = env_vars::MCP_CONFIG, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Permission file to validate (as `runner run` would load it).
+    #[arg(long, env = env_vars::PERMISSION_CONFIG, value_name = "FILE")]
+    pub permission_config: Option<PathBuf>,
+    /// Workspace to check (default: STATE_DIR/workspace).
+    #[arg(long, env = env_vars::WORKSPACE, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -254,11 +307,11 @@ pub struct ServiceUninstallArgs {
 pub struct UpdateArgs {
     /// Only compare this version with the mirror's latest; change nothing.
     /// Exits 0 when up to date, 11 when an update is available.
-    #[arg(long, conflicts_with = "rollback")]
+    #[arg(long)]
     pub check: bool,
 
     /// Restore the binary the last update replaced (runner.previous).
-    #[arg(long, conflicts_with_all = ["mirror", "yes"])]
+    #[arg(long, conflicts_with = "check")]
     pub rollback: bool,
 
     /// Release mirror serving releases/latest and releases/download/
@@ -435,6 +488,10 @@ pub struct InvokeArgs {
     /// Seconds before the relay gives up and cancels the call (1–3600).
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<u64>,
+    /// Print the tool's output as it is produced (stdout and stderr apart),
+    /// then exit with the tool's exit code.
+    #[arg(long)]
+    pub stream: bool,
     #[command(flatten)]
     pub api: ApiArgs,
 }

@@ -35,11 +35,19 @@ pub fn generate(root: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// One page per command and subcommand: `runner.1`, `runner-env-create.1`, …
-fn write_pages(command: &clap::Command, name: &str, dir: &Path, written: &mut Vec<PathBuf>) -> Result<()> {
+fn write_pages(
+    command: &clap::Command,
+    name: &str,
+    dir: &Path,
+    written: &mut Vec<PathBuf>,
+) -> Result<()> {
     if command.is_hide_set() {
         return Ok(());
     }
-    let page = command.clone().name(name.to_owned()).bin_name(name.replace('-', " "));
+    let page = command
+        .clone()
+        .name(name.to_owned())
+        .bin_name(name.replace('-', " "));
     let mut buffer = Vec::new();
     clap_mangen::Man::new(page)
         .date("")
@@ -80,7 +88,11 @@ mod tests {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let fresh = tempfile::tempdir().expect("tempdir");
         let files = generate(fresh.path()).expect("generate");
-        assert!(files.len() > 20, "expected a page per subcommand, got {}", files.len());
+        assert!(
+            files.len() > 20,
+            "expected a page per subcommand, got {}",
+            files.len()
+        );
         let mut stale = Vec::new();
         for file in &files {
             let relative = file.strip_prefix(fresh.path()).expect("under tempdir");

@@ -90,12 +90,49 @@ impl ApiClient {
         if let Some(body) = body {
             request = request.json(body);
         }
-        let response = request.send().await.map_err(|error| unreachable(&url, &error))?;
+        let response = request
+            .send()
+            .await
+            .map_err(|error| unreachable(&url, &error))?;
         decode(response, &url).await
     }
 
+    /// Sends a request and returns the raw response (for answers that are
+    /// not one JSON body, such as `invoke-tool`'s event stream). Error
+    /// statuses are turned into [`ExitError`]s like [`ApiClient::request`].
+    pub async fn send_raw<B: Serialize + ?Sized>(
+        &self,
+        method: Method,
+        path: &str,
+        body: &B,
+        accept: &str,
+        timeout: Duration,
+    ) -> Result<reqwest::Response> {
+        let url = format!("{}{}", self.base, path);
+        let response = self
+            .http
+            .request(method, &url)
+            .bearer_auth(self.api_key.expose())
+            .header(reqwest::header::ACCEPT, accept)
+            .timeout(timeout)
+            .json(body)
+            .send()
+            .await
+            .map_err(|error| unreachable(&url, &error))?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let status = response.status();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|error| unreachable(&url, &error))?;
+        Err(status_error(status, &bytes).into())
+    }
+
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
-        self.request::<(), T>(Method::GET, path, None, REQUEST_TIMEOUT).await
+        self.request::<(), T>(Method::GET, path, None, REQUEST_TIMEOUT)
+            .await
     }
 
     /// Finds an environment by id, or else by exact name.
@@ -104,7 +141,10 @@ impl ApiClient {
         if let Some(found) = list.environments.iter().find(|env| env.id == id_or_name) {
             return Ok(found.clone());
         }
-        let mut named = list.environments.into_iter().filter(|env| env.name == id_or_name);
+        let mut named = list
+            .environments
+            .into_iter()
+            .filter(|env| env.name == id_or_name);
         match (named.next(), named.next()) {
             (Some(found), None) => Ok(found),
             (Some(_), Some(_)) => Err(ExitError::new(
@@ -126,6 +166,7 @@ impl ApiClient {
 /// The one reqwest client configuration (rustls, timeouts, user agent).
 pub fn http_client() -> Result<reqwest::Client> {
     reqwest::Client::builder()
+        .use_preconfigured_tls(crate::tls::client_config().as_ref().clone())
         .connect_timeout(CONNECT_TIMEOUT)
         .user_agent(concat!("runner/", env!("CARGO_PKG_VERSION")))
         .build()
@@ -136,8 +177,11 @@ pub fn http_client() -> Result<reqwest::Client> {
 /// anything that is not http(s).
 pub fn normalise_base_url(url: &str) -> Result<String> {
     let parsed = reqwest::Url::parse(url.trim()).map_err(|error| {
-        ExitError::new(exit::BAD_REQUEST, format!("relay URL {url:?} is not valid: {error}"))
-            .with_hint("use the form https://relay.example.com")
+        ExitError::new(
+            exit::BAD_REQUEST,
+            format!("relay URL {url:?} is not valid: {error}"),
+        )
+        .with_hint("use the form https://relay.example.com")
     })?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(ExitError::new(
@@ -149,7 +193,9 @@ pub fn normalise_base_url(url: &str) -> Result<String> {
     Ok(parsed.as_str().trim_end_matches('/').to_owned())
 }
 
-fn unreachable(url: &str, error: &reqwest::Error) -> anyhow::Error {
+/// An unreachable-relay error naming the URL and the whole cause chain
+/// (the TLS reason is deep in it).
+pub fn unreachable(url: &str, error: &reqwest::Error) -> anyhow::Error {
     let what = if error.is_timeout() {
         "timed out"
     } else if error.is_connect() {
@@ -157,9 +203,12 @@ fn unreachable(url: &str, error: &reqwest::Error) -> anyhow::Error {
     } else {
         "request failed"
     };
-    ExitError::new(exit::UNREACHABLE, format!("{what}: {url}: {}", error_chain(error)))
-        .with_hint("check the URL and that the relay is running (`runner doctor` explains more)")
-        .into()
+    ExitError::new(
+        exit::UNREACHABLE,
+        format!("{what}: {url}: {}", error_chain(error)),
+    )
+    .with_hint("check the URL and that the relay is running (`runner doctor` explains more)")
+    .into()
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {
@@ -192,7 +241,9 @@ pub async fn decode<T: DeserializeOwned>(response: reqwest::Response, url: &str)
 
 /// Maps an HTTP error answer to an exit code and a message that says what to do.
 pub fn status_error(status: StatusCode, body: &[u8]) -> ExitError {
-    let detail = serde_json::from_slice::<ErrorBody>(body).ok().map(|b| b.error);
+    let detail = serde_json::from_slice::<ErrorBody>(body)
+        .ok()
+        .map(|b| b.error);
     let message = detail
         .as_ref()
         .map(|d| d.message.clone())
@@ -249,8 +300,17 @@ mod tests {
         let error = status_error(StatusCode::GATEWAY_TIMEOUT, body);
         assert_eq!(error.code, exit::TIMEOUT);
         assert!(error.hint.as_deref().unwrap_or("").contains("c-1"));
-        assert_eq!(status_error(StatusCode::FORBIDDEN, b"").code, exit::FORBIDDEN);
-        assert_eq!(status_error(StatusCode::SERVICE_UNAVAILABLE, b"x").code, exit::NO_RUNNER);
-        assert_eq!(status_error(StatusCode::UNAUTHORIZED, b"{}").code, exit::UNAUTHORIZED);
+        assert_eq!(
+            status_error(StatusCode::FORBIDDEN, b"").code,
+            exit::FORBIDDEN
+        );
+        assert_eq!(
+            status_error(StatusCode::SERVICE_UNAVAILABLE, b"x").code,
+            exit::NO_RUNNER
+        );
+        assert_eq!(
+            status_error(StatusCode::UNAUTHORIZED, b"{}").code,
+            exit::UNAUTHORIZED
+        );
     }
 }

@@ -177,7 +177,10 @@ mod tests {
             config: dir.path().join("cfg"),
             state: dir.path().join("state"),
         };
-        assert_eq!(ConfigFile::load(&dirs).expect("load"), ConfigFile::default());
+        assert_eq!(
+            ConfigFile::load(&dirs).expect("load"),
+            ConfigFile::default()
+        );
         let config = ConfigFile {
             registration: Some(Registration {
                 url: "http://127.0.0.1:1".into(),
@@ -192,7 +195,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(dirs.config_file()).expect("meta").permissions().mode();
+            let mode = std::fs::metadata(dirs.config_file())
+                .expect("meta")
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
     }

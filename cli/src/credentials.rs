@@ -93,7 +93,10 @@ pub async fn load(dirs: &Dirs, kind: SecretKind, location: SecretLocation) -> Re
                 Ok(value) => Ok(Secret::new(value)),
                 Err(error) => Err(ExitError::new(
                     exit::CONFIG,
-                    format!("cannot read the {} from the OS keychain: {error:#}", kind.name()),
+                    format!(
+                        "cannot read the {} from the OS keychain: {error:#}",
+                        kind.name()
+                    ),
                 )
                 .with_hint("run `runner register` again, or use --credential-store file")
                 .into()),
@@ -230,9 +233,14 @@ mod tests {
     async fn file_store_is_private_and_round_trips() {
         let (_dir, dirs) = dirs();
         let secret = Secret::new("rnrt_abcdefghijklmnop");
-        let location = store(&dirs, SecretKind::RegistrationToken, &secret, CredentialStoreChoice::File)
-            .await
-            .expect("store");
+        let location = store(
+            &dirs,
+            SecretKind::RegistrationToken,
+            &secret,
+            CredentialStoreChoice::File,
+        )
+        .await
+        .expect("store");
         assert_eq!(location, SecretLocation::File);
         let path = file_path(&dirs, SecretKind::RegistrationToken);
         #[cfg(unix)]
@@ -242,7 +250,9 @@ mod tests {
             assert_eq!(mode(&path), 0o600);
             assert_eq!(mode(path.parent().expect("parent")), 0o700);
         }
-        let back = load(&dirs, SecretKind::RegistrationToken, location).await.expect("load");
+        let back = load(&dirs, SecretKind::RegistrationToken, location)
+            .await
+            .expect("load");
         assert_eq!(back, secret);
     }
 
@@ -252,9 +262,14 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let (_dir, dirs) = dirs();
         let secret = Secret::new("rnrt_abcdefghijklmnop");
-        store(&dirs, SecretKind::RegistrationToken, &secret, CredentialStoreChoice::File)
-            .await
-            .expect("store");
+        store(
+            &dirs,
+            SecretKind::RegistrationToken,
+            &secret,
+            CredentialStoreChoice::File,
+        )
+        .await
+        .expect("store");
         let path = file_path(&dirs, SecretKind::RegistrationToken);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
         let error = load(&dirs, SecretKind::RegistrationToken, SecretLocation::File)
@@ -269,9 +284,14 @@ mod tests {
     async fn remove_deletes_the_file() {
         let (_dir, dirs) = dirs();
         let secret = Secret::new("rnrk_abcdefghijklmnop");
-        store(&dirs, SecretKind::ApiKey, &secret, CredentialStoreChoice::File)
-            .await
-            .expect("store");
+        store(
+            &dirs,
+            SecretKind::ApiKey,
+            &secret,
+            CredentialStoreChoice::File,
+        )
+        .await
+        .expect("store");
         remove(&dirs, SecretKind::ApiKey).await.expect("remove");
         assert!(!file_path(&dirs, SecretKind::ApiKey).exists());
     }

@@ -13,5 +13,11 @@ pub const CREDENTIAL_STORE: &str = "RUNNER_CREDENTIAL_STORE";
 pub const WORKSPACE: &str = "RUNNER_WORKSPACE";
 pub const PERMISSION_CONFIG: &str = "RUNNER_PERMISSION_CONFIG";
 pub const MAX_CONCURRENT_CALLS: &str = "RUNNER_MAX_CONCURRENT_CALLS";
+pub const MCP_CONFIG: &str = "RUNNER_MCP_CONFIG";
 pub const LOG_FORMAT: &str = "RUNNER_LOG_FORMAT";
 pub const LOG: &str = "RUNNER_LOG";
+pub const CA_FILE: &str = "RUNNER_CA_FILE";
+pub const INSECURE_SKIP_TLS_VERIFY: &str = "RUNNER_INSECURE_SKIP_TLS_VERIFY";
+pub const UPDATE_MIRROR: &str = "RUNNER_UPDATE_MIRROR";
+/// Debug builds only: overrides the built-in release key (tests).
+pub const RELEASE_PUBKEY: &str = "RUNNER_RELEASE_PUBKEY";

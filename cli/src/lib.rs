@@ -16,6 +16,7 @@ pub mod exit;
 pub mod output;
 pub mod secret;
 pub mod service;
+pub mod tls;
 pub mod tools;
 pub mod update;
 
@@ -39,9 +40,14 @@ pub fn main() -> ExitCode {
             Err(error) => report(&error),
         };
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
-        Err(error) => return report(&anyhow::Error::from(error).context("starting the async runtime")),
+        Err(error) => {
+            return report(&anyhow::Error::from(error).context("starting the async runtime"))
+        }
     };
     match runtime.block_on(dispatch(cli)) {
         Ok(code) => ExitCode::from(code),
@@ -51,6 +57,10 @@ pub fn main() -> ExitCode {
 
 async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     let dirs = Dirs::resolve(&cli.global)?;
+    tls::configure(tls::TlsOptions {
+        ca_file: cli.global.ca_file.clone(),
+        insecure_skip_verify: cli.global.insecure_skip_tls_verify.unwrap_or(false),
+    })?;
     match cli.command {
         Command::Register(args) => commands::register::register(&dirs, args).await?,
         Command::Unregister => commands::register::unregister(&dirs).await?,
@@ -60,6 +70,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Token(command) => commands::token::run(&dirs, command).await?,
         Command::Tools(target) => commands::tools::run(&dirs, target).await?,
         Command::Status(target) => commands::status::run(&dirs, target).await?,
+        Command::Doctor(args) => return commands::doctor::run(&dirs, args).await,
         Command::Service(command) => commands::service::run(&dirs, command).await?,
         Command::Invoke(args) => return commands::invoke::run(&dirs, args).await,
         Command::Update(args) => return commands::update::run(&dirs, args).await,
@@ -77,10 +88,10 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
 /// Prints an error the uv way and picks its exit code.
 fn report(error: &anyhow::Error) -> ExitCode {
     // Broken pipe (e.g. `runner env list | head -1`) is not an error.
-    if error
-        .chain()
-        .any(|cause| cause.downcast_ref::<std::io::Error>().map(|e| e.kind()) == Some(std::io::ErrorKind::BrokenPipe))
-    {
+    if error.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().map(|e| e.kind())
+            == Some(std::io::ErrorKind::BrokenPipe)
+    }) {
         return ExitCode::SUCCESS;
     }
     let mut stderr = std::io::stderr().lock();
@@ -106,14 +117,22 @@ fn init_tracing(format: LogFormat) {
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder
-            .with_ansi(use_colour())
-            .try_init(),
+        LogFormat::Text => builder.with_ansi(use_colour()).try_init(),
     };
 }
 
 /// Colour only on a terminal, never with NO_COLOR.
 fn use_colour() -> bool {
     use std::io::IsTerminal;
-    std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty()) && std::io::stderr().is_terminal()
+    no_color_unset() && std::io::stderr().is_terminal()
+}
+
+/// The same rule for output on stdout.
+pub fn use_colour_on_stdout() -> bool {
+    use std::io::IsTerminal;
+    no_color_unset() && std::io::stdout().is_terminal()
+}
+
+fn no_color_unset() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

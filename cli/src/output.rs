@@ -8,9 +8,11 @@ use serde::Serialize;
 
 /// Prints `value` as pretty JSON on stdout.
 pub fn json<T: Serialize + ?Sized>(value: &T) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut stdout, value)?;
-    writeln!(stdout)?;
+    // Serialise first: a write error then stays an io::Error (a broken pipe
+    // is recognised as such in `main`), not a serde_json one.
+    let mut text = serde_json::to_vec_pretty(value)?;
+    text.push(b'\n');
+    std::io::stdout().lock().write_all(&text)?;
     Ok(())
 }
 
@@ -45,7 +47,11 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> Result<()> {
             .trim_end()
             .to_owned()
     };
-    writeln!(stdout, "{}", line(header.iter().map(|s| s.to_string()).collect()))?;
+    writeln!(
+        stdout,
+        "{}",
+        line(header.iter().map(|s| s.to_string()).collect())
+    )?;
     for row in rows {
         writeln!(stdout, "{}", line(row.clone()))?;
     }

@@ -55,7 +55,11 @@ mod tests {
     #[test]
     fn debug_and_display_never_show_the_value() {
         let secret = Secret::new("rnrt_supersecretvalue1234");
-        for shown in [format!("{secret:?}"), format!("{secret}"), format!("{:?}", Some(&secret))] {
+        for shown in [
+            format!("{secret:?}"),
+            format!("{secret}"),
+            format!("{:?}", Some(&secret)),
+        ] {
             assert!(!shown.contains("supersecret"), "{shown}");
             assert!(!shown.contains("1234"), "{shown}");
         }

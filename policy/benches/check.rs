@@ -9,15 +9,24 @@ use std::time::Instant;
 
 fn rules() -> PermissionSet {
     let mut yaml = String::from("permission:\n  '*': deny\n");
-    let tools = ["kubectl", "git", "ls", "cat", "grep", "head", "wc", "sort", "echo", "helm"];
-    let verbs = ["get", "describe", "logs", "status", "log", "diff", "show", "list", "top", "version"];
+    let tools = [
+        "kubectl", "git", "ls", "cat", "grep", "head", "wc", "sort", "echo", "helm",
+    ];
+    let verbs = [
+        "get", "describe", "logs", "status", "log", "diff", "show", "list", "top", "version",
+    ];
     for tool in tools {
         for verb in verbs.iter().take(9) {
             yaml.push_str(&format!("  '{tool} {verb} *': allow\n"));
         }
     }
-    for extra in ["ls", "ls *", "cat *", "grep *", "head *", "wc *", "sort", "echo *", "rm *"] {
-        yaml.push_str(&format!("  '{extra}': {}\n", if extra == "rm *" { "deny" } else { "allow" }));
+    for extra in [
+        "ls", "ls *", "cat *", "grep *", "head *", "wc *", "sort", "echo *", "rm *",
+    ] {
+        yaml.push_str(&format!(
+            "  '{extra}': {}\n",
+            if extra == "rm *" { "deny" } else { "allow" }
+        ));
     }
     let set = PermissionSet::from_yaml_str(&yaml).expect("bench rules load");
     assert_eq!(set.rules().len(), 100);
@@ -36,14 +45,28 @@ fn measure(name: &str, set: &PermissionSet, script: &str, iterations: usize) {
     samples.sort_by(|a, b| a.total_cmp(b));
     let p50 = samples[samples.len() / 2];
     let p99 = samples[samples.len() * 99 / 100];
-    println!("{name:<28} {:>6} bytes  p50 {p50:>8.2} µs  p99 {p99:>8.2} µs  ({})", script.len(), if expected { "allowed" } else { "denied" });
+    println!(
+        "{name:<28} {:>6} bytes  p50 {p50:>8.2} µs  p99 {p99:>8.2} µs  ({})",
+        script.len(),
+        if expected { "allowed" } else { "denied" }
+    );
 }
 
 fn main() {
     let set = rules();
     measure("simple command", &set, "kubectl get pods -A", 20_000);
-    measure("5-stage pipeline", &set, "cat app.log | grep ERROR | sort | head -n 20 | wc -l", 20_000);
-    measure("5-stage pipeline, quoted", &set, "cat 'app.log' | grep \"ERROR\" | sort | head -n 20 | wc -l", 20_000);
+    measure(
+        "5-stage pipeline",
+        &set,
+        "cat app.log | grep ERROR | sort | head -n 20 | wc -l",
+        20_000,
+    );
+    measure(
+        "5-stage pipeline, quoted",
+        &set,
+        "cat 'app.log' | grep \"ERROR\" | sort | head -n 20 | wc -l",
+        20_000,
+    );
     let mut script = String::new();
     let mut i = 0;
     while script.len() < 4096 {

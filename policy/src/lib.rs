@@ -113,13 +113,16 @@ impl PermissionSet {
 
     /// Validate permission-file text (errors are labelled `<inline>`).
     pub fn from_yaml_str(text: &str) -> Result<PermissionSet, LoadError> {
-        Ok(PermissionSet::from_rules(load::parse_rules(text, Path::new("<inline>"))?))
+        Ok(PermissionSet::from_rules(load::parse_rules(
+            text,
+            Path::new("<inline>"),
+        )?))
     }
 
     fn from_rules(mut rules: Vec<Rule>) -> PermissionSet {
         rules::sort_rules(&mut rules);
-        let never_denies =
-            rules.iter().all(|r| r.action() == Action::Allow) && rules.iter().any(Rule::is_catch_all);
+        let never_denies = rules.iter().all(|r| r.action() == Action::Allow)
+            && rules.iter().any(Rule::is_catch_all);
         PermissionSet {
             ordered: rules,
             never_denies,
@@ -155,7 +158,11 @@ impl PermissionSet {
     pub(crate) fn decide_shape(&self, shape: &str) -> (Action, Option<String>, Option<String>) {
         for rule in &self.ordered {
             if rule.contains_all(shape) {
-                return (rule.action(), Some(rule.pattern().to_owned()), Some("dynamic parts covered".to_owned()));
+                return (
+                    rule.action(),
+                    Some(rule.pattern().to_owned()),
+                    Some("dynamic parts covered".to_owned()),
+                );
             }
             if rule.action() == Action::Deny && rule.intersects(shape) {
                 return (
@@ -165,7 +172,11 @@ impl PermissionSet {
                 );
             }
         }
-        (Action::Deny, None, Some("no rule matches every run-time value".to_owned()))
+        (
+            Action::Deny,
+            None,
+            Some("no rule matches every run-time value".to_owned()),
+        )
     }
 
     /// Decide whether a shell script may run.
@@ -203,7 +214,13 @@ impl PermissionSet {
         }
         let mut checker = shell::Checker::new(self);
         let words = argv.iter().map(|a| words::lit(a)).collect();
-        checker.command_words(&[], words, CandidateKind::Command, &shell::Stdin::Unknown, 0);
+        checker.command_words(
+            &[],
+            words,
+            CandidateKind::Command,
+            &shell::Stdin::Unknown,
+            0,
+        );
         finish(checker)
     }
 
@@ -214,7 +231,9 @@ impl PermissionSet {
 }
 
 fn finish(checker: shell::Checker<'_>) -> Decision {
-    let shell::Checker { candidates, error, .. } = checker;
+    let shell::Checker {
+        candidates, error, ..
+    } = checker;
     if let Some(error) = error {
         return Decision {
             allowed: false,

@@ -82,7 +82,9 @@ pub enum Problem {
     #[error("pattern {0} is not a string")]
     NonStringPattern(String),
     /// An action is not a string.
-    #[error("action of pattern \"{pattern}\" is not a string: {found} (write \"allow\" or \"deny\")")]
+    #[error(
+        "action of pattern \"{pattern}\" is not a string: {found} (write \"allow\" or \"deny\")"
+    )]
     NonStringAction {
         /// The pattern.
         pattern: String,
@@ -90,7 +92,9 @@ pub enum Problem {
         found: String,
     },
     /// An action is a string other than `allow` or `deny`.
-    #[error("invalid action \"{action}\" for pattern \"{pattern}\": expected \"allow\" or \"deny\"")]
+    #[error(
+        "invalid action \"{action}\" for pattern \"{pattern}\": expected \"allow\" or \"deny\""
+    )]
     InvalidAction {
         /// The pattern.
         pattern: String,
@@ -280,17 +284,26 @@ pub(crate) fn parse_rules(text: &str, path: &Path) -> Result<Vec<Rule>, LoadErro
         RawDoc::Other(found) => return Err(invalid(None, Problem::NotAMapping(found))),
     };
     if let Some(key) = duplicate {
-        return Err(invalid(find_key_line(text, &key, 2), Problem::DuplicateTopKey(key)));
+        return Err(invalid(
+            find_key_line(text, &key, 2),
+            Problem::DuplicateTopKey(key),
+        ));
     }
     let entries = match permission {
         None => return Err(invalid(None, Problem::MissingPermission)),
         Some(RawRules::Other(found)) => {
-            return Err(invalid(find_key_line(text, "permission", 1), Problem::PermissionNotMapping(found)))
+            return Err(invalid(
+                find_key_line(text, "permission", 1),
+                Problem::PermissionNotMapping(found),
+            ))
         }
         Some(RawRules::Map(entries)) => entries,
     };
     if entries.is_empty() {
-        return Err(invalid(find_key_line(text, "permission", 1), Problem::NoRules));
+        return Err(invalid(
+            find_key_line(text, "permission", 1),
+            Problem::NoRules,
+        ));
     }
     let mut rules: Vec<Rule> = Vec::with_capacity(entries.len());
     for (key, value) in entries {
@@ -298,7 +311,11 @@ pub(crate) fn parse_rules(text: &str, path: &Path) -> Result<Vec<Rule>, LoadErro
             Value::String(s) => s,
             other => return Err(invalid(None, Problem::NonStringPattern(describe(&other)))),
         };
-        let nth = if rules.iter().any(|r| r.pattern() == pattern) { 2 } else { 1 };
+        let nth = if rules.iter().any(|r| r.pattern() == pattern) {
+            2
+        } else {
+            1
+        };
         let line = find_key_line(text, &pattern, nth);
         if nth == 2 {
             return Err(invalid(line, Problem::DuplicatePattern(pattern)));
@@ -306,7 +323,10 @@ pub(crate) fn parse_rules(text: &str, path: &Path) -> Result<Vec<Rule>, LoadErro
         if pattern.trim().is_empty() {
             return Err(invalid(line, Problem::EmptyPattern(pattern)));
         }
-        if let Some(found) = pattern.chars().find(|c| matches!(c, '?' | '[' | ']' | '{' | '}')) {
+        if let Some(found) = pattern
+            .chars()
+            .find(|c| matches!(c, '?' | '[' | ']' | '{' | '}'))
+        {
             return Err(invalid(line, Problem::UnsupportedGlob { pattern, found }));
         }
         if pattern.contains(HOLE) {
@@ -315,7 +335,9 @@ pub(crate) fn parse_rules(text: &str, path: &Path) -> Result<Vec<Rule>, LoadErro
         let action = match value {
             Value::String(s) if s == "allow" => Action::Allow,
             Value::String(s) if s == "deny" => Action::Deny,
-            Value::String(action) => return Err(invalid(line, Problem::InvalidAction { pattern, action })),
+            Value::String(action) => {
+                return Err(invalid(line, Problem::InvalidAction { pattern, action }))
+            }
             other => {
                 return Err(invalid(
                     line,

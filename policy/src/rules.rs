@@ -137,7 +137,10 @@ fn star_patterns_intersect(a: &str, b: &str) -> bool {
         .chars()
         .map(|c| if c == HOLE || c == '*' { None } else { Some(c) })
         .collect();
-    let b: Vec<Option<char>> = b.chars().map(|c| if c == '*' { None } else { Some(c) }).collect();
+    let b: Vec<Option<char>> = b
+        .chars()
+        .map(|c| if c == '*' { None } else { Some(c) })
+        .collect();
     // reach[j]: position j of `b` is reachable having consumed a[..i].
     let mut reach = vec![false; b.len() + 1];
     reach[0] = true;
@@ -182,12 +185,18 @@ fn star_patterns_intersect(a: &str, b: &str) -> bool {
 /// match, deny wins), then by pattern so the order never depends on the file.
 pub(crate) fn sort_rules(rules: &mut [Rule]) {
     rules.sort_by(|x, y| {
-        (x.is_catch_all(), Reverse(x.literal_prefix_len()), x.action == Action::Allow, &x.pattern).cmp(&(
-            y.is_catch_all(),
-            Reverse(y.literal_prefix_len()),
-            y.action == Action::Allow,
-            &y.pattern,
-        ))
+        (
+            x.is_catch_all(),
+            Reverse(x.literal_prefix_len()),
+            x.action == Action::Allow,
+            &x.pattern,
+        )
+            .cmp(&(
+                y.is_catch_all(),
+                Reverse(y.literal_prefix_len()),
+                y.action == Action::Allow,
+                &y.pattern,
+            ))
     });
 }
 

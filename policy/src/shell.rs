@@ -101,7 +101,11 @@ impl<'a> Checker<'a> {
 
     /// A part that cannot be checked statically: denied unless no rule can deny.
     pub(crate) fn dynamic(&mut self, kind: CandidateKind, text: String, reason: &str) {
-        let verdict = if self.set.never_denies() { Action::Allow } else { Action::Deny };
+        let verdict = if self.set.never_denies() {
+            Action::Allow
+        } else {
+            Action::Deny
+        };
         let rule = self.set.never_denies().then(|| "*".to_owned());
         self.push(Candidate {
             text,
@@ -155,7 +159,8 @@ impl<'a> Checker<'a> {
     }
 
     fn parse_and_walk(&mut self, text: &str, depth: usize) {
-        let mut parser = brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), &self.options);
+        let mut parser =
+            brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), &self.options);
         match parser.parse_program() {
             Ok(program) => {
                 for list in &program.complete_commands {
@@ -252,7 +257,9 @@ impl<'a> Checker<'a> {
                 self.compound_list(&clause.body.list, depth + 1);
             }
             ast::CompoundCommand::BraceGroup(group) => self.compound_list(&group.list, depth + 1),
-            ast::CompoundCommand::Subshell(subshell) => self.compound_list(&subshell.list, depth + 1),
+            ast::CompoundCommand::Subshell(subshell) => {
+                self.compound_list(&subshell.list, depth + 1)
+            }
             ast::CompoundCommand::ForClause(clause) => {
                 for value in clause.values.iter().flatten() {
                     self.scan_word(&value.value, depth);
@@ -280,7 +287,8 @@ impl<'a> Checker<'a> {
                     self.compound_list(&else_clause.body, depth + 1);
                 }
             }
-            ast::CompoundCommand::WhileClause(clause) | ast::CompoundCommand::UntilClause(clause) => {
+            ast::CompoundCommand::WhileClause(clause)
+            | ast::CompoundCommand::UntilClause(clause) => {
                 let ast::WhileOrUntilClauseCommand(condition, body, _) = clause;
                 self.compound_list(condition, depth + 1);
                 self.compound_list(&body.list, depth + 1);
@@ -335,7 +343,15 @@ impl<'a> Checker<'a> {
         let mut vanishing: Vec<bool> = Vec::new();
         let mut redirects: Vec<&ast::IoRedirect> = Vec::new();
         for item in command.prefix.iter().flat_map(|p| p.0.iter()) {
-            self.command_item(item, true, depth, &mut assignments, &mut argv, &mut vanishing, &mut redirects);
+            self.command_item(
+                item,
+                true,
+                depth,
+                &mut assignments,
+                &mut argv,
+                &mut vanishing,
+                &mut redirects,
+            );
         }
         if let Some(name) = &command.word_or_name {
             for (word, vanishes) in self.expand_word_flagged(&name.value, depth, true) {
@@ -344,7 +360,15 @@ impl<'a> Checker<'a> {
             }
         }
         for item in command.suffix.iter().flat_map(|s| s.0.iter()) {
-            self.command_item(item, false, depth, &mut assignments, &mut argv, &mut vanishing, &mut redirects);
+            self.command_item(
+                item,
+                false,
+                depth,
+                &mut assignments,
+                &mut argv,
+                &mut vanishing,
+                &mut redirects,
+            );
         }
         // A pipe, a file or an inherited stdin are all invisible to us; only
         // a here-document or here-string on fd 0 gives a static script.
@@ -459,9 +483,13 @@ impl<'a> Checker<'a> {
         }
         match wrappers::analyse(&base, &argv, stdin) {
             wrappers::Runs::Nothing => {}
-            wrappers::Runs::Command(inner) => {
-                self.command_words(&[], inner, CandidateKind::WrappedCommand, &Stdin::Unknown, depth + 1)
-            }
+            wrappers::Runs::Command(inner) => self.command_words(
+                &[],
+                inner,
+                CandidateKind::WrappedCommand,
+                &Stdin::Unknown,
+                depth + 1,
+            ),
             wrappers::Runs::Code(code) => match words::static_text(&code) {
                 Some(code) => self.code(&code, depth + 1),
                 None => self.dynamic(
@@ -541,8 +569,9 @@ impl<'a> Checker<'a> {
                         // `>&WORD`: a file unless WORD is a digit string or '-'.
                         let expanded = self.expand_word(&word.value, depth, false);
                         let is_fd = expanded.len() == 1
-                            && words::static_text(&expanded[0])
-                                .is_some_and(|s| s == "-" || (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())));
+                            && words::static_text(&expanded[0]).is_some_and(|s| {
+                                s == "-" || (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                            });
                         if !is_fd {
                             self.write_target(&word.value, depth);
                         }
@@ -552,7 +581,9 @@ impl<'a> Checker<'a> {
                         self.scan_word(&word.value, depth);
                         input.then_some(Stdin::Unknown)
                     }
-                    (_, T::Fd(_)) => input.then_some(Stdin::Unknown).filter(|_| matches!(kind, K::DuplicateInput)),
+                    (_, T::Fd(_)) => input
+                        .then_some(Stdin::Unknown)
+                        .filter(|_| matches!(kind, K::DuplicateInput)),
                     (_, T::Filename(word) | T::Duplicate(word)) => {
                         // Any other combination: treat the target as written.
                         self.write_target(&word.value, depth);
@@ -610,14 +641,21 @@ impl<'a> Checker<'a> {
 
     fn write_target(&mut self, raw: &str, depth: usize) {
         let expanded = self.expand_word(raw, depth, false);
-        let target = if expanded.len() == 1 { words::static_text(&expanded[0]) } else { None };
+        let target = if expanded.len() == 1 {
+            words::static_text(&expanded[0])
+        } else {
+            None
+        };
         match target {
             Some(path) => {
                 let normalized = words::normalize_path(&path);
                 if normalized == "/dev/null" {
                     return;
                 }
-                self.decide(CandidateKind::WriteRedirect, &words::lit(&format!("> {normalized}")));
+                self.decide(
+                    CandidateKind::WriteRedirect,
+                    &words::lit(&format!("> {normalized}")),
+                );
             }
             None => self.dynamic(
                 CandidateKind::WriteRedirect,
@@ -631,7 +669,10 @@ impl<'a> Checker<'a> {
 
     /// Expand one shell word statically, checking every substitution in it.
     pub(crate) fn expand_word(&mut self, raw: &str, depth: usize, braces: bool) -> Vec<Word> {
-        self.expand_word_flagged(raw, depth, braces).into_iter().map(|(w, _)| w).collect()
+        self.expand_word_flagged(raw, depth, braces)
+            .into_iter()
+            .map(|(w, _)| w)
+            .collect()
     }
 
     /// [`Self::expand_word`], with whether each word may vanish when empty.
@@ -670,16 +711,32 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn pieces(&mut self, raw: &str, pieces: &[WordPieceWithSource], depth: usize, quoted: bool) -> Vec<Atom> {
+    fn pieces(
+        &mut self,
+        raw: &str,
+        pieces: &[WordPieceWithSource],
+        depth: usize,
+        quoted: bool,
+    ) -> Vec<Atom> {
         let mut atoms = Vec::new();
         for piece in pieces {
-            let source = raw.get(piece.start_index..piece.end_index).unwrap_or("$...");
+            let source = raw
+                .get(piece.start_index..piece.end_index)
+                .unwrap_or("$...");
             self.piece(raw, source, &piece.piece, depth, quoted, &mut atoms);
         }
         atoms
     }
 
-    fn piece(&mut self, raw: &str, source: &str, piece: &WordPiece, depth: usize, quoted: bool, atoms: &mut Vec<Atom>) {
+    fn piece(
+        &mut self,
+        raw: &str,
+        source: &str,
+        piece: &WordPiece,
+        depth: usize,
+        quoted: bool,
+        atoms: &mut Vec<Atom>,
+    ) {
         match piece {
             WordPiece::Text(text) => {
                 if quoted {
@@ -689,8 +746,11 @@ impl<'a> Checker<'a> {
                 }
             }
             WordPiece::SingleQuotedText(text) => atoms.push(Atom::Quoted(text.clone())),
-            WordPiece::AnsiCQuotedText(text) => atoms.push(Atom::Quoted(words::decode_ansi_c(text))),
-            WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => {
+            WordPiece::AnsiCQuotedText(text) => {
+                atoms.push(Atom::Quoted(words::decode_ansi_c(text)))
+            }
+            WordPiece::DoubleQuotedSequence(inner)
+            | WordPiece::GettextDoubleQuotedSequence(inner) => {
                 atoms.push(Atom::Quoted(String::new()));
                 for p in inner {
                     let inner_source = raw.get(p.start_index..p.end_index).unwrap_or("$...");
@@ -737,23 +797,89 @@ impl<'a> Checker<'a> {
     fn parameter(&mut self, expr: &ParameterExpr, source: &str, depth: usize) {
         use brush_parser::word::Parameter;
         let (parameter, indirect) = match expr {
-            ParameterExpr::Parameter { parameter, indirect }
-            | ParameterExpr::UseDefaultValues { parameter, indirect, .. }
-            | ParameterExpr::AssignDefaultValues { parameter, indirect, .. }
-            | ParameterExpr::IndicateErrorIfNullOrUnset { parameter, indirect, .. }
-            | ParameterExpr::UseAlternativeValue { parameter, indirect, .. }
-            | ParameterExpr::ParameterLength { parameter, indirect }
-            | ParameterExpr::RemoveSmallestSuffixPattern { parameter, indirect, .. }
-            | ParameterExpr::RemoveLargestSuffixPattern { parameter, indirect, .. }
-            | ParameterExpr::RemoveSmallestPrefixPattern { parameter, indirect, .. }
-            | ParameterExpr::RemoveLargestPrefixPattern { parameter, indirect, .. }
-            | ParameterExpr::Substring { parameter, indirect, .. }
-            | ParameterExpr::Transform { parameter, indirect, .. }
-            | ParameterExpr::UppercaseFirstChar { parameter, indirect, .. }
-            | ParameterExpr::UppercasePattern { parameter, indirect, .. }
-            | ParameterExpr::LowercaseFirstChar { parameter, indirect, .. }
-            | ParameterExpr::LowercasePattern { parameter, indirect, .. }
-            | ParameterExpr::ReplaceSubstring { parameter, indirect, .. } => (Some(parameter), *indirect),
+            ParameterExpr::Parameter {
+                parameter,
+                indirect,
+            }
+            | ParameterExpr::UseDefaultValues {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::AssignDefaultValues {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::IndicateErrorIfNullOrUnset {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::UseAlternativeValue {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::ParameterLength {
+                parameter,
+                indirect,
+            }
+            | ParameterExpr::RemoveSmallestSuffixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::RemoveLargestSuffixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::RemoveSmallestPrefixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::RemoveLargestPrefixPattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::Substring {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::Transform {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::UppercaseFirstChar {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::UppercasePattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::LowercaseFirstChar {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::LowercasePattern {
+                parameter,
+                indirect,
+                ..
+            }
+            | ParameterExpr::ReplaceSubstring {
+                parameter,
+                indirect,
+                ..
+            } => (Some(parameter), *indirect),
             ParameterExpr::VariableNames { .. } | ParameterExpr::MemberKeys { .. } => (None, false),
         };
         if indirect {
@@ -769,10 +895,19 @@ impl<'a> Checker<'a> {
             self.subscript(index, depth);
         }
         let operands: Vec<&Option<String>> = match expr {
-            ParameterExpr::UseDefaultValues { default_value: w, .. }
-            | ParameterExpr::AssignDefaultValues { default_value: w, .. }
-            | ParameterExpr::IndicateErrorIfNullOrUnset { error_message: w, .. }
-            | ParameterExpr::UseAlternativeValue { alternative_value: w, .. }
+            ParameterExpr::UseDefaultValues {
+                default_value: w, ..
+            }
+            | ParameterExpr::AssignDefaultValues {
+                default_value: w, ..
+            }
+            | ParameterExpr::IndicateErrorIfNullOrUnset {
+                error_message: w, ..
+            }
+            | ParameterExpr::UseAlternativeValue {
+                alternative_value: w,
+                ..
+            }
             | ParameterExpr::RemoveSmallestSuffixPattern { pattern: w, .. }
             | ParameterExpr::RemoveLargestSuffixPattern { pattern: w, .. }
             | ParameterExpr::RemoveSmallestPrefixPattern { pattern: w, .. }
@@ -858,9 +993,14 @@ const MAX_NESTING_ESTIMATE: usize = 4096;
 /// all (quoted or not, closed or not) can only overestimate.
 pub(crate) fn nesting_estimate(text: &str) -> usize {
     let bytes = text.as_bytes();
-    let brackets = bytes.iter().filter(|b| matches!(b, b'(' | b'{' | b'[' | b'`')).count();
+    let brackets = bytes
+        .iter()
+        .filter(|b| matches!(b, b'(' | b'{' | b'[' | b'`'))
+        .count();
     let mut keywords = 0;
-    for keyword in ["then", "do", "else", "case", "coproc", "function", "time", "!"] {
+    for keyword in [
+        "then", "do", "else", "case", "coproc", "function", "time", "!",
+    ] {
         keywords += text.matches(keyword).count();
     }
     brackets + keywords
@@ -873,7 +1013,9 @@ fn has_identifier(body: &str) -> bool {
         let b = bytes[i];
         if b.is_ascii_digit() {
             // A number, possibly 0x1f or 16#ff or 64#a@_.
-            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'#' | b'@' | b'_')) {
+            while i < bytes.len()
+                && (bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'#' | b'@' | b'_'))
+            {
                 i += 1;
             }
             continue;

@@ -105,13 +105,20 @@ pub(crate) const MAX_BRACE_WORDS: usize = 4096;
 /// `Err` when the expansion would exceed [`MAX_BRACE_WORDS`].
 #[cfg(test)]
 pub(crate) fn finish(atoms: Vec<Atom>, source: &str, braces: bool) -> Result<Vec<Word>, String> {
-    Ok(finish_flagged(atoms, source, braces)?.into_iter().map(|(w, _)| w).collect())
+    Ok(finish_flagged(atoms, source, braces)?
+        .into_iter()
+        .map(|(w, _)| w)
+        .collect())
 }
 
 /// Like [`finish`], also telling for each word whether it may vanish: an
 /// unquoted word made only of expansions (`$F`, `$(cmd)`) expands to no word
 /// at all when the value is empty.
-pub(crate) fn finish_flagged(atoms: Vec<Atom>, source: &str, braces: bool) -> Result<Vec<(Word, bool)>, String> {
+pub(crate) fn finish_flagged(
+    atoms: Vec<Atom>,
+    source: &str,
+    braces: bool,
+) -> Result<Vec<(Word, bool)>, String> {
     let expanded = if braces {
         let mut budget = MAX_BRACE_WORDS;
         brace_expand(&atoms, &mut budget)?
@@ -189,7 +196,10 @@ fn brace_expand(atoms: &[Atom], budget: &mut usize) -> Result<Vec<Vec<Atom>>, St
             let mut bounds = vec![open];
             bounds.extend(&commas);
             bounds.push(close);
-            bounds.windows(2).map(|w| atoms[w[0] + 1..w[1]].to_vec()).collect()
+            bounds
+                .windows(2)
+                .map(|w| atoms[w[0] + 1..w[1]].to_vec())
+                .collect()
         };
         let mut out = Vec::new();
         for alternative in alternatives {
@@ -197,7 +207,9 @@ fn brace_expand(atoms: &[Atom], budget: &mut usize) -> Result<Vec<Vec<Atom>>, St
             rest.extend_from_slice(postscript);
             for tail in brace_expand(&rest, budget)? {
                 if *budget == 0 {
-                    return Err(format!("brace expansion yields more than {MAX_BRACE_WORDS} words"));
+                    return Err(format!(
+                        "brace expansion yields more than {MAX_BRACE_WORDS} words"
+                    ));
                 }
                 *budget -= 1;
                 let mut word = preamble.to_vec();
@@ -236,11 +248,13 @@ fn sequence(inner: &[Atom]) -> Result<Option<Vec<String>>, String> {
         if count > MAX_BRACE_WORDS as u128 {
             return Err(too_many());
         }
-        let width = if parts[0].starts_with('0') || parts[1].starts_with('0') || parts[0].starts_with("-0") {
-            parts[0].len().max(parts[1].len())
-        } else {
-            0
-        };
+        let width =
+            if parts[0].starts_with('0') || parts[1].starts_with('0') || parts[0].starts_with("-0")
+            {
+                parts[0].len().max(parts[1].len())
+            } else {
+                0
+            };
         let mut items = Vec::new();
         let mut v = i128::from(a);
         for _ in 0..count {
@@ -311,7 +325,11 @@ pub(crate) fn decode_ansi_c(s: &str) -> String {
                 // Bash keeps the low byte; bytes >= 0x80 are not valid UTF-8
                 // on their own, so they become a replacement character.
                 let byte = (v & 0xff) as u8;
-                Some(if byte < 0x80 { byte as char } else { char::REPLACEMENT_CHARACTER })
+                Some(if byte < 0x80 {
+                    byte as char
+                } else {
+                    char::REPLACEMENT_CHARACTER
+                })
             }
             'x' | 'u' | 'U' => {
                 let max = match e {

@@ -133,7 +133,10 @@ fn has(seen: &Seen, names: &[&str]) -> bool {
 }
 
 fn arg<'a>(seen: &'a Seen, names: &[&str]) -> Option<&'a Word> {
-    seen.iter().rev().find(|(n, _)| names.contains(&n.as_str())).and_then(|(_, v)| v.as_ref())
+    seen.iter()
+        .rev()
+        .find(|(n, _)| names.contains(&n.as_str()))
+        .and_then(|(_, v)| v.as_ref())
 }
 
 /// Skip `NAME=value` words (env, sudo); a dynamic word there is unknown.
@@ -205,14 +208,53 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
                 "AbEHiKklnPSsVvNBe",
                 "ugCDhprtTUR",
                 &[
-                    "askpass", "background", "preserve-env", "set-home", "login", "remove-timestamp",
-                    "reset-timestamp", "list", "non-interactive", "preserve-groups", "stdin", "shell",
-                    "version", "validate", "edit", "help", "bell",
+                    "askpass",
+                    "background",
+                    "preserve-env",
+                    "set-home",
+                    "login",
+                    "remove-timestamp",
+                    "reset-timestamp",
+                    "list",
+                    "non-interactive",
+                    "preserve-groups",
+                    "stdin",
+                    "shell",
+                    "version",
+                    "validate",
+                    "edit",
+                    "help",
+                    "bell",
                 ],
-                &["user", "group", "close-from", "chdir", "host", "prompt", "role", "type", "command-timeout", "other-user", "chroot"],
+                &[
+                    "user",
+                    "group",
+                    "close-from",
+                    "chdir",
+                    "host",
+                    "prompt",
+                    "role",
+                    "type",
+                    "command-timeout",
+                    "other-user",
+                    "chroot",
+                ],
             );
             let (i, seen) = skip_options(argv, &S)?;
-            if has(&seen, &["-e", "--edit", "-l", "--list", "-V", "--version", "-h", "--help"]) && i >= argv.len() {
+            if has(
+                &seen,
+                &[
+                    "-e",
+                    "--edit",
+                    "-l",
+                    "--list",
+                    "-V",
+                    "--version",
+                    "-h",
+                    "--help",
+                ],
+            ) && i >= argv.len()
+            {
                 return Ok(Runs::Nothing);
             }
             if has(&seen, &["-e", "--edit"]) {
@@ -229,7 +271,9 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             const S: Spec = spec("nsL", "uC", &[], &[]);
             let (i, seen) = skip_options(argv, &S)?;
             if has(&seen, &["-s"]) && i >= argv.len() {
-                return Ok(Runs::Unknown("doas -s: a shell reading standard input".to_owned()));
+                return Ok(Runs::Unknown(
+                    "doas -s: a shell reading standard input".to_owned(),
+                ));
             }
             rest(argv, i)
         }
@@ -237,7 +281,15 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             const S: Spec = spec(
                 "i0v",
                 "uCS",
-                &["ignore-environment", "null", "debug", "list-signal-handling", "default-signal", "ignore-signal", "block-signal"],
+                &[
+                    "ignore-environment",
+                    "null",
+                    "debug",
+                    "list-signal-handling",
+                    "default-signal",
+                    "ignore-signal",
+                    "block-signal",
+                ],
                 &["unset", "chdir", "split-string"],
             );
             let (i, seen) = skip_options(argv, &S)?;
@@ -251,7 +303,18 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             rest(argv, i)
         }
         "timeout" => {
-            const S: Spec = spec("v", "sk", &["preserve-status", "foreground", "verbose", "help", "version"], &["signal", "kill-after"]);
+            const S: Spec = spec(
+                "v",
+                "sk",
+                &[
+                    "preserve-status",
+                    "foreground",
+                    "verbose",
+                    "help",
+                    "version",
+                ],
+                &["signal", "kill-after"],
+            );
             let (i, _) = skip_options(argv, &S)?;
             // The first operand is the duration.
             rest(argv, i + 1)
@@ -268,7 +331,12 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             rest(argv, i)
         }
         "ionice" => {
-            const S: Spec = spec("tuhV", "cnpPu", &["ignore", "help", "version"], &["class", "classdata", "pid", "pgid", "uid"]);
+            const S: Spec = spec(
+                "tuhV",
+                "cnpPu",
+                &["ignore", "help", "version"],
+                &["class", "classdata", "pid", "pgid", "uid"],
+            );
             let (i, seen) = skip_options(argv, &S)?;
             if has(&seen, &["-p", "-P", "-u", "--pid", "--pgid", "--uid"]) {
                 return Ok(Runs::Nothing);
@@ -281,17 +349,39 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             rest(argv, i)
         }
         "stdbuf" => {
-            const S: Spec = spec("", "ioe", &["help", "version"], &["input", "output", "error"]);
+            const S: Spec = spec(
+                "",
+                "ioe",
+                &["help", "version"],
+                &["input", "output", "error"],
+            );
             let (i, _) = skip_options(argv, &S)?;
             rest(argv, i)
         }
         "setsid" => {
-            const S: Spec = spec("cfwhV", "", &["ctty", "fork", "wait", "help", "version"], &[]);
+            const S: Spec = spec(
+                "cfwhV",
+                "",
+                &["ctty", "fork", "wait", "help", "version"],
+                &[],
+            );
             let (i, _) = skip_options(argv, &S)?;
             rest(argv, i)
         }
         "time" => {
-            const S: Spec = spec("pvqa", "fo", &["portability", "verbose", "quiet", "append", "help", "version"], &["format", "output"]);
+            const S: Spec = spec(
+                "pvqa",
+                "fo",
+                &[
+                    "portability",
+                    "verbose",
+                    "quiet",
+                    "append",
+                    "help",
+                    "version",
+                ],
+                &["format", "output"],
+            );
             let (i, _) = skip_options(argv, &S)?;
             rest(argv, i)
         }
@@ -315,8 +405,19 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
                 "bcCdeghptvwx",
                 "nq",
                 &[
-                    "beep", "color", "no-color", "differences", "errexit", "chgexit", "exec", "help", "precise", "no-title",
-                    "version", "no-wrap", "no-linewrap",
+                    "beep",
+                    "color",
+                    "no-color",
+                    "differences",
+                    "errexit",
+                    "chgexit",
+                    "exec",
+                    "help",
+                    "precise",
+                    "no-title",
+                    "version",
+                    "no-wrap",
+                    "no-linewrap",
                 ],
                 &["interval", "equexit"],
             );
@@ -331,7 +432,8 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
         "xargs" => xargs(argv)?,
         "find" => find(argv)?,
         "eval" => {
-            let start = usize::from(argv.get(1).and_then(words::static_text).as_deref() == Some("--")) + 1;
+            let start =
+                usize::from(argv.get(1).and_then(words::static_text).as_deref() == Some("--")) + 1;
             joined_code(&argv[start..])
         }
         "trap" => {
@@ -365,8 +467,22 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             const S: Spec = spec(
                 "lmpPfh",
                 "cgGsw",
-                &["login", "preserve-environment", "pty", "help", "version", "fast"],
-                &["command", "session-command", "group", "supp-group", "shell", "whitelist-environment"],
+                &[
+                    "login",
+                    "preserve-environment",
+                    "pty",
+                    "help",
+                    "version",
+                    "fast",
+                ],
+                &[
+                    "command",
+                    "session-command",
+                    "group",
+                    "supp-group",
+                    "shell",
+                    "whitelist-environment",
+                ],
             );
             let (_, seen) = skip_options_su(argv, &S)?;
             match arg(&seen, &["-c", "--command", "--session-command"]) {
@@ -427,7 +543,10 @@ fn shell_runs(argv: &[Word], stdin: &Stdin) -> Result<Runs, String> {
             if command_mode {
                 break;
             }
-            return Err(format!("{:?} is only known at run time", words::display(&argv[i])));
+            return Err(format!(
+                "{:?} is only known at run time",
+                words::display(&argv[i])
+            ));
         };
         if word == "--" || word == "-" {
             i += 1;
@@ -436,8 +555,9 @@ fn shell_runs(argv: &[Word], stdin: &Stdin) -> Result<Runs, String> {
         if let Some(long) = word.strip_prefix("--") {
             match long {
                 "help" | "version" => return Ok(Runs::Nothing),
-                "login" | "norc" | "noprofile" | "posix" | "restricted" | "verbose" | "noediting" | "debugger"
-                | "dump-strings" | "dump-po-strings" | "protected" | "pretty-print" => i += 1,
+                "login" | "norc" | "noprofile" | "posix" | "restricted" | "verbose"
+                | "noediting" | "debugger" | "dump-strings" | "dump-po-strings" | "protected"
+                | "pretty-print" => i += 1,
                 "rcfile" | "init-file" => i += 2,
                 _ => return Err(format!("unknown option \"--{long}\"")),
             }
@@ -480,8 +600,28 @@ fn xargs(argv: &[Word]) -> Result<Runs, String> {
     const S: Spec = spec(
         "0prtxo",
         "aEdILnPsei",
-        &["null", "no-run-if-empty", "verbose", "interactive", "exit", "open-tty", "show-limits", "help", "version"],
-        &["arg-file", "delimiter", "eof", "max-lines", "max-args", "max-procs", "max-chars", "replace", "process-slot-var"],
+        &[
+            "null",
+            "no-run-if-empty",
+            "verbose",
+            "interactive",
+            "exit",
+            "open-tty",
+            "show-limits",
+            "help",
+            "version",
+        ],
+        &[
+            "arg-file",
+            "delimiter",
+            "eof",
+            "max-lines",
+            "max-args",
+            "max-procs",
+            "max-chars",
+            "replace",
+            "process-slot-var",
+        ],
     );
     // -e, -i and -l take an optional attached argument only.
     let mut fixed: Vec<Word> = argv.to_vec();
@@ -494,7 +634,11 @@ fn xargs(argv: &[Word]) -> Result<Runs, String> {
     }
     let (i, seen) = skip_options(&fixed, &S)?;
     let replace = arg(&seen, &["-I", "-i", "--replace"]).and_then(words::static_text);
-    let mut command: Vec<Word> = if i < argv.len() { argv[i..].to_vec() } else { vec![words::lit("echo")] };
+    let mut command: Vec<Word> = if i < argv.len() {
+        argv[i..].to_vec()
+    } else {
+        vec![words::lit("echo")]
+    };
     match replace {
         Some(marker) if !marker.is_empty() => {
             for word in command.iter_mut() {
@@ -537,23 +681,37 @@ fn find(argv: &[Word]) -> Result<Runs, String> {
     let mut i = 1;
     while i < argv.len() {
         let action = words::static_text(&argv[i]);
-        if matches!(action.as_deref(), Some("-exec" | "-execdir" | "-ok" | "-okdir")) {
+        if matches!(
+            action.as_deref(),
+            Some("-exec" | "-execdir" | "-ok" | "-okdir")
+        ) {
             let start = i + 1;
             let mut end = start;
             loop {
                 if end >= argv.len() {
-                    return Err(format!("{} without a terminating ';' or '+'", action.unwrap_or_default()));
+                    return Err(format!(
+                        "{} without a terminating ';' or '+'",
+                        action.unwrap_or_default()
+                    ));
                 }
                 match words::static_text(&argv[end]).as_deref() {
                     Some(";") => break,
-                    Some("+") if end > start && words::static_text(&argv[end - 1]).as_deref() == Some("{}") => break,
+                    Some("+")
+                        if end > start
+                            && words::static_text(&argv[end - 1]).as_deref() == Some("{}") =>
+                    {
+                        break
+                    }
                     _ => end += 1,
                 }
             }
             if end == start {
                 return Err("-exec without a command".to_owned());
             }
-            let command: Vec<Word> = argv[start..end].iter().map(|w| replace_marker(w, "{}", "{}")).collect();
+            let command: Vec<Word> = argv[start..end]
+                .iter()
+                .map(|w| replace_marker(w, "{}", "{}"))
+                .collect();
             runs.push(Runs::Command(command));
             i = end + 1;
         } else {

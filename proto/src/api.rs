@@ -226,6 +226,11 @@ pub struct InvokeRequest {
     /// 1–3600, default [`DEFAULT_TIMEOUT_S`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
+    /// Idempotency key chosen by the caller (1–128 of `A-Z a-z 0-9 . _ : -`).
+    /// A call with a `call_id` already seen is not run again: its answer is
+    /// the first call's result (waiting for it if it is still running).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 fn empty_object() -> Value {
@@ -241,6 +246,43 @@ pub const MAX_TIMEOUT_S: u64 = 3600;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InvokeResponse {
     pub call_id: String,
+    #[serde(default)]
+    pub result: Value,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// Where a call is in its journal (`GET /invocations/{call_id}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InvocationState {
+    /// Accepted by a relay, not yet written to a runner's socket.
+    Pending,
+    /// Written to the runner's session with this `epoch`; no result yet.
+    Dispatched,
+    /// The runner answered; `result`, `exit_code` and `error` are set.
+    Done,
+}
+
+/// `GET /invocations/{call_id}`: a call's journal entry, so that a result
+/// that arrived after the caller stopped waiting (timeout, a relay that
+/// died) can still be fetched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Invocation {
+    pub call_id: String,
+    pub environment_id: String,
+    pub tool_name: String,
+    pub state: InvocationState,
+    /// Session epoch the call was dispatched to.
+    #[serde(default)]
+    pub epoch: Option<u64>,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339, once done.
+    #[serde(default)]
+    pub finished_at: Option<String>,
     #[serde(default)]
     pub result: Value,
     #[serde(default)]

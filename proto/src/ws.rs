@@ -55,6 +55,14 @@ pub enum RelayMessage {
         /// The new policy.
         policy: Policy,
     },
+    /// The relay is draining (shutdown or rolling restart): reconnect at
+    /// once, without backoff, through the load-balanced URL. Calls already
+    /// running keep running; their results go out on the next session.
+    GoAway {
+        /// Why, for logs.
+        #[serde(default)]
+        reason: String,
+    },
     /// A frame type from a newer peer; ignored.
     #[serde(other)]
     Unknown,
@@ -119,6 +127,12 @@ pub struct Welcome {
     pub heartbeat_interval_s: u64,
     /// Id of this connection, for logs on both sides.
     pub session_id: String,
+    /// Fencing epoch of this session: incremented each time a runner of the
+    /// environment connects (to any relay). Every `call` carries the epoch
+    /// of the session it was sent on; a runner rejects calls with an older
+    /// one. 0 from relays that do not fence.
+    #[serde(default)]
+    pub epoch: u64,
 }
 
 /// Identity of an environment as the runner sees it.
@@ -199,6 +213,20 @@ pub struct Call {
     /// Seconds the relay waits before cancelling. The runner stops the call
     /// by itself at this deadline too, so a lost `cancel` cannot leak work.
     pub timeout_s: u64,
+    /// The session epoch ([`Welcome::epoch`]) this call was routed to; 0
+    /// from relays that do not fence.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub epoch: u64,
+    /// Whether somebody reads the call's output as it is produced (an API
+    /// caller asked for a stream). When false the runner sends no
+    /// [`RunnerMessage::Output`] chunks, only the result: 50 MB of output
+    /// nobody watches should not cross the socket.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// Which output stream a chunk belongs to.
@@ -264,6 +292,8 @@ mod tests {
             tool: "shell".into(),
             args: json!({"command": "echo hi"}),
             timeout_s: 30,
+            epoch: 0,
+            stream: false,
         });
         assert_eq!(
             serde_json::to_value(&call).ok(),
@@ -271,6 +301,31 @@ mod tests {
                 json!({"type":"call","call_id":"c1","tool":"shell","args":{"command":"echo hi"},"timeout_s":30})
             )
         );
+    }
+
+    #[test]
+    fn golden_go_away_and_epochs() {
+        let go_away = RelayMessage::GoAway {
+            reason: "draining".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&go_away).ok(),
+            Some(json!({"type":"go_away","reason":"draining"}))
+        );
+        let fenced: Call = serde_json::from_value(
+            json!({"call_id":"c1","tool":"ping","args":{},"timeout_s":5,"epoch":7}),
+        )
+        .expect("call with epoch decodes");
+        assert_eq!(fenced.epoch, 7);
+        let welcome: Welcome = serde_json::from_value(json!({
+            "protocol_version": 1,
+            "environment": {"id": "env_1", "name": "x"},
+            "policy": {"tools": {"mode": "all"}},
+            "heartbeat_interval_s": 15,
+            "session_id": "s"
+        }))
+        .expect("welcome from a relay that does not fence decodes");
+        assert_eq!(welcome.epoch, 0);
     }
 
     #[test]

@@ -12,7 +12,21 @@ pub const ENV_LISTEN: &str = "RUNNER_RELAY_LISTEN";
 pub const ENV_DATA_DIR: &str = "RUNNER_RELAY_DATA_DIR";
 /// `--database-url`.
 pub const ENV_DATABASE_URL: &str = "RUNNER_RELAY_DATABASE_URL";
+/// `--nats-url` of `serve`: shared mode.
+pub const ENV_NATS_URL: &str = "RUNNER_RELAY_NATS_URL";
+/// `--nats-subject-prefix`.
+pub const ENV_NATS_SUBJECT_PREFIX: &str = "RUNNER_RELAY_NATS_SUBJECT_PREFIX";
+/// `--instance-id`.
+pub const ENV_INSTANCE_ID: &str = "RUNNER_RELAY_INSTANCE_ID";
+/// `--drain-grace`.
+pub const ENV_DRAIN_GRACE: &str = "RUNNER_RELAY_DRAIN_GRACE";
 /// `--log-format`.
+/// Env var of `--releases-dir`.
+pub const ENV_RELEASES_DIR: &str = "RUNNER_RELAY_RELEASES_DIR";
+/// Env var of `--tls-cert`.
+pub const ENV_TLS_CERT: &str = "RUNNER_RELAY_TLS_CERT";
+/// Env var of `--tls-key`.
+pub const ENV_TLS_KEY: &str = "RUNNER_RELAY_TLS_KEY";
 pub const ENV_LOG_FORMAT: &str = "RUNNER_RELAY_LOG_FORMAT";
 
 /// Default address of `serve` and `dev`.
@@ -68,6 +82,31 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
     #[command(flatten)]
     pub store: StoreArgs,
+    /// NATS server routing calls between relays (shared mode; needs a
+    /// postgres:// database URL). Without it the relay runs alone.
+    #[arg(long, env = ENV_NATS_URL, value_name = "URL")]
+    pub nats_url: Option<String>,
+    /// First token of every NATS subject this deployment uses.
+    #[arg(long, env = ENV_NATS_SUBJECT_PREFIX, default_value = "runner", value_name = "PREFIX")]
+    pub nats_subject_prefix: String,
+    /// This relay instance's id in shared mode (default: random per start).
+    #[arg(long, env = ENV_INSTANCE_ID, value_name = "ID")]
+    pub instance_id: Option<String>,
+    /// Seconds a stopping relay (SIGTERM) gives calls in flight before it
+    /// sends its runners elsewhere.
+    #[arg(long, env = ENV_DRAIN_GRACE, default_value_t = 8, value_name = "SECONDS")]
+    pub drain_grace: u64,
+    /// Serve a runner release mirror from DIR (`install.sh`,
+    /// `releases/latest`, `releases/download/<version>/…`) and tell older
+    /// runners in heartbeat answers that a newer version exists.
+    #[arg(long, env = ENV_RELEASES_DIR, value_name = "DIR")]
+    pub releases_dir: Option<PathBuf>,
+    /// Serve HTTPS with this PEM certificate chain (needs --tls-key).
+    #[arg(long, env = ENV_TLS_CERT, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, env = ENV_TLS_KEY, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,8 @@
 //! The relay-side policy check of a call (SPEC §4): allow-list, approval
 //! requirements and file paths, decided before anything reaches a runner.
 
+pub mod schema;
+
 use runner_proto::api::Tier;
 use runner_proto::ws::{Policy, ToolAccess, ToolSpec};
 use serde_json::Value;

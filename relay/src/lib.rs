@@ -14,13 +14,17 @@ pub mod enforcement;
 pub mod environment;
 pub mod http;
 pub mod members;
+pub mod peer;
+pub mod ratelimit;
 pub mod registration;
+pub mod releases;
 pub mod routing;
 pub mod runner_connection;
 pub mod secret;
 pub mod state;
 pub mod status;
 pub mod store;
+pub mod tls;
 
 use std::time::Duration;
 
@@ -37,24 +41,57 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// runner sockets with `GOING_AWAY` and waits (bounded) for them.
 pub async fn serve(
     listener: TcpListener,
-    mut state: AppState,
+    state: AppState,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    serve_on(listener, state, shutdown).await
+}
+
+/// [`serve`] over TLS (`--tls-cert`/`--tls-key`).
+pub async fn serve_tls(
+    listener: tls::TlsListener,
+    state: AppState,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    serve_on(listener, state, shutdown).await
+}
+
+async fn serve_on<L>(
+    listener: L,
+    mut state: AppState,
+    shutdown: CancellationToken,
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener<Addr = std::net::SocketAddr>,
+    for<'a> peer::PeerAddr:
+        axum::extract::connect_info::Connected<axum::serve::IncomingStream<'a, L>>,
+{
     state.shutdown = shutdown.clone();
     let connections = state.connections.clone();
-    let app = http::router(state);
-    let server =
-        axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    // Runner sessions drain for up to `drain_grace`; requests waiting on
+    // their calls need that long too.
+    let grace = SHUTDOWN_GRACE.max(state.drain_grace + Duration::from_secs(2));
+    let releases = state.releases.clone();
+    let mut app = http::router(state);
+    if let Some(releases) = releases {
+        app = app.merge(releases::router(releases.dir().to_path_buf()));
+    }
+    // Connect info gives handlers the peer address (failed-token limits).
+    let server = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<peer::PeerAddr>(),
+    )
+    .with_graceful_shutdown(shutdown.clone().cancelled_owned());
     let deadline = async {
         shutdown.cancelled().await;
-        tokio::time::sleep(SHUTDOWN_GRACE).await;
+        tokio::time::sleep(grace).await;
     };
     tokio::select! {
         result = server => result?,
         () = deadline => tracing::warn!("requests still open after the shutdown grace period; stopping anyway"),
     }
     connections.close();
-    if tokio::time::timeout(SHUTDOWN_GRACE, connections.wait())
+    if tokio::time::timeout(grace, connections.wait())
         .await
         .is_err()
     {

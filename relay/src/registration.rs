@@ -26,10 +26,16 @@ pub enum TokenError {
     Invalid,
     /// A newer token replaced it and its grace period is over.
     #[error("registration token was replaced by a newer one and its grace period is over")]
-    Replaced,
+    Replaced {
+        /// Whose token it was (for per-environment failure limits).
+        environment_id: String,
+    },
     /// Unused for 90 days.
     #[error("registration token expired after 90 days without use; generate a new one")]
-    Expired,
+    Expired {
+        /// Whose token it was (for per-environment failure limits).
+        environment_id: String,
+    },
     /// The token's environment is gone.
     #[error("invalid registration token")]
     EnvironmentGone,
@@ -61,10 +67,14 @@ pub async fn authenticate(
         .filter(|token| hashes_match(&token.token_hash, &hash))
         .ok_or(TokenError::Invalid)?;
     if token.valid_until.is_some_and(|until| now >= until) {
-        return Err(TokenError::Replaced);
+        return Err(TokenError::Replaced {
+            environment_id: token.environment_id,
+        });
     }
     if now >= expires_at(&token) {
-        return Err(TokenError::Expired);
+        return Err(TokenError::Expired {
+            environment_id: token.environment_id,
+        });
     }
     let environment = store
         .environment(&token.environment_id)

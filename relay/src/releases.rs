@@ -47,6 +47,48 @@ pub fn router(dir: PathBuf) -> Router {
 /// version: what the relay puts in `HeartbeatAck.latest_version` (when newer
 /// than the runner's, see [`is_newer`]). A small synchronous read; callers
 /// on a hot path should cache it for a few seconds.
+/// How long [`LatestVersion`] trusts what it read.
+const LATEST_CACHE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// [`latest_version`] behind a short cache: heartbeats ask for it often.
+#[derive(Debug)]
+pub struct LatestVersion {
+    dir: PathBuf,
+    cached: std::sync::Mutex<Option<(std::time::Instant, Option<String>)>>,
+}
+
+impl LatestVersion {
+    pub fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            cached: std::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The newest published version, re-read at most every 30 s.
+    pub fn get(&self) -> Option<String> {
+        // A poisoned lock only means a reader panicked; the cache is a hint.
+        let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
+        match &*cached {
+            Some((read_at, version)) if read_at.elapsed() < LATEST_CACHE => version.clone(),
+            _ => {
+                let version = latest_version(&self.dir);
+                *cached = Some((std::time::Instant::now(), version.clone()));
+                version
+            }
+        }
+    }
+
+    /// The version to offer a runner at `current`, if newer.
+    pub fn offer(&self, current: &str) -> Option<String> {
+        self.get().filter(|latest| is_newer(latest, current))
+    }
+}
+
 pub fn latest_version(dir: &Path) -> Option<String> {
     let path = dir.join("releases").join("latest");
     let text = std::fs::read_to_string(&path).ok()?;
@@ -67,15 +109,30 @@ pub fn is_newer(candidate: &str, current: &str) -> bool {
 }
 
 async fn install_script(State(dir): State<Arc<PathBuf>>) -> Response {
-    serve(&dir, &["install.sh"], "text/x-shellscript; charset=utf-8", "no-cache").await
+    serve(
+        &dir,
+        &["install.sh"],
+        "text/x-shellscript; charset=utf-8",
+        "no-cache",
+    )
+    .await
 }
 
 async fn latest(State(dir): State<Arc<PathBuf>>) -> Response {
     // Changes with every release: clients must always ask again.
-    serve(&dir, &["releases", "latest"], "text/plain; charset=utf-8", "no-cache").await
+    serve(
+        &dir,
+        &["releases", "latest"],
+        "text/plain; charset=utf-8",
+        "no-cache",
+    )
+    .await
 }
 
-async fn download(State(dir): State<Arc<PathBuf>>, UrlPath((version, file)): UrlPath<(String, String)>) -> Response {
+async fn download(
+    State(dir): State<Arc<PathBuf>>,
+    UrlPath((version, file)): UrlPath<(String, String)>,
+) -> Response {
     if !is_valid_version(&version) || !is_safe_segment(&file) {
         return (StatusCode::BAD_REQUEST, "not a release file name\n").into_response();
     }
@@ -84,7 +141,13 @@ async fn download(State(dir): State<Arc<PathBuf>>, UrlPath((version, file)): Url
         name if name.starts_with("runner-") => "application/octet-stream",
         _ => return (StatusCode::NOT_FOUND, "no such release file\n").into_response(),
     };
-    serve(&dir, &["releases", "download", &version, &file], content_type, "no-cache").await
+    serve(
+        &dir,
+        &["releases", "download", &version, &file],
+        content_type,
+        "no-cache",
+    )
+    .await
 }
 
 /// One URL path segment that may name a file: no separators, no dot files
@@ -101,10 +164,17 @@ fn is_safe_segment(segment: &str) -> bool {
 fn is_valid_version(version: &str) -> bool {
     version.len() <= 64
         && is_safe_segment(version)
-        && version.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+'))
+        && version
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+'))
 }
 
-async fn serve(dir: &Path, segments: &[&str], content_type: &'static str, cache: &'static str) -> Response {
+async fn serve(
+    dir: &Path,
+    segments: &[&str],
+    content_type: &'static str,
+    cache: &'static str,
+) -> Response {
     match open_inside(dir, segments).await {
         Ok(Some((file, length))) => {
             let stream = futures_util::stream::unfold(file, |mut file| async move {
@@ -123,13 +193,20 @@ async fn serve(dir: &Path, segments: &[&str], content_type: &'static str, cache:
             headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
             headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
             headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
-            headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+            headers.insert(
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            );
             response
         }
         Ok(None) => (StatusCode::NOT_FOUND, "not found\n").into_response(),
         Err(error) => {
             tracing::warn!(dir = %dir.display(), %error, "cannot serve a release file");
-            (StatusCode::INTERNAL_SERVER_ERROR, "cannot read the release file\n").into_response()
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "cannot read the release file\n",
+            )
+                .into_response()
         }
     }
 }
@@ -137,7 +214,10 @@ async fn serve(dir: &Path, segments: &[&str], content_type: &'static str, cache:
 /// Opens `dir/segments…` when it is a regular file whose real path (symlinks
 /// resolved) is inside `dir`'s real path; `Ok(None)` for anything missing or
 /// outside. Segments are already checked to be plain names.
-async fn open_inside(dir: &Path, segments: &[&str]) -> std::io::Result<Option<(tokio::fs::File, u64)>> {
+async fn open_inside(
+    dir: &Path,
+    segments: &[&str],
+) -> std::io::Result<Option<(tokio::fs::File, u64)>> {
     let root = match tokio::fs::canonicalize(dir).await {
         Ok(root) => root,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -174,13 +254,19 @@ fn compare_versions(a: &str, b: &str) -> Option<Ordering> {
             Some((core, pre)) => (core, Some(pre)),
             None => (version, None),
         };
-        let numbers = core.split('.').map(|p| p.parse::<u64>().ok()).collect::<Option<Vec<_>>>()?;
+        let numbers = core
+            .split('.')
+            .map(|p| p.parse::<u64>().ok())
+            .collect::<Option<Vec<_>>>()?;
         Some((numbers, pre))
     }
     let (a_core, a_pre) = split(a)?;
     let (b_core, b_pre) = split(b)?;
     for index in 0..a_core.len().max(b_core.len()) {
-        let ordering = a_core.get(index).unwrap_or(&0).cmp(b_core.get(index).unwrap_or(&0));
+        let ordering = a_core
+            .get(index)
+            .unwrap_or(&0)
+            .cmp(b_core.get(index).unwrap_or(&0));
         if ordering != Ordering::Equal {
             return Some(ordering);
         }
@@ -234,7 +320,9 @@ mod tests {
         std::fs::write(release.join("SHA256SUMS.sig"), "c2ln\n").expect("write");
         std::fs::write(dir.path().join("secret.txt"), "not for download").expect("write");
 
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let app = router(dir.path().to_path_buf());
         tokio::spawn(async move {
@@ -260,8 +348,11 @@ mod tests {
     /// `..`) and returns the status code.
     async fn raw_status(base: &str, target: &str) -> u16 {
         let address = base.trim_start_matches("http://");
-        let mut stream = tokio::net::TcpStream::connect(address).await.expect("connect");
-        let request = format!("GET {target} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+        let mut stream = tokio::net::TcpStream::connect(address)
+            .await
+            .expect("connect");
+        let request =
+            format!("GET {target} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
         stream.write_all(request.as_bytes()).await.expect("write");
         let mut answer = Vec::new();
         stream.read_to_end(&mut answer).await.expect("read");
@@ -284,17 +375,34 @@ mod tests {
         assert_eq!(content_type, "text/x-shellscript; charset=utf-8");
         assert!(body.starts_with(b"#!/bin/sh"));
 
-        let url = format!("{}/releases/download/0.2.0/runner-linux-x86_64", served.base);
+        let url = format!(
+            "{}/releases/download/0.2.0/runner-linux-x86_64",
+            served.base
+        );
         let response = reqwest::get(&url).await.expect("request");
         assert_eq!(response.status(), 200);
         assert_eq!(response.content_length(), Some(200_000));
-        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/octet-stream");
-        assert_eq!(response.bytes().await.expect("body").as_ref(), vec![7u8; 200_000].as_slice());
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "application/octet-stream"
+        );
+        assert_eq!(
+            response.bytes().await.expect("body").as_ref(),
+            vec![7u8; 200_000].as_slice()
+        );
 
-        let (status, content_type, _) = get(&format!("{}/releases/download/0.2.0/SHA256SUMS", served.base)).await;
+        let (status, content_type, _) = get(&format!(
+            "{}/releases/download/0.2.0/SHA256SUMS",
+            served.base
+        ))
+        .await;
         assert_eq!(status, 200);
         assert!(content_type.starts_with("text/plain"), "{content_type}");
-        let (status, _, body) = get(&format!("{}/releases/download/0.2.0/SHA256SUMS.sig", served.base)).await;
+        let (status, _, body) = get(&format!(
+            "{}/releases/download/0.2.0/SHA256SUMS.sig",
+            served.base
+        ))
+        .await;
         assert_eq!((status, body.as_slice()), (200, b"c2ln\n".as_slice()));
 
         assert_eq!(latest_version(served.dir.path()).as_deref(), Some("0.2.0"));
@@ -342,13 +450,27 @@ mod tests {
         let outside = tempfile::tempdir().expect("tempdir");
         std::fs::write(outside.path().join("payload"), "outside").expect("write");
         let release = served.dir.path().join("releases/download/0.2.0");
-        std::os::unix::fs::symlink(outside.path().join("payload"), release.join("runner-linux-aarch64"))
-            .expect("symlink");
-        std::os::unix::fs::symlink(release.join("runner-linux-x86_64"), release.join("runner-linux-riscv64"))
-            .expect("symlink");
-        let (status, _, _) = get(&format!("{}/releases/download/0.2.0/runner-linux-aarch64", served.base)).await;
+        std::os::unix::fs::symlink(
+            outside.path().join("payload"),
+            release.join("runner-linux-aarch64"),
+        )
+        .expect("symlink");
+        std::os::unix::fs::symlink(
+            release.join("runner-linux-x86_64"),
+            release.join("runner-linux-riscv64"),
+        )
+        .expect("symlink");
+        let (status, _, _) = get(&format!(
+            "{}/releases/download/0.2.0/runner-linux-aarch64",
+            served.base
+        ))
+        .await;
         assert_eq!(status, 404);
-        let (status, _, body) = get(&format!("{}/releases/download/0.2.0/runner-linux-riscv64", served.base)).await;
+        let (status, _, body) = get(&format!(
+            "{}/releases/download/0.2.0/runner-linux-riscv64",
+            served.base
+        ))
+        .await;
         assert_eq!((status, body.len()), (200, 200_000));
     }
 

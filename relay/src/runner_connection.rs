@@ -11,14 +11,14 @@ use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use runner_proto::api::RunnerInfo;
 use runner_proto::close;
-use runner_proto::ws::{HeartbeatAck, Hello, RelayMessage, RunnerMessage, Welcome};
+use runner_proto::ws::{CallResult, HeartbeatAck, Hello, RelayMessage, RunnerMessage, Welcome};
 use runner_proto::PROTOCOL_VERSION;
 use time::OffsetDateTime;
 use tracing::Instrument;
 
 use crate::environment::name_from_hostname;
 use crate::registration;
-use crate::routing::{Kick, Presence};
+use crate::routing::{announcement_json, Kick, Presence};
 use crate::state::AppState;
 
 /// How long a new connection has to send `hello`.
@@ -32,6 +32,8 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a long-lived connection refreshes its token's last use, so
 /// that a runner connected for months keeps a token that is in use.
 const TOKEN_TOUCH_INTERVAL: time::Duration = time::Duration::hours(1);
+/// Bound on the store writes of the handshake and of the session's end.
+const STORE_TIMEOUT: Duration = Duration::from_secs(10);
 /// RFC 6455 limit of a close reason, in bytes.
 const MAX_CLOSE_REASON_BYTES: usize = 123;
 
@@ -63,6 +65,7 @@ pub async fn run(socket: WebSocket, context: ConnectionContext) {
         "runner",
         environment_id = %context.environment_id,
         session_id = %session_id,
+        epoch = tracing::field::Empty,
     );
     session(socket, context, session_id).instrument(span).await;
 }
@@ -82,15 +85,12 @@ async fn session(socket: WebSocket, context: ConnectionContext, session_id: Stri
     );
     let state = &context.state;
     let environment_id = context.environment_id.as_str();
-    let welcome = match welcome(&context, &hello, &session_id).await {
+    let mut welcome = match welcome(&context, &hello, &session_id).await {
         Ok(welcome) => welcome,
         Err(ending) => return finish(&mut sink, ending).await,
     };
-    if let Err(ending) = send(&mut sink, &RelayMessage::Welcome(welcome)).await {
-        return finish(&mut sink, ending).await;
-    }
     let now = state.clock.now();
-    let presence = Presence {
+    let mut presence = Presence {
         session_id: session_id.clone(),
         instance_id: hello.instance_id.clone(),
         runner_version: hello.runner_version.clone(),
@@ -98,13 +98,78 @@ async fn session(socket: WebSocket, context: ConnectionContext, session_id: Stri
         tools: hello.tools.clone(),
         connected_at: now,
         heartbeat: Default::default(),
+        epoch: 0,
     };
+    // Ownership: the epoch goes up in the store before anything is routed
+    // here, so a call can only ever reach the newest session.
+    let claimed = tokio::time::timeout(
+        STORE_TIMEOUT,
+        state.store.claim_session(
+            environment_id,
+            &state.relay_id,
+            &session_id,
+            &announcement_json(&presence),
+            now,
+        ),
+    )
+    .await;
+    let epoch = match claimed {
+        Ok(Ok(epoch)) => epoch,
+        Ok(Err(error)) => {
+            tracing::error!(%error, "could not claim the runner session");
+            let ending = Ending::Close(close::GOING_AWAY, "relay store unavailable".to_owned());
+            return finish(&mut sink, ending).await;
+        }
+        Err(_elapsed) => {
+            tracing::error!("claiming the runner session timed out");
+            let ending = Ending::Close(close::GOING_AWAY, "relay store unavailable".to_owned());
+            return finish(&mut sink, ending).await;
+        }
+    };
+    tracing::Span::current().record("epoch", epoch);
+    presence.epoch = epoch;
+    welcome.epoch = epoch;
     let mut attachment = state.local.attach(environment_id, presence);
+    let mut serving = None;
+    if let Some(cluster) = &state.cluster {
+        match cluster
+            .serve_session(environment_id, epoch, &hello.instance_id)
+            .await
+        {
+            Ok(guard) => serving = Some(guard),
+            Err(error) => {
+                tracing::error!(%error, "could not serve the session over NATS");
+                state.local.detach(environment_id, &session_id);
+                release(state, environment_id, epoch).await;
+                let ending = Ending::Close(close::GOING_AWAY, "relay cannot reach NATS".to_owned());
+                return finish(&mut sink, ending).await;
+            }
+        }
+    }
+    if let Err(ending) = send(&mut sink, &RelayMessage::Welcome(welcome)).await {
+        state.local.detach(environment_id, &session_id);
+        release(state, environment_id, epoch).await;
+        return finish(&mut sink, ending).await;
+    }
     let runner_info = runner_info(&hello);
     let mut token_touched_at = now;
     let mut idle_deadline = tokio::time::Instant::now() + IDLE_TIMEOUT;
+    let mut draining = false;
+    let mut drain_deadline = tokio::time::Instant::now();
 
     let ending = loop {
+        if draining
+            && (state.local.pending_calls(environment_id, &session_id) == 0
+                || tokio::time::Instant::now() >= drain_deadline)
+        {
+            let go_away = RelayMessage::GoAway {
+                reason: "relay draining; reconnect at once".to_owned(),
+            };
+            if let Err(ending) = send(&mut sink, &go_away).await {
+                break ending;
+            }
+            break Ending::Close(close::GOING_AWAY, "relay shutting down".to_owned());
+        }
         tokio::select! {
             // Kicks first: a replaced or revoked runner must get its close
             // code even if frames are waiting.
@@ -116,13 +181,26 @@ async fn session(socket: WebSocket, context: ConnectionContext, session_id: Stri
                     Ok(Kick { close: None }) | Err(_) => Ending::Drop,
                 };
             }
-            () = state.shutdown.cancelled() => {
-                break Ending::Close(close::GOING_AWAY, "relay shutting down".to_owned());
+            () = state.shutdown.cancelled(), if !draining => {
+                // Drain: no new calls here (callers retry and find the
+                // runner's next session), the ones in flight may finish,
+                // then `go_away` sends the runner elsewhere.
+                draining = true;
+                drain_deadline = tokio::time::Instant::now() + state.drain_grace;
+                state.local.drain(environment_id, &session_id);
+                serving = None;
+                tracing::info!(in_flight = state.local.pending_calls(environment_id, &session_id), "draining the runner session");
+            }
+            () = tokio::time::sleep_until(drain_deadline), if draining => {
+                tracing::warn!("calls still in flight after the drain grace period");
             }
             outbound = attachment.outbound.recv() => {
                 let Some(frame) = outbound else { break Ending::Drop };
                 if let Err(ending) = send(&mut sink, &frame).await {
                     break ending;
+                }
+                if let RelayMessage::Call(call) = &frame {
+                    journal_dispatched(state, &call.call_id, epoch);
                 }
             }
             () = tokio::time::sleep_until(idle_deadline) => {
@@ -145,8 +223,14 @@ async fn session(socket: WebSocket, context: ConnectionContext, session_id: Stri
                     RunnerMessage::Heartbeat(heartbeat) => {
                         let now = state.clock.now();
                         state.local.heartbeat(environment_id, &session_id, heartbeat);
-                        if let Err(error) = state.store.record_seen(environment_id, now, &runner_info).await {
-                            tracing::warn!(%error, "could not record the heartbeat");
+                        match &state.cluster {
+                            // Batched with the next lease refresh.
+                            Some(cluster) => cluster.heartbeat_seen(environment_id, now, runner_info.clone()),
+                            None => {
+                                if let Err(error) = state.store.record_seen(environment_id, now, &runner_info).await {
+                                    tracing::warn!(%error, "could not record the heartbeat");
+                                }
+                            }
                         }
                         if now - token_touched_at >= TOKEN_TOUCH_INTERVAL {
                             match registration::still_valid(state.store.as_ref(), &context.token_hash, now).await {
@@ -163,7 +247,10 @@ async fn session(socket: WebSocket, context: ConnectionContext, session_id: Stri
                         }
                         let ack = RelayMessage::HeartbeatAck(HeartbeatAck {
                             server_time: now.unix_timestamp(),
-                            latest_version: None,
+                            latest_version: state
+                                .releases
+                                .as_ref()
+                                .and_then(|releases| releases.offer(&runner_info.version)),
                         });
                         if let Err(ending) = send(&mut sink, &ack).await {
                             break ending;
@@ -173,11 +260,17 @@ async fn session(socket: WebSocket, context: ConnectionContext, session_id: Stri
                         state.local.deliver_output(environment_id, &session_id, output);
                     }
                     RunnerMessage::Result(result) => {
+                        // Journalled whoever waits (maybe nobody: a result
+                        // of a call sent on an earlier session).
+                        journal_done(state, &result, epoch);
                         state.local.deliver_result(environment_id, &session_id, result);
                     }
                     RunnerMessage::Catalogue { tools } => {
                         tracing::info!(tools = tools.len(), "runner announced a new catalogue");
                         state.local.catalogue(environment_id, &session_id, tools);
+                        if let Some(cluster) = &state.cluster {
+                            cluster.catalogue_changed(environment_id);
+                        }
                     }
                     RunnerMessage::Hello(_) => {
                         break Ending::Close(close::BAD_FRAME, "hello sent twice".to_owned());
@@ -190,9 +283,57 @@ async fn session(socket: WebSocket, context: ConnectionContext, session_id: Stri
         }
     };
     // Detach first: calls in flight fail now, not after the close handshake.
+    drop(serving);
     state.local.detach(environment_id, &session_id);
+    release(state, environment_id, epoch).await;
     finish(&mut sink, ending).await;
     tracing::info!("runner disconnected");
+}
+
+/// Marks the session closed in the store (unless a newer one replaced it).
+async fn release(state: &AppState, environment_id: &str, epoch: u64) {
+    match tokio::time::timeout(
+        STORE_TIMEOUT,
+        state.store.release_session(environment_id, epoch),
+    )
+    .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "could not release the runner session"),
+        Err(_elapsed) => tracing::warn!("releasing the runner session timed out"),
+    }
+}
+
+/// Journals pending → dispatched(epoch), off the socket's path.
+fn journal_dispatched(state: &AppState, call_id: &str, epoch: u64) {
+    let store = state.store.clone();
+    let call_id = call_id.to_owned();
+    tokio::spawn(async move {
+        match tokio::time::timeout(STORE_TIMEOUT, store.mark_dispatched(&call_id, epoch)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%error, %call_id, "could not journal the dispatch"),
+            Err(_elapsed) => tracing::warn!(%call_id, "journalling the dispatch timed out"),
+        }
+    });
+}
+
+/// Journals → done, off the socket's path.
+fn journal_done(state: &AppState, result: &CallResult, epoch: u64) {
+    let store = state.store.clone();
+    let result = result.clone();
+    let at = state.clock.now();
+    tokio::spawn(async move {
+        match tokio::time::timeout(STORE_TIMEOUT, store.finish_invocation(&result, epoch, at)).await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(%error, call_id = %result.call_id, "could not journal the result")
+            }
+            Err(_elapsed) => {
+                tracing::warn!(call_id = %result.call_id, "journalling the result timed out")
+            }
+        }
+    });
 }
 
 /// Waits for the first frame, which must be a `hello` this relay can serve.
@@ -281,6 +422,7 @@ async fn welcome(
         policy: environment.policy,
         heartbeat_interval_s: HEARTBEAT_INTERVAL_S,
         session_id: session_id.to_owned(),
+        epoch: 0,
     })
 }
 

@@ -1,15 +1,19 @@
 //! The shared state every handler and connection task sees.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use runner_proto::api::EnvironmentStatus;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::ratelimit::FailureLimiter;
+use crate::releases::LatestVersion;
+
 use crate::clock::{rfc3339, Clock, SystemClock};
 use crate::environment::EnvironmentRecord;
 use crate::registration;
-use crate::routing::{CallRouter, LocalRouter};
+use crate::routing::{CallRouter, JournaledRouter, LocalRouter, NatsRouter};
 use crate::status::{self, CallHealth};
 use crate::store::{Store, StoreError};
 
@@ -30,36 +34,81 @@ impl RelayConfig {
     }
 }
 
+/// Default time a draining relay gives calls in flight on its sockets
+/// before it tells their runners to go elsewhere anyway.
+pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(8);
+
 /// Handles shared by handlers and connection tasks. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
-    /// How handlers reach runners (wherever their sockets are).
+    /// How handlers reach runners (wherever their sockets are): the call
+    /// journal around NATS routing (shared mode) or the local sockets.
     pub router: Arc<dyn CallRouter>,
-    /// The sockets held by this process (same object as `router` here).
+    /// The sockets held by this process.
     pub local: Arc<LocalRouter>,
+    /// Shared mode (PostgreSQL + NATS): routing between relays.
+    pub cluster: Option<Arc<NatsRouter>>,
+    /// This relay instance's id, recorded as the holder of its sessions.
+    pub relay_id: String,
+    /// How long a draining relay waits for calls in flight on its sockets.
+    pub drain_grace: Duration,
     pub health: Arc<CallHealth>,
     /// Cancelled when the relay shuts down; connection tasks watch it.
     /// Set by [`crate::serve`].
     pub shutdown: CancellationToken,
     /// Runner connection tasks, awaited at shutdown.
     pub connections: TaskTracker,
+    /// The release mirror served with `--releases-dir`, whose latest version
+    /// heartbeat answers offer to older runners.
+    pub releases: Option<Arc<LatestVersion>>,
+    /// Failed registration-token attempts, per source and environment.
+    pub failures: Arc<FailureLimiter>,
 }
 
 impl AppState {
     /// State for a relay; [`crate::serve`] ties it to its shutdown token.
     pub fn new(config: RelayConfig) -> Self {
         let local = Arc::new(LocalRouter::new());
+        let router = Arc::new(JournaledRouter::new(
+            local.clone(),
+            config.store.clone(),
+            config.clock.clone(),
+        ));
         Self {
             store: config.store,
             clock: config.clock,
-            router: local.clone(),
+            router,
             local,
+            cluster: None,
+            relay_id: format!("relay-{}", uuid::Uuid::new_v4().simple()),
+            drain_grace: DEFAULT_DRAIN_GRACE,
             health: Arc::new(CallHealth::default()),
             shutdown: CancellationToken::new(),
             connections: TaskTracker::new(),
+            releases: None,
+            failures: Arc::new(FailureLimiter::default()),
         }
+    }
+
+    /// Serve the release mirror in `dir` and offer its latest version.
+    pub fn with_releases(mut self, dir: std::path::PathBuf) -> Self {
+        self.releases = Some(Arc::new(LatestVersion::new(dir)));
+        self
+    }
+
+    /// Shared mode: calls go through `cluster` (which holds the same
+    /// [`LocalRouter`] as `self.local`) to whichever relay holds a socket.
+    pub fn with_cluster(mut self, cluster: Arc<NatsRouter>) -> Self {
+        self.relay_id = cluster.relay_id().to_owned();
+        self.router = Arc::new(JournaledRouter::new(
+            cluster.clone(),
+            self.store.clone(),
+            self.clock.clone(),
+        ));
+        self.cluster = Some(cluster);
+        self
     }
 
     /// The live status of an environment (SPEC §6).

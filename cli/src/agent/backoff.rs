@@ -75,7 +75,10 @@ mod tests {
             assert!(ceiling >= previous_ceiling);
             assert!(ceiling <= CAP);
             let delay = backoff.next_delay();
-            assert!(delay >= ceiling / 2 && delay <= ceiling, "{delay:?} vs {ceiling:?}");
+            assert!(
+                delay >= ceiling / 2 && delay <= ceiling,
+                "{delay:?} vs {ceiling:?}"
+            );
             previous_ceiling = ceiling;
         }
         assert_eq!(backoff.ceiling(), CAP);
@@ -85,8 +88,9 @@ mod tests {
 
     #[test]
     fn jitter_spreads_delays() {
-        let delays: std::collections::HashSet<Duration> =
-            (0..50).map(|_| Backoff { attempt: 5 }.next_delay()).collect();
+        let delays: std::collections::HashSet<Duration> = (0..50)
+            .map(|_| Backoff { attempt: 5 }.next_delay())
+            .collect();
         assert!(delays.len() > 40, "only {} distinct delays", delays.len());
     }
 }

@@ -7,6 +7,7 @@
 //! manager does not restart it into a fight.
 
 pub mod backoff;
+pub mod dial;
 pub mod lock;
 pub mod notify;
 pub mod session;
@@ -21,12 +22,17 @@ use crate::exit::{self, ExitError};
 use backoff::Backoff;
 use session::{SessionConfig, SessionEnd};
 
+/// Two `go_away`s closer than this: the second one waits for the backoff.
+const GO_AWAY_SPACING: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Runs sessions until shutdown or a terminal close.
 pub async fn run_forever(config: SessionConfig, shutdown: CancellationToken) -> Result<()> {
     let mut backoff = Backoff::new();
+    let carry = session::Carry::new(config.max_concurrent_calls);
+    let mut last_go_away: Option<Instant> = None;
     loop {
         let started = Instant::now();
-        match session::run(&config, &shutdown).await {
+        match session::run(&config, &carry, &shutdown).await {
             SessionEnd::Shutdown => {
                 tracing::info!("stopped");
                 return Ok(());
@@ -36,7 +42,9 @@ pub async fn run_forever(config: SessionConfig, shutdown: CancellationToken) -> 
                     close::REPLACED => "this runner was replaced",
                     close::REVOKED => "this runner's registration token was revoked",
                     close::DELETED => "this runner's environment was deleted",
-                    close::UNSUPPORTED_VERSION => "the relay does not support this runner's protocol version",
+                    close::UNSUPPORTED_VERSION => {
+                        "the relay does not support this runner's protocol version"
+                    }
                     _ => "the relay told this runner to stop",
                 };
                 let hint = match code {
@@ -44,9 +52,11 @@ pub async fn run_forever(config: SessionConfig, shutdown: CancellationToken) -> 
                     close::UNSUPPORTED_VERSION => "install the runner version the relay offers",
                     _ => "register again with a new token: `runner register --url URL`",
                 };
-                return Err(ExitError::new(exit::STOPPED_BY_RELAY, format!("{what}: {reason}"))
-                    .with_hint(hint)
-                    .into());
+                return Err(
+                    ExitError::new(exit::STOPPED_BY_RELAY, format!("{what}: {reason}"))
+                        .with_hint(hint)
+                        .into(),
+                );
             }
             SessionEnd::Unauthorized(reason) => {
                 return Err(ExitError::new(
@@ -55,6 +65,25 @@ pub async fn run_forever(config: SessionConfig, shutdown: CancellationToken) -> 
                 )
                 .with_hint("generate a new token (`runner token generate ENV`) and run `runner register` again")
                 .into());
+            }
+            // A draining relay: straight back through the load-balanced
+            // URL, unless the previous session ended the same way a moment
+            // ago (then the usual backoff, so a confused relay cannot spin
+            // us).
+            SessionEnd::GoAway { reason }
+                if last_go_away.is_none_or(|at| at.elapsed() >= GO_AWAY_SPACING) =>
+            {
+                tracing::info!(%reason, "the relay asked this runner to reconnect elsewhere; reconnecting now");
+                last_go_away = Some(Instant::now());
+                backoff.reset();
+            }
+            SessionEnd::GoAway { reason } => {
+                let delay = backoff.next_delay();
+                tracing::warn!(%reason, retry_in_ms = delay.as_millis() as u64, "asked to reconnect again; backing off");
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = shutdown.cancelled() => return Ok(()),
+                }
             }
             SessionEnd::Retry { welcomed, reason } => {
                 if welcomed && started.elapsed() >= backoff::HEALTHY_SESSION {

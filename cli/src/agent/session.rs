@@ -12,9 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use runner_proto::ws::{
-    Call, CallResult, Heartbeat, Hello, RelayMessage, RunnerMessage, Welcome,
-};
+use runner_proto::ws::{Call, CallResult, Heartbeat, Hello, RelayMessage, RunnerMessage, Welcome};
 use runner_proto::{close, MAX_FRAME_BYTES, PROTOCOL_VERSION, RUNNER_CONNECT_PATH};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -24,7 +22,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
 use crate::secret::Secret;
-use crate::tools::{self, workspace::Boundary, ToolContext};
+use crate::tools::{self, workspace::Boundary, CallScope, ToolContext, Toolbox};
 
 /// Time to open the socket (TCP, TLS, upgrade).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -44,6 +42,9 @@ pub struct SessionConfig {
     pub workspace: Boundary,
     pub permissions: Option<Arc<runner_policy::PermissionSet>>,
     pub max_concurrent_calls: usize,
+    /// The machine's tools; `hello` announces its catalogue of the moment,
+    /// and changes are announced while connected.
+    pub toolbox: Arc<Toolbox>,
 }
 
 /// How a session ended.
@@ -57,10 +58,78 @@ pub enum SessionEnd {
     Shutdown,
     /// Connection lost or failed; reconnect.
     Retry { welcomed: bool, reason: String },
+    /// The relay is draining (`go_away`): reconnect at once, no backoff.
+    GoAway { reason: String },
+}
+
+/// How many recent call ids a runner remembers so as never to run a call
+/// twice, across reconnects (a relay retrying through another route).
+pub const RECENT_CALL_IDS: usize = 4096;
+/// How often the shutdown flush looks whether calls are still running.
+const FLUSH_POLL: Duration = Duration::from_millis(50);
+
+/// What outlives one session: calls still running when a connection drops
+/// keep running, and their results go out on the next session (the relay
+/// journals them, so a caller can fetch a result that came late); and the
+/// ids of recent calls.
+pub struct Carry {
+    calls: Calls,
+    out_tx: mpsc::Sender<RunnerMessage>,
+    out_rx: tokio::sync::Mutex<mpsc::Receiver<RunnerMessage>>,
+    recent: Mutex<std::collections::VecDeque<String>>,
+}
+
+impl Carry {
+    pub fn new(max_concurrent_calls: usize) -> Carry {
+        let (out_tx, out_rx) = mpsc::channel::<RunnerMessage>(256);
+        Carry {
+            calls: Calls::new(max_concurrent_calls),
+            out_tx,
+            out_rx: tokio::sync::Mutex::new(out_rx),
+            recent: Mutex::default(),
+        }
+    }
+
+    /// Whether a call may start: `None` if so (and its id is remembered),
+    /// else the answer to send instead. A call still running is ignored
+    /// (its result will come); one run before, or one from a session older
+    /// than this one (`epoch`), is refused.
+    fn admit(&self, call: &Call, epoch: u64) -> Option<Option<RunnerMessage>> {
+        let refuse = |why: &str| {
+            tracing::warn!(call_id = %call.call_id, call_epoch = call.epoch, epoch, "{why}");
+            Some(Some(RunnerMessage::Result(CallResult {
+                call_id: call.call_id.clone(),
+                error: Some(why.to_owned()),
+                ..CallResult::default()
+            })))
+        };
+        if call.epoch != 0 && call.epoch < epoch {
+            return refuse("call from an older session refused");
+        }
+        // Poisoning needs a panic while holding the lock; the queue stays
+        // consistent either way (push/pop are single operations).
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if recent.iter().any(|id| *id == call.call_id) {
+            if self.calls.lock().contains_key(&call.call_id) {
+                tracing::warn!(call_id = %call.call_id, "call already running; not starting it twice");
+                return Some(None);
+            }
+            return refuse("call id already executed by this runner; not running it twice");
+        }
+        if recent.len() >= RECENT_CALL_IDS {
+            recent.pop_front();
+        }
+        recent.push_back(call.call_id.clone());
+        None
+    }
 }
 
 /// Runs one session until it ends.
-pub async fn run(config: &SessionConfig, shutdown: &CancellationToken) -> SessionEnd {
+pub async fn run(
+    config: &SessionConfig,
+    carry: &Carry,
+    shutdown: &CancellationToken,
+) -> SessionEnd {
     let socket = tokio::select! {
         socket = connect(config) => socket,
         () = shutdown.cancelled() => return SessionEnd::Shutdown,
@@ -71,8 +140,12 @@ pub async fn run(config: &SessionConfig, shutdown: &CancellationToken) -> Sessio
     };
     let (mut sink, mut stream) = socket.split();
 
-    // Handshake.
-    let hello = RunnerMessage::Hello(config.hello.clone());
+    // Handshake, announcing the catalogue as it is now.
+    config.toolbox.refresh();
+    let mut hello = config.hello.clone();
+    hello.tools = config.toolbox.catalogue();
+    let mut announced = hello.tools.clone();
+    let hello = RunnerMessage::Hello(hello);
     if let Err(error) = send(&mut sink, &hello).await {
         return retry(false, format!("sending hello: {error}"));
     }
@@ -92,13 +165,20 @@ pub async fn run(config: &SessionConfig, shutdown: &CancellationToken) -> Sessio
         config.url, welcome.environment.id
     ));
 
-    let calls = Calls::new(config.max_concurrent_calls);
+    let calls = &carry.calls;
     let mut context = ToolContext {
-        boundary: config.workspace.with_allowed(welcome.policy.file_paths.clone()),
+        boundary: config
+            .workspace
+            .with_allowed(welcome.policy.file_paths.clone()),
         permissions: config.permissions.clone(),
         policy: Arc::new(welcome.policy.clone()),
+        toolbox: Arc::clone(&config.toolbox),
     };
-    let (out_tx, mut out_rx) = mpsc::channel::<RunnerMessage>(256);
+    let mut catalogue_refresh = tokio::time::interval(tools::catalogue::REFRESH_INTERVAL);
+    catalogue_refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let catalogue_changed = config.toolbox.changed();
+    let out_tx = carry.out_tx.clone();
+    let mut out_rx = carry.out_rx.lock().await;
     let interval = Duration::from_secs(welcome.heartbeat_interval_s.clamp(1, 300));
     let mut heartbeat = tokio::time::interval(interval);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -111,7 +191,16 @@ pub async fn run(config: &SessionConfig, shutdown: &CancellationToken) -> Sessio
                 last_heard = Instant::now();
                 match frame {
                     Some(Ok(Message::Text(text))) => match serde_json::from_str::<RelayMessage>(&text) {
-                        Ok(RelayMessage::Call(call)) => calls.start(call, &context, out_tx.clone()),
+                        Ok(RelayMessage::Call(call)) => match carry.admit(&call, welcome.epoch) {
+                            None => calls.start(call, &context, out_tx.clone()),
+                            Some(answer) => {
+                                if let Some(answer) = answer {
+                                    // Full queue: the relay's own timeout answers.
+                                    let _ = out_tx.try_send(answer);
+                                }
+                            }
+                        },
+                        Ok(RelayMessage::GoAway { reason }) => break SessionEnd::GoAway { reason },
                         Ok(RelayMessage::Cancel { call_id }) => calls.cancel(&call_id),
                         Ok(RelayMessage::Policy { policy }) => {
                             tracing::info!("policy updated by the relay");
@@ -137,6 +226,24 @@ pub async fn run(config: &SessionConfig, shutdown: &CancellationToken) -> Sessio
                     break retry(true, format!("sending to the relay: {error}"));
                 }
             }
+            refreshed = async {
+                tokio::select! {
+                    _ = catalogue_refresh.tick() => config.toolbox.refresh(),
+                    () = catalogue_changed.notified() => true,
+                }
+            } => {
+                // A binary appeared on PATH or an MCP server came or went:
+                // announce the new catalogue on this connection.
+                let tools = if refreshed { config.toolbox.catalogue() } else { continue };
+                if tools != announced {
+                    tracing::info!(tools = tools.len(), "announcing a changed tool catalogue");
+                    let frame = RunnerMessage::Catalogue { tools: tools.clone() };
+                    if let Err(error) = send(&mut sink, &frame).await {
+                        break retry(true, format!("sending the catalogue: {error}"));
+                    }
+                    announced = tools;
+                }
+            }
             _ = heartbeat.tick() => {
                 if last_heard.elapsed() > silence_limit {
                     break retry(true, format!("no word from the relay for {}s", silence_limit.as_secs()));
@@ -150,11 +257,17 @@ pub async fn run(config: &SessionConfig, shutdown: &CancellationToken) -> Sessio
                 // Cancel every call and give their results a moment to go out,
                 // so callers get an answer instead of a dropped connection.
                 calls.cancel_all();
-                drop(out_tx);
                 let flush = async {
-                    while let Some(message) = out_rx.recv().await {
-                        if send(&mut sink, &message).await.is_err() {
-                            break;
+                    loop {
+                        match tokio::time::timeout(FLUSH_POLL, out_rx.recv()).await {
+                            Ok(Some(message)) => {
+                                if send(&mut sink, &message).await.is_err() {
+                                    break;
+                                }
+                            }
+                            Ok(None) => break,
+                            Err(_) if calls.lock().is_empty() => break,
+                            Err(_) => {}
                         }
                     }
                 };
@@ -169,13 +282,18 @@ pub async fn run(config: &SessionConfig, shutdown: &CancellationToken) -> Sessio
             }
         }
     };
-    calls.cancel_all();
+    // Calls outlive a lost connection (their results go out on the next
+    // session); only a stop for good cancels them.
+    if matches!(
+        end,
+        SessionEnd::Terminal { .. } | SessionEnd::Unauthorized(_)
+    ) {
+        calls.cancel_all();
+    }
     end
 }
 
-type Socket = tokio_tungstenite::WebSocketStream<
-    tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
->;
+type Socket = super::dial::Socket;
 type Sink = futures_util::stream::SplitSink<Socket, Message>;
 type Stream = futures_util::stream::SplitStream<Socket>;
 
@@ -186,9 +304,14 @@ pub fn connect_url(base: &str) -> Result<String, String> {
     } else if let Some(rest) = base.strip_prefix("http://") {
         format!("ws://{rest}")
     } else {
-        return Err(format!("relay URL {base:?} must start with http:// or https://"));
+        return Err(format!(
+            "relay URL {base:?} must start with http:// or https://"
+        ));
     };
-    Ok(format!("{}{RUNNER_CONNECT_PATH}", rest.trim_end_matches('/')))
+    Ok(format!(
+        "{}{RUNNER_CONNECT_PATH}",
+        rest.trim_end_matches('/')
+    ))
 }
 
 async fn connect(config: &SessionConfig) -> Result<Socket, SessionEnd> {
@@ -198,16 +321,16 @@ async fn connect(config: &SessionConfig) -> Result<Socket, SessionEnd> {
         .into_client_request()
         .map_err(|error| retry(false, format!("bad relay URL {url}: {error}")))?;
     let bearer = format!("Bearer {}", config.token.expose());
-    let value = bearer
-        .parse()
-        .map_err(|_| SessionEnd::Unauthorized("the stored token is not valid header text".to_owned()))?;
+    let value = bearer.parse().map_err(|_| {
+        SessionEnd::Unauthorized("the stored token is not valid header text".to_owned())
+    })?;
     request.headers_mut().insert("authorization", value);
     let ws_config = WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME_BYTES))
         .max_frame_size(Some(MAX_FRAME_BYTES));
-    let attempt = tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true);
+    let attempt = super::dial::dial(request, ws_config);
     match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
-        Ok(Ok((socket, _response))) => Ok(socket),
+        Ok(Ok(socket)) => Ok(socket),
         Ok(Err(tungstenite::Error::Http(response))) if response.status() == 401 => {
             let body = response
                 .body()
@@ -255,7 +378,10 @@ fn closed(frame: Option<CloseFrame>, welcomed: bool) -> SessionEnd {
             if close::is_terminal(code) {
                 SessionEnd::Terminal { code, reason }
             } else {
-                retry(welcomed, format!("the relay closed the connection ({code}: {reason})"))
+                retry(
+                    welcomed,
+                    format!("the relay closed the connection ({code}: {reason})"),
+                )
             }
         }
         None => retry(welcomed, "the relay closed the connection".to_owned()),
@@ -326,9 +452,14 @@ impl Calls {
                 let outcome = match permit {
                     Some(_permit) => {
                         in_flight.fetch_add(1, Ordering::Relaxed);
-                        let remaining = timeout.saturating_sub(started.elapsed());
+                        let scope = CallScope {
+                            call_id: call.call_id.clone(),
+                            cancel,
+                            timeout: timeout.saturating_sub(started.elapsed()),
+                            output: call.stream.then(|| out.clone()),
+                        };
                         let outcome =
-                            tools::dispatch(&call.tool, call.args, &context, cancel, remaining).await;
+                            tools::dispatch(&call.tool, call.args, &context, &scope).await;
                         in_flight.fetch_sub(1, Ordering::Relaxed);
                         outcome
                     }

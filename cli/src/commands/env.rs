@@ -2,9 +2,7 @@
 
 use anyhow::Result;
 use reqwest::Method;
-use runner_proto::api::{
-    CreateEnvironment, Environment, EnvironmentList, Tier, UpdateEnvironment,
-};
+use runner_proto::api::{CreateEnvironment, Environment, EnvironmentList, Tier, UpdateEnvironment};
 use runner_proto::ws::{Policy, ToolAccess};
 use serde_json::Value;
 
@@ -29,7 +27,12 @@ pub async fn run(dirs: &Dirs, command: EnvCommand) -> Result<()> {
                 policy: policy_from_flags(&args.policy, tier_default_policy(tier(args.tier))),
             };
             let created: Environment = client
-                .request(Method::POST, "/execution-environments", Some(&body), REQUEST_TIMEOUT)
+                .request(
+                    Method::POST,
+                    "/execution-environments",
+                    Some(&body),
+                    REQUEST_TIMEOUT,
+                )
                 .await?;
             show(&created, args.api.json)?;
             if !args.api.json {
@@ -107,7 +110,9 @@ pub async fn run(dirs: &Dirs, command: EnvCommand) -> Result<()> {
                     env.name, env.id
                 ))?;
                 if answer != env.name && answer != env.id {
-                    return Err(ExitError::new(exit::FAILURE, "not confirmed; nothing deleted").into());
+                    return Err(
+                        ExitError::new(exit::FAILURE, "not confirmed; nothing deleted").into(),
+                    );
                 }
             }
             let _: Value = client
@@ -175,7 +180,10 @@ fn tier_default_policy(tier: Tier) -> Policy {
     match tier {
         Tier::Production => Policy {
             tools: ToolAccess::List {
-                tools: DEFAULT_PRODUCTION_TOOLS.iter().map(|s| s.to_string()).collect(),
+                tools: DEFAULT_PRODUCTION_TOOLS
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
             },
             file_paths: Vec::new(),
             approval_required: Vec::new(),
@@ -190,8 +198,15 @@ fn tier_default_policy(tier: Tier) -> Policy {
 
 /// SPEC §4's default allow-list of a production environment.
 const DEFAULT_PRODUCTION_TOOLS: &[&str] = &[
-    "kubectl", "helm", "git", "file_read", "http_local", "browser", "claude_code",
-    "claude_sessions", "claude_status",
+    "kubectl",
+    "helm",
+    "git",
+    "file_read",
+    "http_local",
+    "browser",
+    "claude_code",
+    "claude_sessions",
+    "claude_status",
 ];
 
 fn show(env: &Environment, json: bool) -> Result<()> {
@@ -220,6 +235,9 @@ fn show(env: &Environment, json: bool) -> Result<()> {
         ("file paths", or_none(&env.policy.file_paths)),
         ("needs approval", or_none(&env.policy.approval_required)),
         ("created", env.created_at.clone()),
-        ("last seen", env.last_seen.clone().unwrap_or_else(|| "never".to_owned())),
+        (
+            "last seen",
+            env.last_seen.clone().unwrap_or_else(|| "never".to_owned()),
+        ),
     ])
 }

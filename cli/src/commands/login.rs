@@ -8,8 +8,8 @@ use crate::client::ApiClient;
 use crate::config::{ConfigFile, Dirs, Login};
 use crate::credentials::{self, SecretKind};
 use crate::exit::{self, ExitError};
-use crate::{env_vars, output};
 use crate::secret::Secret;
+use crate::{env_vars, output};
 
 pub async fn login(dirs: &Dirs, args: LoginArgs) -> Result<()> {
     let key = match std::env::var(env_vars::API_KEY) {
@@ -25,7 +25,8 @@ pub async fn login(dirs: &Dirs, args: LoginArgs) -> Result<()> {
     let client = ApiClient::new(&args.url, key.clone())?;
     // Prove the key works before storing it.
     let list: EnvironmentList = client.get("/execution-environments").await?;
-    let location = credentials::store(dirs, SecretKind::ApiKey, &key, args.credential_store).await?;
+    let location =
+        credentials::store(dirs, SecretKind::ApiKey, &key, args.credential_store).await?;
     let mut config = ConfigFile::load(dirs)?;
     config.login = Some(Login {
         url: client.base_url().to_owned(),
@@ -34,7 +35,10 @@ pub async fn login(dirs: &Dirs, args: LoginArgs) -> Result<()> {
     config.save(dirs)?;
     output::fields(&[
         ("logged in to", client.base_url().to_owned()),
-        ("API key stored in", credentials::describe(dirs, SecretKind::ApiKey, location)),
+        (
+            "API key stored in",
+            credentials::describe(dirs, SecretKind::ApiKey, location),
+        ),
         ("environments visible", list.environments.len().to_string()),
     ])?;
     Ok(())

@@ -76,7 +76,9 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let decision = if args.stdin {
         let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes).context("reading the command from standard input")?;
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .context("reading the command from standard input")?;
         match String::from_utf8(bytes) {
             Ok(script) => set.check(&script),
             Err(_) => Decision {
@@ -97,7 +99,11 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
             writeln!(out, "  {candidate}")?;
         }
     }
-    Ok(ExitCode::from(if decision.allowed { ALLOWED } else { DENIED }))
+    Ok(ExitCode::from(if decision.allowed {
+        ALLOWED
+    } else {
+        DENIED
+    }))
 }
 
 fn lint(args: LintArgs) -> anyhow::Result<ExitCode> {
@@ -122,7 +128,11 @@ fn lint(args: LintArgs) -> anyhow::Result<ExitCode> {
             writeln!(out, "warning: {warning}")?;
         }
     }
-    Ok(ExitCode::from(if warnings.is_empty() { ALLOWED } else { DENIED }))
+    Ok(ExitCode::from(if warnings.is_empty() {
+        ALLOWED
+    } else {
+        DENIED
+    }))
 }
 
 fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {

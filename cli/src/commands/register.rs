@@ -32,22 +32,27 @@ pub async fn register(dirs: &Dirs, args: RegisterArgs) -> Result<()> {
         .timeout(REQUEST_TIMEOUT)
         .send()
         .await
-        .map_err(|error| {
-            ExitError::new(exit::UNREACHABLE, format!("cannot reach {url}: {error}"))
-                .with_hint("check the URL and your network (`runner doctor` explains more)")
-        })?;
-    let answer: RegisterResponse = client::decode(response, &url).await.map_err(|error| {
-        match error.downcast::<ExitError>() {
-            Ok(mut error) if error.code == exit::UNAUTHORIZED => {
-                error.hint = Some("ask for a new token: `runner token generate ENV`".to_owned());
-                error.into()
+        .map_err(|error| client::unreachable(&url, &error))?;
+    let answer: RegisterResponse =
+        client::decode(response, &url).await.map_err(|error| {
+            match error.downcast::<ExitError>() {
+                Ok(mut error) if error.code == exit::UNAUTHORIZED => {
+                    error.hint =
+                        Some("ask for a new token: `runner token generate ENV`".to_owned());
+                    error.into()
+                }
+                Ok(error) => error.into(),
+                Err(error) => error,
             }
-            Ok(error) => error.into(),
-            Err(error) => error,
-        }
-    })?;
+        })?;
 
-    let location = credentials::store(dirs, SecretKind::RegistrationToken, &token, args.credential_store).await?;
+    let location = credentials::store(
+        dirs,
+        SecretKind::RegistrationToken,
+        &token,
+        args.credential_store,
+    )
+    .await?;
     let mut config = ConfigFile::load(dirs)?;
     config.registration = Some(Registration {
         url: base.clone(),

@@ -11,10 +11,10 @@ use crate::agent::{self, lock, session::SessionConfig};
 use crate::args::RunArgs;
 use crate::client;
 use crate::config::{ConfigFile, Dirs, SecretLocation};
-use crate::env_vars;
-use crate::secret::Secret;
 use crate::credentials::{self, SecretKind};
+use crate::env_vars;
 use crate::exit::{self, ExitError};
+use crate::secret::Secret;
 use crate::tools::{self, workspace::Boundary};
 
 pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
@@ -54,6 +54,12 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
     let boundary = Boundary::new(&workspace, Vec::new())
         .with_context(|| format!("workspace {}", workspace.display()))?;
 
+    // Like the permission file: a configured MCP config that cannot be used
+    // stops the runner before it connects.
+    let toolbox = tools::Toolbox::start(args.mcp_config.as_deref())
+        .await
+        .map_err(|error| ExitError::new(exit::CONFIG, format!("refusing to start: {error}")))?;
+
     let hello = Hello {
         protocol_version: PROTOCOL_VERSION,
         runner_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -64,7 +70,7 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
             arch: std::env::consts::ARCH.to_owned(),
             workspace: boundary.root().display().to_string(),
         },
-        tools: tools::catalogue(),
+        tools: toolbox.catalogue(),
     };
     tracing::info!(
         relay = %url,
@@ -78,6 +84,7 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
         workspace: boundary,
         permissions,
         max_concurrent_calls: args.max_concurrent_calls,
+        toolbox,
     };
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
@@ -105,9 +112,11 @@ fn connection_settings(dirs: &Dirs, args: &RunArgs) -> Result<(String, TokenSour
             (Some(url), _) => url.clone(),
             (None, Some(registration)) => registration.url.clone(),
             (None, None) => {
-                return Err(ExitError::new(exit::CONFIG, "RUNNER_TOKEN is set but no relay URL")
-                    .with_hint("set RUNNER_URL (or pass --url) too")
-                    .into())
+                return Err(
+                    ExitError::new(exit::CONFIG, "RUNNER_TOKEN is set but no relay URL")
+                        .with_hint("set RUNNER_URL (or pass --url) too")
+                        .into(),
+                )
             }
         };
         return Ok((
@@ -135,7 +144,10 @@ pub async fn cancel_on_signal(token: CancellationToken) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
             tracing::error!("cannot install signal handlers");
             return;
         };

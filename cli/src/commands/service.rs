@@ -41,7 +41,10 @@ async fn install(dirs: &Dirs, args: ServiceInstallArgs) -> Result<()> {
         None => None,
     };
     let spec = ServiceSpec {
-        binary: args.binary.clone().unwrap_or_else(|| PathBuf::from(service::BINARY)),
+        binary: args
+            .binary
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(service::BINARY)),
         run_as: run_as.clone(),
         state_dir: PathBuf::from(service::STATE_DIR),
         env_file: PathBuf::from(service::ENV_FILE),
@@ -54,25 +57,40 @@ async fn install(dirs: &Dirs, args: ServiceInstallArgs) -> Result<()> {
         (None, Some(registration)) => registration.url.clone(),
         (None, None) => {
             return Err(ExitError::new(exit::CONFIG, "no relay URL for the service")
-                .with_hint("pass --url (or RUNNER_URL) with RUNNER_TOKEN, or `runner register` first")
+                .with_hint(
+                    "pass --url (or RUNNER_URL) with RUNNER_TOKEN, or `runner register` first",
+                )
                 .into())
         }
     };
     let url = client::normalise_base_url(&url)?;
-    let token = match std::env::var(env_vars::TOKEN).ok().filter(|t| !t.trim().is_empty()) {
+    let token = match std::env::var(env_vars::TOKEN)
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+    {
         Some(token) => crate::secret::Secret::new(token.trim()),
         None => match &config.registration {
             Some(registration) => {
-                credentials::load(dirs, SecretKind::RegistrationToken, registration.token_location).await?
+                credentials::load(
+                    dirs,
+                    SecretKind::RegistrationToken,
+                    registration.token_location,
+                )
+                .await?
             }
             None => {
-                return Err(ExitError::new(exit::CONFIG, "no registration token for the service")
-                    .with_hint("set RUNNER_TOKEN, or `runner register` first")
-                    .into())
+                return Err(
+                    ExitError::new(exit::CONFIG, "no registration token for the service")
+                        .with_hint("set RUNNER_TOKEN, or `runner register` first")
+                        .into(),
+                )
             }
         },
     };
-    let mut settings = vec![("RUNNER_URL", url.clone()), ("RUNNER_TOKEN", token.expose().to_owned())];
+    let mut settings = vec![
+        ("RUNNER_URL", url.clone()),
+        ("RUNNER_TOKEN", token.expose().to_owned()),
+    ];
     if let Some(path) = &args.permission_config {
         settings.push(("RUNNER_PERMISSION_CONFIG", path.display().to_string()));
     }
@@ -106,28 +124,49 @@ async fn install(dirs: &Dirs, args: ServiceInstallArgs) -> Result<()> {
     if run_as.is_none() && cfg!(target_os = "linux") {
         commands.push(
             [
-                "useradd", "--system", "--home-dir", service::STATE_DIR, "--no-create-home",
-                "--shell", "/usr/sbin/nologin", service::SERVICE_USER,
+                "useradd",
+                "--system",
+                "--home-dir",
+                service::STATE_DIR,
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                service::SERVICE_USER,
             ]
             .map(str::to_owned)
             .to_vec(),
         );
     }
     if cfg!(target_os = "macos") {
-        commands.push(vec!["launchctl".into(), "load".into(), "-w".into(), launchd::PLIST_PATH.into()]);
+        commands.push(vec![
+            "launchctl".into(),
+            "load".into(),
+            "-w".into(),
+            launchd::PLIST_PATH.into(),
+        ]);
     } else {
         commands.push(vec!["systemctl".into(), "daemon-reload".into()]);
         // --no-block: with Type=notify, start waits for the first connection.
         commands.push(
-            ["systemctl", "enable", "--now", "--no-block", systemd::UNIT_NAME]
-                .map(str::to_owned)
-                .to_vec(),
+            [
+                "systemctl",
+                "enable",
+                "--now",
+                "--no-block",
+                systemd::UNIT_NAME,
+            ]
+            .map(str::to_owned)
+            .to_vec(),
         );
     }
 
     if args.dry_run {
         for file in &files {
-            output::note(&format!("would write {} (mode {:04o}):", file.path.display(), file.mode));
+            output::note(&format!(
+                "would write {} (mode {:04o}):",
+                file.path.display(),
+                file.mode
+            ));
             println!("{}", file.redacted.as_deref().unwrap_or(&file.content));
         }
         for command in &commands {
@@ -146,12 +185,16 @@ async fn install(dirs: &Dirs, args: ServiceInstallArgs) -> Result<()> {
     }
     if real_system {
         for command in &commands {
-            if command.first().map(String::as_str) == Some("useradd") && user_exists(service::SERVICE_USER) {
+            if command.first().map(String::as_str) == Some("useradd")
+                && user_exists(service::SERVICE_USER)
+            {
                 continue;
             }
             run_command(command)?;
         }
-        output::note("the runner service is installed and starting; `runner service status` shows it");
+        output::note(
+            "the runner service is installed and starting; `runner service status` shows it",
+        );
     } else {
         output::note(&format!(
             "files written under {}; not touching the system's users or services (--root)",
@@ -166,12 +209,25 @@ fn uninstall(args: ServiceUninstallArgs) -> Result<()> {
     let real_system = root == Path::new("/");
     if real_system {
         if cfg!(target_os = "macos") {
-            let _ = run_command(&["launchctl".into(), "unload".into(), launchd::PLIST_PATH.into()]);
+            let _ = run_command(&[
+                "launchctl".into(),
+                "unload".into(),
+                launchd::PLIST_PATH.into(),
+            ]);
         } else {
-            let _ = run_command(&["systemctl".into(), "disable".into(), "--now".into(), systemd::UNIT_NAME.into()]);
+            let _ = run_command(&[
+                "systemctl".into(),
+                "disable".into(),
+                "--now".into(),
+                systemd::UNIT_NAME.into(),
+            ]);
         }
     }
-    let definition = if cfg!(target_os = "macos") { launchd::PLIST_PATH } else { systemd::UNIT_PATH };
+    let definition = if cfg!(target_os = "macos") {
+        launchd::PLIST_PATH
+    } else {
+        systemd::UNIT_PATH
+    };
     let mut removed = vec![service::under_root(&root, Path::new(definition))];
     if args.purge {
         removed.push(service::under_root(&root, Path::new(service::ENV_FILE)));
@@ -187,7 +243,10 @@ fn uninstall(args: ServiceUninstallArgs) -> Result<()> {
         let _ = run_command(&["systemctl".into(), "daemon-reload".into()]);
     }
     if !args.purge {
-        output::note(&format!("kept {} (use --purge to remove it)", service::ENV_FILE));
+        output::note(&format!(
+            "kept {} (use --purge to remove it)",
+            service::ENV_FILE
+        ));
     }
     Ok(())
 }
@@ -199,7 +258,11 @@ fn manage(verb: &[&str]) -> Result<()> {
             Some(other) => other,
             None => "list",
         };
-        vec!["launchctl".into(), launchd_verb.into(), launchd::LABEL.into()]
+        vec![
+            "launchctl".into(),
+            launchd_verb.into(),
+            launchd::LABEL.into(),
+        ]
     } else {
         let mut command = vec!["systemctl".to_owned()];
         command.extend(verb.iter().map(|s| s.to_string()));
@@ -222,8 +285,12 @@ fn logs(follow: bool, lines: u32) -> Result<()> {
         c
     } else {
         let mut c = vec![
-            "journalctl".to_owned(), "--no-pager".into(), "-u".into(), systemd::UNIT_NAME.into(),
-            "-n".into(), lines.to_string(),
+            "journalctl".to_owned(),
+            "--no-pager".into(),
+            "-u".into(),
+            systemd::UNIT_NAME.into(),
+            "-n".into(),
+            lines.to_string(),
         ];
         if follow {
             c.push("-f".into());
@@ -234,9 +301,7 @@ fn logs(follow: bool, lines: u32) -> Result<()> {
 }
 
 fn run_command(command: &[String]) -> Result<()> {
-    let (program, rest) = command
-        .split_first()
-        .context("empty command")?;
+    let (program, rest) = command.split_first().context("empty command")?;
     let status = Command::new(program)
         .args(rest)
         .status()
@@ -261,9 +326,14 @@ fn lookup_user(name: &str) -> Result<RunAs> {
             name: user.name,
             home: user.dir,
         }),
-        Ok(None) => Err(ExitError::new(exit::USAGE, format!("no user named {name:?} on this machine"))
-            .with_hint("--run-as takes an existing user; without it a dedicated `runner` user is created")
-            .into()),
+        Ok(None) => Err(ExitError::new(
+            exit::USAGE,
+            format!("no user named {name:?} on this machine"),
+        )
+        .with_hint(
+            "--run-as takes an existing user; without it a dedicated `runner` user is created",
+        )
+        .into()),
         Err(error) => Err(anyhow::anyhow!("looking up user {name:?}: {error}")),
     }
 }

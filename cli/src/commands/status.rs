@@ -26,12 +26,18 @@ pub async fn run(dirs: &Dirs, target: EnvTarget) -> Result<()> {
     }
     rows.push((
         "last seen",
-        status.last_seen.clone().unwrap_or_else(|| "never".to_owned()),
+        status
+            .last_seen
+            .clone()
+            .unwrap_or_else(|| "never".to_owned()),
     ));
     if let Some(runner) = &status.runner {
         rows.push((
             "runner",
-            format!("{} {} ({}/{})", runner.hostname, runner.version, runner.os, runner.arch),
+            format!(
+                "{} {} ({}/{})",
+                runner.hostname, runner.version, runner.os, runner.arch
+            ),
         ));
     }
     if let Some(token) = &status.token {

@@ -55,12 +55,16 @@ pub async fn run(dirs: &Dirs, command: TokenCommand) -> Result<()> {
             } else if !status.has_token {
                 output::fields(&[
                     ("environment", format!("{} ({})", env.name, env.id)),
-                    ("token", "none (generate one with `runner token generate`)".to_owned()),
+                    (
+                        "token",
+                        "none (generate one with `runner token generate`)".to_owned(),
+                    ),
                     ("runner connected", yes_no(status.runner_connected)),
                 ])?;
             } else {
                 let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "never".to_owned());
-                let days = |v: Option<i64>| v.map(|d| d.to_string()).unwrap_or_else(|| "-".to_owned());
+                let days =
+                    |v: Option<i64>| v.map(|d| d.to_string()).unwrap_or_else(|| "-".to_owned());
                 output::fields(&[
                     ("environment", format!("{} ({})", env.name, env.id)),
                     ("token", status.hint.clone().unwrap_or_default()),

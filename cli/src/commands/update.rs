@@ -20,10 +20,14 @@ pub async fn run(dirs: &Dirs, args: UpdateArgs) -> Result<u8> {
     if args.rollback {
         return rollback(&args);
     }
-    let mirror = Mirror::new(&mirror_url(dirs, &args)?).map_err(|error| failed(error, "no usable mirror"))?;
-    let latest = update::latest_version(&mirror)
-        .await
-        .map_err(|error| failed(error, &format!("cannot read the latest version from {}", mirror.base())))?;
+    let mirror = Mirror::new(&mirror_url(dirs, &args)?)
+        .map_err(|error| failed(error, "no usable mirror"))?;
+    let latest = update::latest_version(&mirror).await.map_err(|error| {
+        failed(
+            error,
+            &format!("cannot read the latest version from {}", mirror.base()),
+        )
+    })?;
     let newer = update::version::is_newer(&latest, CURRENT_VERSION);
 
     if args.check {
@@ -35,11 +39,20 @@ pub async fn run(dirs: &Dirs, args: UpdateArgs) -> Result<u8> {
                 "mirror": mirror.base(),
             }))?;
         } else if newer {
-            output::note(&format!("an update is available: {CURRENT_VERSION} -> {latest} (run `runner update`)"));
+            output::note(&format!(
+                "an update is available: {CURRENT_VERSION} -> {latest} (run `runner update`)"
+            ));
         } else {
-            output::note(&format!("runner {CURRENT_VERSION} is up to date (latest on {} is {latest})", mirror.base()));
+            output::note(&format!(
+                "runner {CURRENT_VERSION} is up to date (latest on {} is {latest})",
+                mirror.base()
+            ));
         }
-        return Ok(if newer { exit::UPDATE_AVAILABLE } else { exit::OK });
+        return Ok(if newer {
+            exit::UPDATE_AVAILABLE
+        } else {
+            exit::OK
+        });
     }
 
     if !newer {
@@ -50,23 +63,48 @@ pub async fn run(dirs: &Dirs, args: UpdateArgs) -> Result<u8> {
                 "latest_version": latest,
             }))?;
         } else {
-            output::note(&format!("runner {CURRENT_VERSION} is up to date (latest on {} is {latest})", mirror.base()));
+            output::note(&format!(
+                "runner {CURRENT_VERSION} is up to date (latest on {} is {latest})",
+                mirror.base()
+            ));
         }
         return Ok(exit::OK);
     }
 
     let exe = update::current_exe().map_err(|error| failed(error, "cannot update"))?;
-    if !args.yes && std::io::stdin().is_terminal() && !confirm(&format!("update {} from {CURRENT_VERSION} to {latest}?", exe.display()))? {
+    if !args.yes
+        && std::io::stdin().is_terminal()
+        && !confirm(&format!(
+            "update {} from {CURRENT_VERSION} to {latest}?",
+            exe.display()
+        ))?
+    {
         output::note("not updated");
         return Ok(exit::OK);
     }
-    let progress = if args.json { Progress::Hidden } else { Progress::OnTerminal };
+    let progress = if args.json {
+        Progress::Hidden
+    } else {
+        Progress::OnTerminal
+    };
     if !args.json {
-        output::note(&format!("downloading runner {latest} for {} from {}", update::asset_name(), mirror.base()));
+        output::note(&format!(
+            "downloading runner {latest} for {} from {}",
+            update::asset_name(),
+            mirror.base()
+        ));
     }
     let applied = update::apply_update(&mirror, &latest, &exe, progress)
         .await
-        .map_err(|error| failed(error, &format!("update to {latest} failed; {} was left unchanged", exe.display())))?;
+        .map_err(|error| {
+            failed(
+                error,
+                &format!(
+                    "update to {latest} failed; {} was left unchanged",
+                    exe.display()
+                ),
+            )
+        })?;
     if args.json {
         output::json(&json!({
             "updated": true,
@@ -95,7 +133,10 @@ fn rollback(args: &UpdateArgs) -> Result<u8> {
     if args.json {
         output::json(&json!({ "rolled_back": true, "path": restored }))?;
     } else {
-        output::note(&format!("restored the previous binary at {}", restored.display()));
+        output::note(&format!(
+            "restored the previous binary at {}",
+            restored.display()
+        ));
     }
     Ok(exit::OK)
 }
@@ -121,11 +162,20 @@ fn mirror_url(dirs: &Dirs, args: &UpdateArgs) -> Result<String> {
 /// `error: SUMMARY` / `Caused by: <what failed>` / `Caused by: <transport>`.
 fn failed(error: UpdateError, summary: &str) -> anyhow::Error {
     let (code, hint) = match &error {
-        UpdateError::NoPrevious { .. } => (exit::FAILURE, Some("`runner update` keeps the binary it replaces; there was none to restore")),
+        UpdateError::NoPrevious { .. } => (
+            exit::FAILURE,
+            Some("`runner update` keeps the binary it replaces; there was none to restore"),
+        ),
         UpdateError::BadMirror(_) => (exit::CONFIG, Some("use the form https://relay.example.com")),
         error if error.is_unreachable() => (exit::UNREACHABLE, None),
-        UpdateError::NotFound { .. } => (exit::UNREACHABLE, Some("is this URL a release mirror (with releases/latest)?")),
-        UpdateError::Io { .. } => (exit::UPDATE_FAILED, Some("updating needs write access to the executable's directory (try sudo)")),
+        UpdateError::NotFound { .. } => (
+            exit::UNREACHABLE,
+            Some("is this URL a release mirror (with releases/latest)?"),
+        ),
+        UpdateError::Io { .. } => (
+            exit::UPDATE_FAILED,
+            Some("updating needs write access to the executable's directory (try sudo)"),
+        ),
         _ => (exit::UPDATE_FAILED, None),
     };
     let mut exit_error = ExitError::new(code, summary);

@@ -109,11 +109,17 @@ mod tests {
             env_file: PathBuf::from("/etc/runner/env"),
         });
         assert!(text.contains("<string>bob</string>"));
-        assert!(text.contains("'/usr/local/bin/runner' run &amp; pid=$!"), "{text}");
+        assert!(
+            text.contains("'/usr/local/bin/runner' run &amp; pid=$!"),
+            "{text}"
+        );
         assert!(text.contains("case $code in 10|78) exit 0"), "{text}");
         assert!(text.contains(". '/etc/runner/env'"));
         assert!(text.contains("<key>KeepAlive</key>"));
         // Well-formed enough for plutil: every <dict> closes.
-        assert_eq!(text.matches("<dict>").count(), text.matches("</dict>").count());
+        assert_eq!(
+            text.matches("<dict>").count(),
+            text.matches("</dict>").count()
+        );
     }
 }

@@ -69,7 +69,10 @@ mod tests {
 
     #[test]
     fn env_file_quotes_values() {
-        let text = env_file_text(&[("RUNNER_URL", "http://x".into()), ("A", "say \"hi\"".into())]);
+        let text = env_file_text(&[
+            ("RUNNER_URL", "http://x".into()),
+            ("A", "say \"hi\"".into()),
+        ]);
         assert!(text.contains("RUNNER_URL=\"http://x\"\n"));
         assert!(text.contains("A=\"say \\\"hi\\\"\"\n"));
     }

@@ -6,6 +6,8 @@
 //! however much the process writes.
 
 use std::collections::VecDeque;
+use std::io::Write;
+use std::path::PathBuf;
 
 /// Head + tail buffer of at most `limit` bytes.
 #[derive(Debug)]
@@ -53,6 +55,16 @@ impl Capture {
         self.total > (self.head.len() + self.tail.len()) as u64
     }
 
+    /// Every byte pushed so far, when nothing was dropped yet.
+    fn whole(&self) -> Option<Vec<u8>> {
+        if self.truncated() {
+            return None;
+        }
+        let mut bytes = self.head.clone();
+        bytes.extend(self.tail.iter());
+        Some(bytes)
+    }
+
     /// The kept text, lossily decoded, with a marker where bytes were dropped.
     pub fn into_text(self) -> String {
         let dropped = self.total - (self.head.len() + self.tail.len()) as u64;
@@ -63,6 +75,103 @@ impl Capture {
         let tail: Vec<u8> = self.tail.into_iter().collect();
         text.push_str(&String::from_utf8_lossy(&tail));
         text
+    }
+}
+
+/// A [`Capture`] that also keeps the *complete* output in a file once it
+/// outgrows the inline limit, so a truncated result loses nothing.
+///
+/// The file is created only when needed: until then the capture holds every
+/// byte, and those are written first when the limit is crossed. Memory stays
+/// at the capture's limit whatever the process writes.
+#[derive(Debug)]
+pub struct Spool {
+    capture: Capture,
+    limit: u64,
+    path: PathBuf,
+    file: Option<std::fs::File>,
+    file_error: Option<String>,
+}
+
+/// What a [`Spool`] kept.
+#[derive(Debug)]
+pub struct Spooled {
+    /// Head and tail, with a marker where bytes were dropped.
+    pub text: String,
+    /// Bytes written in all.
+    pub total: u64,
+    pub truncated: bool,
+    /// The file holding every byte, when the output outgrew the limit.
+    pub file: Option<PathBuf>,
+    /// Why the file could not be written, when it could not.
+    pub file_error: Option<String>,
+}
+
+impl Spool {
+    /// `limit` bytes inline; past that the output goes to `path` too.
+    pub fn new(limit: usize, path: PathBuf) -> Spool {
+        let limit = limit - limit % 2;
+        Spool {
+            capture: Capture::new(limit),
+            limit: limit as u64,
+            path,
+            file: None,
+            file_error: None,
+        }
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        let crossing = self.file.is_none()
+            && self.file_error.is_none()
+            && self.capture.total() + bytes.len() as u64 > self.limit;
+        if crossing {
+            if let Err(error) = self.open_file() {
+                self.file_error = Some(format!("{}: {error}", self.path.display()));
+            }
+        }
+        if let Some(file) = &mut self.file {
+            if let Err(error) = file.write_all(bytes) {
+                self.file_error = Some(format!("{}: {error}", self.path.display()));
+                self.file = None;
+            }
+        }
+        self.capture.push(bytes);
+    }
+
+    fn open_file(&mut self) -> std::io::Result<()> {
+        if let Some(parent) = self.path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let mut file = std::fs::File::create(&self.path)?;
+        if let Some(bytes) = self.capture.whole() {
+            file.write_all(&bytes)?;
+        }
+        self.file = Some(file);
+        Ok(())
+    }
+
+    pub fn total(&self) -> u64 {
+        self.capture.total()
+    }
+
+    /// Like [`Spool::finish`], plus the exact bytes when nothing was cut.
+    pub fn finish_with_bytes(self) -> (Spooled, Option<Vec<u8>>) {
+        let bytes = self.capture.whole();
+        (self.finish(), bytes)
+    }
+
+    pub fn finish(mut self) -> Spooled {
+        let file = self.file.take().map(|file| {
+            drop(file);
+            self.path.clone()
+        });
+        Spooled {
+            truncated: self.capture.truncated(),
+            total: self.capture.total(),
+            text: self.capture.into_text(),
+            file,
+            file_error: self.file_error,
+        }
     }
 }
 
@@ -91,6 +200,32 @@ mod tests {
         assert!(text.starts_with("abcd"), "{text}");
         assert!(text.ends_with("wxyz"), "{text}");
         assert!(text.contains("18 bytes truncated"), "{text}");
+    }
+
+    #[test]
+    fn a_spool_keeps_everything_in_its_file_past_the_limit() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("out/c1.stdout");
+        let mut small = Spool::new(8, dir.path().join("never"));
+        small.push(b"abc");
+        let kept = small.finish();
+        assert_eq!((kept.text.as_str(), kept.file), ("abc", None));
+
+        let mut spool = Spool::new(8, path.clone());
+        let mut all = Vec::new();
+        for chunk in [&b"abcde"[..], b"fgh", b"ijklmnopqrstuvwxyz"] {
+            spool.push(chunk);
+            all.extend_from_slice(chunk);
+        }
+        let kept = spool.finish();
+        assert!(kept.truncated);
+        assert_eq!(kept.file.as_deref(), Some(path.as_path()));
+        assert_eq!(std::fs::read(&path).expect("kept file"), all);
+        assert!(
+            kept.text.starts_with("abcd") && kept.text.ends_with("wxyz"),
+            "{}",
+            kept.text
+        );
     }
 
     proptest::proptest! {

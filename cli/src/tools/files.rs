@@ -7,6 +7,56 @@ use serde_json::{json, Value};
 
 use super::{optional_string_arg, optional_u64_arg, string_arg, ToolContext, ToolOutcome};
 
+pub fn read_spec() -> runner_proto::ws::ToolSpec {
+    runner_proto::ws::ToolSpec {
+        name: "file_read".into(),
+        description: "Read a file, in pages with offset/limit (binary-safe: non-UTF-8 content comes back base64-encoded).".into(),
+        input_schema: json!({
+            "type": "object",
+            "required": ["path"],
+            "additionalProperties": false,
+            "properties": {
+                "path": {"type": "string", "description": "Relative: inside the workspace; absolute: within the allowed file paths"},
+                "offset": {"type": "integer", "minimum": 0},
+                "limit": {"type": "integer", "minimum": 0, "maximum": READ_LIMIT}
+            }
+        }),
+    }
+}
+
+pub fn write_spec() -> runner_proto::ws::ToolSpec {
+    runner_proto::ws::ToolSpec {
+        name: "file_write".into(),
+        description: "Write a file: overwrite (atomic replace), create (fails if it exists) or append; optional permission bits.".into(),
+        input_schema: json!({
+            "type": "object",
+            "required": ["path", "content"],
+            "additionalProperties": false,
+            "properties": {
+                "path": {"type": "string"},
+                "content": {"type": "string"},
+                "encoding": {"enum": ["utf-8", "base64"]},
+                "mode": {"enum": ["overwrite", "create", "append"], "description": "How to write (default overwrite)"},
+                "permissions": {"type": "string", "pattern": "^0?[0-7]{3}$", "description": "Permission bits in octal, e.g. \"0755\""}
+            }
+        }),
+    }
+}
+
+/// `"0755"` / `"755"` → 0o755.
+fn parse_permissions(text: &str) -> Result<u32, String> {
+    let digits = text
+        .strip_prefix('0')
+        .filter(|rest| rest.len() == 3)
+        .unwrap_or(text);
+    if digits.len() != 3 || !digits.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        return Err(format!(
+            "permissions {text:?} must be three octal digits, e.g. \"0644\""
+        ));
+    }
+    u32::from_str_radix(digits, 8).map_err(|error| format!("permissions {text:?}: {error}"))
+}
+
 /// Default and largest number of bytes one `file_read` returns; read a large
 /// file in pages with `offset`.
 pub const READ_LIMIT: u64 = 4 * 1024 * 1024;
@@ -90,6 +140,9 @@ fn write_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> 
         ));
     }
     let mode = optional_string_arg(args, "mode")?.unwrap_or("overwrite");
+    let permissions = optional_string_arg(args, "permissions")?
+        .map(parse_permissions)
+        .transpose()?;
     let path = context
         .boundary
         .resolve_for_write(raw)
@@ -101,7 +154,8 @@ fn write_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> 
         std::fs::create_dir_all(parent).map_err(|error| format!("{raw}: {error}"))?;
     }
     match mode {
-        "overwrite" => replace_atomically(&path, &bytes).map_err(|error| format!("{raw}: {error}"))?,
+        "overwrite" => replace_atomically(&path, &bytes, permissions)
+            .map_err(|error| format!("{raw}: {error}"))?,
         "create" => {
             use std::io::Write;
             let mut file = std::fs::OpenOptions::new()
@@ -109,7 +163,8 @@ fn write_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> 
                 .create_new(true)
                 .open(&path)
                 .map_err(|error| format!("{raw}: {error}"))?;
-            file.write_all(&bytes).map_err(|error| format!("{raw}: {error}"))?;
+            file.write_all(&bytes)
+                .map_err(|error| format!("{raw}: {error}"))?;
         }
         "append" => {
             use std::io::Write;
@@ -118,28 +173,65 @@ fn write_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> 
                 .create(true)
                 .open(&path)
                 .map_err(|error| format!("{raw}: {error}"))?;
-            file.write_all(&bytes).map_err(|error| format!("{raw}: {error}"))?;
+            file.write_all(&bytes)
+                .map_err(|error| format!("{raw}: {error}"))?;
         }
         other => return Err(format!("mode {other:?} is not overwrite, create or append")),
     }
-    Ok(json!({
+    if let (Some(bits), "create" | "append") = (permissions, mode) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(bits))
+            .map_err(|error| format!("{raw}: {error}"))?;
+    }
+    let mut result = json!({
         "path": path.display().to_string(),
         "bytes_written": bytes.len(),
         "mode": mode,
-    }))
+    });
+    if let Some(bits) = permissions {
+        result["permissions"] = json!(format!("{bits:04o}"));
+    }
+    Ok(result)
 }
 
+/// Permission bits of a file `overwrite` creates (the temp file it is made
+/// from starts at 0600).
+const NEW_FILE_MODE: u32 = 0o644;
+
 /// Writes to a temp file beside `path` and renames it over `path`: readers
-/// see the old or the new content, never a mix. Keeps the old file's mode.
-fn replace_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+/// see the old or the new content, never a mix. Keeps the old file's mode
+/// unless `permissions` are given.
+fn replace_atomically(
+    path: &std::path::Path,
+    bytes: &[u8],
+    permissions: Option<u32>,
+) -> std::io::Result<()> {
     use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().unwrap_or(std::path::Path::new("."));
     let mut temp = tempfile::NamedTempFile::new_in(dir)?;
     temp.write_all(bytes)?;
     temp.as_file().sync_all()?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        std::fs::set_permissions(temp.path(), meta.permissions())?;
-    }
+    let mode = match (permissions, std::fs::metadata(path)) {
+        (Some(bits), _) => bits,
+        (None, Ok(meta)) => meta.permissions().mode() & 0o7777,
+        (None, Err(_)) => NEW_FILE_MODE,
+    };
+    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(mode))?;
     temp.persist(path).map_err(|error| error.error)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permissions_are_three_octal_digits() {
+        assert_eq!(parse_permissions("0755"), Ok(0o755));
+        assert_eq!(parse_permissions("644"), Ok(0o644));
+        for bad in ["", "0", "888", "07555", "rwx", "0x1ff", "1234"] {
+            assert!(parse_permissions(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -1,12 +1,22 @@
 //! The tools this runner offers, their catalogue, and the dispatch of a call.
 //!
 //! Every tool gets a [`ToolContext`] (workspace boundary, permission file,
-//! the environment's policy) and a cancellation token, and answers with a
-//! [`ToolOutcome`]; it never panics or returns `Err` to its caller: failures
-//! are part of the answer, so one bad call cannot take the runner down.
+//! the environment's policy, the [`Toolbox`] of what this machine has) and a
+//! [`CallScope`] (call id, cancellation, deadline, and where streamed output
+//! goes), and answers with a [`ToolOutcome`]; it never panics or returns
+//! `Err` to its caller: failures are part of the answer, so one bad call
+//! cannot take the runner down.
 
+pub mod argv;
+pub mod browser;
 pub mod capture;
+pub mod catalogue;
+pub mod claude;
 pub mod files;
+pub mod http;
+pub mod mcp;
+pub mod process;
+pub mod search;
 pub mod shell;
 pub mod workspace;
 
@@ -14,10 +24,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use runner_policy::PermissionSet;
-use runner_proto::ws::{Policy, ToolAccess, ToolSpec};
-use serde_json::{json, Value};
+use runner_proto::ws::{Output, Policy, RunnerMessage, Stream, ToolAccess};
+use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use catalogue::Toolbox;
 use workspace::Boundary;
 
 /// What every tool call can see.
@@ -28,6 +40,101 @@ pub struct ToolContext {
     pub permissions: Option<Arc<PermissionSet>>,
     /// The environment's policy as the relay sent it.
     pub policy: Arc<Policy>,
+    /// What this machine offers (binaries found on PATH, MCP servers, the
+    /// browser session).
+    pub toolbox: Arc<Toolbox>,
+}
+
+/// One call's identity, limits, and output channel.
+#[derive(Debug, Clone)]
+pub struct CallScope {
+    pub call_id: String,
+    pub cancel: CancellationToken,
+    /// Time left before the call's deadline.
+    pub timeout: Duration,
+    /// Where output chunks go while the call runs; `None` when nobody
+    /// streams this call.
+    pub output: Option<mpsc::Sender<RunnerMessage>>,
+}
+
+impl CallScope {
+    /// A sink for one stream's chunks, when the call is streamed.
+    pub fn output_sink(&self, stream: Stream) -> Option<OutputSink> {
+        self.output.as_ref().map(|sender| OutputSink {
+            sender: sender.clone(),
+            call_id: self.call_id.clone(),
+            stream,
+            carry: Vec::new(),
+            closed: false,
+        })
+    }
+}
+
+/// Sends one stream's bytes as `output` frames. A multi-byte character cut
+/// by a read boundary is held back until its end arrives, so the lossy
+/// UTF-8 decoding of the frames does not garble it.
+#[derive(Debug)]
+pub struct OutputSink {
+    sender: mpsc::Sender<RunnerMessage>,
+    call_id: String,
+    stream: Stream,
+    carry: Vec<u8>,
+    closed: bool,
+}
+
+impl OutputSink {
+    pub async fn send(&mut self, bytes: &[u8]) {
+        if self.closed {
+            return;
+        }
+        self.carry.extend_from_slice(bytes);
+        let cut = complete_utf8_prefix(&self.carry);
+        let text = String::from_utf8_lossy(&self.carry[..cut]).into_owned();
+        self.carry.drain(..cut);
+        self.emit(text).await;
+    }
+
+    /// Sends what is held back (at the end of the stream).
+    pub async fn flush(&mut self) {
+        let text = String::from_utf8_lossy(&self.carry).into_owned();
+        self.carry.clear();
+        self.emit(text).await;
+    }
+
+    async fn emit(&mut self, data: String) {
+        if data.is_empty() || self.closed {
+            return;
+        }
+        let frame = RunnerMessage::Output(Output {
+            call_id: self.call_id.clone(),
+            stream: self.stream,
+            data,
+        });
+        // The session is gone: the result will have nowhere to go either.
+        if self.sender.send(frame).await.is_err() {
+            self.closed = true;
+        }
+    }
+}
+
+/// Length of the longest prefix that does not end inside a UTF-8 sequence.
+fn complete_utf8_prefix(bytes: &[u8]) -> usize {
+    let len = bytes.len();
+    for back in 1..=len.min(3) {
+        let byte = bytes[len - back];
+        if byte & 0xC0 == 0x80 {
+            continue; // a continuation byte: look further back for the lead
+        }
+        let needed = match byte {
+            0xF8.. => 1, // never valid in UTF-8: nothing to wait for
+            0xF0.. => 4,
+            0xE0.. => 3,
+            0xC0.. => 2,
+            _ => 1,
+        };
+        return if needed > back { len - back } else { len };
+    }
+    len
 }
 
 /// The answer of a tool.
@@ -54,57 +161,20 @@ impl ToolOutcome {
             error: Some(message.into()),
         }
     }
+
+    /// `Ok` → a result, `Err` → an error answer.
+    pub fn from_result(result: Result<Value, String>) -> ToolOutcome {
+        match result {
+            Ok(value) => ToolOutcome::ok(value),
+            Err(message) => ToolOutcome::error(message),
+        }
+    }
 }
 
-/// The catalogue announced in `hello`.
-pub fn catalogue() -> Vec<ToolSpec> {
-    vec![
-        ToolSpec {
-            name: "ping".into(),
-            description: "Echo the arguments back without running anything (health probe).".into(),
-            input_schema: json!({"type": "object"}),
-        },
-        ToolSpec {
-            name: "shell".into(),
-            description: "Run a command with bash -c in the workspace; returns stdout, stderr and the exit code.".into(),
-            input_schema: json!({
-                "type": "object",
-                "required": ["command"],
-                "properties": {
-                    "command": {"type": "string", "description": "Bash script to run"},
-                    "workdir": {"type": "string", "description": "Working directory (relative: inside the workspace)"},
-                    "env": {"type": "object", "additionalProperties": {"type": "string"}}
-                }
-            }),
-        },
-        ToolSpec {
-            name: "file_read".into(),
-            description: "Read a file (binary-safe: non-UTF-8 content comes back base64-encoded).".into(),
-            input_schema: json!({
-                "type": "object",
-                "required": ["path"],
-                "properties": {
-                    "path": {"type": "string"},
-                    "offset": {"type": "integer", "minimum": 0},
-                    "limit": {"type": "integer", "minimum": 0}
-                }
-            }),
-        },
-        ToolSpec {
-            name: "file_write".into(),
-            description: "Write a file atomically (create, overwrite or append).".into(),
-            input_schema: json!({
-                "type": "object",
-                "required": ["path", "content"],
-                "properties": {
-                    "path": {"type": "string"},
-                    "content": {"type": "string"},
-                    "encoding": {"enum": ["utf-8", "base64"]},
-                    "mode": {"enum": ["overwrite", "create", "append"]}
-                }
-            }),
-        },
-    ]
+/// The catalogue of built-in tools and tool binaries on PATH now (without
+/// MCP servers, which need the runner's config and a runtime).
+pub fn catalogue() -> Vec<runner_proto::ws::ToolSpec> {
+    Toolbox::discovered().catalogue()
 }
 
 /// Whether the environment's policy lets `tool` run (the relay checks this
@@ -128,13 +198,12 @@ pub fn policy_allows(policy: &Policy, tool: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs one call to completion, cancellation, or `timeout`.
+/// Runs one call to completion, cancellation, or its deadline.
 pub async fn dispatch(
     tool: &str,
     args: Value,
     context: &ToolContext,
-    cancel: CancellationToken,
-    timeout: Duration,
+    scope: &CallScope,
 ) -> ToolOutcome {
     if let Err(reason) = policy_allows(&context.policy, tool) {
         return ToolOutcome::error(reason);
@@ -142,12 +211,36 @@ pub async fn dispatch(
     if !args.is_object() {
         return ToolOutcome::error("args must be a JSON object");
     }
-    match tool {
-        "ping" => ToolOutcome::ok(args),
-        "shell" => shell::run(args, context, cancel, timeout).await,
-        "file_read" => files::read(args, context).await,
-        "file_write" => files::write(args, context).await,
-        other => ToolOutcome::error(format!("this runner has no tool {other:?}")),
+    let work = async {
+        match tool {
+            "ping" => ToolOutcome::ok(args),
+            "shell" => shell::run(args, context, scope).await,
+            "file_read" => files::read(args, context).await,
+            "file_write" => files::write(args, context).await,
+            "list" => search::list(args, context, scope).await,
+            "glob" => search::glob(args, context, scope).await,
+            "grep" => search::grep(args, context, scope).await,
+            "http_local" => http::run(args, context, scope).await,
+            "browser" => browser::run(args, context, scope).await,
+            "claude_code" | "claude_sessions" | "claude_status" => {
+                claude::run(tool, args, context, scope).await
+            }
+            name if argv::TOOLS.contains(&name) => argv::run(name, args, context, scope).await,
+            name if name.contains(mcp::SEPARATOR) => match context.toolbox.mcp() {
+                Some(manager) => manager.call(name, args, scope).await,
+                None => ToolOutcome::error(format!("this runner has no tool {name:?}")),
+            },
+            other => ToolOutcome::error(format!("this runner has no tool {other:?}")),
+        }
+    };
+    // Tools that do not watch the deadline themselves are cut off here; the
+    // process tools stop their process trees before this fires.
+    let grace = process::KILL_GRACE + Duration::from_secs(3);
+    tokio::select! {
+        outcome = work => outcome,
+        () = tokio::time::sleep(scope.timeout + grace) => {
+            ToolOutcome::error(format!("timed out after {}s", scope.timeout.as_secs()))
+        }
     }
 }
 
@@ -180,6 +273,31 @@ pub fn optional_u64_arg(args: &Value, name: &str) -> Result<Option<u64>, String>
     }
 }
 
+/// An optional boolean argument.
+pub fn optional_bool_arg(args: &Value, name: &str) -> Result<Option<bool>, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(value)) => Ok(Some(*value)),
+        Some(_) => Err(format!("argument {name:?} must be true or false")),
+    }
+}
+
+/// An optional array-of-strings argument.
+pub fn optional_strings_arg(args: &Value, name: &str) -> Result<Option<Vec<String>>, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(text) => Ok(text.clone()),
+                _ => Err(format!("argument {name:?} must be an array of strings")),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(format!("argument {name:?} must be an array of strings")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,9 +318,14 @@ mod tests {
     }
 
     #[test]
-    fn every_catalogue_entry_has_an_object_schema() {
-        for tool in catalogue() {
-            assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
-        }
+    fn utf8_sequences_cut_by_a_read_are_held_back() {
+        let euro = "€".as_bytes(); // 3 bytes
+        assert_eq!(complete_utf8_prefix(b"abc"), 3);
+        assert_eq!(complete_utf8_prefix(&euro[..1]), 0);
+        assert_eq!(complete_utf8_prefix(&[b'a', euro[0], euro[1]]), 1);
+        assert_eq!(complete_utf8_prefix(euro), 3);
+        assert_eq!(complete_utf8_prefix(&[0xff]), 1);
+        assert_eq!(complete_utf8_prefix(&[0x80, 0x80, 0x80, 0x80]), 4);
+        assert_eq!(complete_utf8_prefix(b""), 0);
     }
 }

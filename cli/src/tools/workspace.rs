@@ -85,18 +85,13 @@ impl Boundary {
         }
         let mut existing = joined.as_path();
         let mut rest = Vec::new();
-        loop {
-            match existing.parent() {
-                Some(parent) => {
-                    if let Some(name) = existing.file_name() {
-                        rest.push(name.to_owned());
-                    }
-                    existing = parent;
-                    if existing.exists() {
-                        break;
-                    }
-                }
-                None => break,
+        while let Some(parent) = existing.parent() {
+            if let Some(name) = existing.file_name() {
+                rest.push(name.to_owned());
+            }
+            existing = parent;
+            if existing.exists() {
+                break;
             }
         }
         let mut real = existing.canonicalize().map_err(|error| PathError::Io {
@@ -134,6 +129,13 @@ impl Boundary {
             .collect();
         self.check_allowed(raw, &joined)?;
         Ok(joined)
+    }
+
+    /// Checks a resolved (symlink-free) path met while walking below `raw`
+    /// (the path the caller gave): inside the workspace when `raw` was
+    /// relative, within the file-access list in any case.
+    pub fn check_resolved(&self, raw: &str, real: &Path) -> Result<(), PathError> {
+        self.check_real(raw, real)
     }
 
     fn check_real(&self, raw: &str, real: &Path) -> Result<(), PathError> {
@@ -180,7 +182,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().join("ws");
         std::fs::create_dir(&root).expect("mkdir");
-        let allowed = allowed.iter().map(|s| s.replace("$T", &dir.path().display().to_string())).collect();
+        let allowed = allowed
+            .iter()
+            .map(|s| s.replace("$T", &dir.path().display().to_string()))
+            .collect();
         let boundary = Boundary::new(&root, allowed).expect("boundary");
         (dir, boundary)
     }
@@ -190,7 +195,10 @@ mod tests {
         let (_dir, boundary) = setup(&["*"]);
         for raw in ["../x", "a/../../x", "/tmp/../etc/passwd", "a/.."] {
             assert!(
-                matches!(boundary.resolve_for_write(raw), Err(PathError::ParentComponent(_))),
+                matches!(
+                    boundary.resolve_for_write(raw),
+                    Err(PathError::ParentComponent(_))
+                ),
                 "{raw}"
             );
         }
@@ -245,12 +253,18 @@ mod tests {
         ));
         // Component-wise: a sibling sharing the prefix is not inside.
         let sibling = format!("{}2/x", allowed.display());
-        assert!(matches!(boundary.resolve_for_write(&sibling), Err(PathError::NotAllowed(_))));
+        assert!(matches!(
+            boundary.resolve_for_write(&sibling),
+            Err(PathError::NotAllowed(_))
+        ));
     }
 
     #[test]
     fn an_empty_access_list_blocks_file_tools() {
         let (_dir, boundary) = setup(&[]);
-        assert_eq!(boundary.resolve_for_write("x"), Err(PathError::NoFileAccess));
+        assert_eq!(
+            boundary.resolve_for_write("x"),
+            Err(PathError::NoFileAccess)
+        );
     }
 }

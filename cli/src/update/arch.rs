@@ -84,7 +84,10 @@ fn check_elf(header: &[u8], arch: &str) -> Result<(), String> {
     // EI_CLASS (byte 4): 1 for 32-bit, 2 for 64-bit.
     let want_class = if matches!(arch, "x86" | "arm") { 1 } else { 2 };
     if header[4] != want_class {
-        return Err(format!("its ELF class is {}-bit", if header[4] == 2 { 64 } else { 32 }));
+        return Err(format!(
+            "its ELF class is {}-bit",
+            if header[4] == 2 { 64 } else { 32 }
+        ));
     }
     Ok(())
 }
@@ -136,7 +139,11 @@ mod tests {
         header[..4].copy_from_slice(b"\x7fELF");
         header[4] = class;
         header[5] = data;
-        let bytes = if data == 1 { machine.to_le_bytes() } else { machine.to_be_bytes() };
+        let bytes = if data == 1 {
+            machine.to_le_bytes()
+        } else {
+            machine.to_be_bytes()
+        };
         header[18..20].copy_from_slice(&bytes);
         header
     }

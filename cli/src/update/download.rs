@@ -39,11 +39,16 @@ pub struct Downloaded {
 impl Mirror {
     /// `base` is the URL under which `releases/latest` lives, e.g. the relay's.
     pub fn new(base: &str) -> Result<Mirror, UpdateError> {
-        let parsed = reqwest::Url::parse(base.trim()).map_err(|_| UpdateError::BadMirror(base.to_owned()))?;
+        let parsed = reqwest::Url::parse(base.trim())
+            .map_err(|_| UpdateError::BadMirror(base.to_owned()))?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
             return Err(UpdateError::BadMirror(base.to_owned()));
         }
+        // The process's one TLS trust configuration (system roots plus
+        // --ca-file), so a relay with a private CA serves updates too. Even
+        // with verification off, a forged download fails the signature check.
         let http = reqwest::Client::builder()
+            .use_preconfigured_tls(crate::tls::client_config().as_ref().clone())
             .connect_timeout(CONNECT_TIMEOUT)
             .user_agent(concat!("runner/", env!("CARGO_PKG_VERSION")))
             .build()
@@ -68,7 +73,10 @@ impl Mirror {
     /// Fetches a small file; `Ok(None)` when the mirror answers 404.
     pub async fn small_file(&self, path: &str) -> Result<Option<Vec<u8>>, UpdateError> {
         let url = self.url(path);
-        let http_error = |source| UpdateError::Http { url: url.clone(), source };
+        let http_error = |source| UpdateError::Http {
+            url: url.clone(),
+            source,
+        };
         let response = self
             .http
             .get(&url)
@@ -125,7 +133,10 @@ impl Mirror {
             .get(&url)
             .send()
             .await
-            .map_err(|source| UpdateError::Http { url: url.clone(), source })?;
+            .map_err(|source| UpdateError::Http {
+                url: url.clone(),
+                source,
+            })?;
         if !response.status().is_success() {
             return Err(UpdateError::Status {
                 url,
@@ -134,7 +145,10 @@ impl Mirror {
         }
         let expected = response.content_length();
         if expected.is_some_and(|length| length > BINARY_LIMIT) {
-            return Err(UpdateError::TooLarge { url, limit: BINARY_LIMIT });
+            return Err(UpdateError::TooLarge {
+                url,
+                limit: BINARY_LIMIT,
+            });
         }
         let bar = progress_bar(progress, expected);
         let mut hasher = Sha256::new();
@@ -152,13 +166,18 @@ impl Mirror {
             let Some(chunk) = chunk else { break };
             received += chunk.len() as u64;
             if received > BINARY_LIMIT {
-                return Err(UpdateError::TooLarge { url, limit: BINARY_LIMIT });
+                return Err(UpdateError::TooLarge {
+                    url,
+                    limit: BINARY_LIMIT,
+                });
             }
             hasher.update(&chunk);
-            file.write_all(&chunk).await.map_err(|source| UpdateError::Io {
-                path: file_path.to_path_buf(),
-                source,
-            })?;
+            file.write_all(&chunk)
+                .await
+                .map_err(|source| UpdateError::Io {
+                    path: file_path.to_path_buf(),
+                    source,
+                })?;
             if let Some(bar) = &bar {
                 bar.set_position(received);
             }
@@ -187,7 +206,12 @@ fn check_length(url: &str, expected: Option<u64>, received: u64) -> Result<(), U
 
 /// A body error before the announced length arrived is a truncation: say so
 /// rather than pass on the transport's vaguer wording.
-fn truncated_or(url: &str, expected: Option<u64>, received: u64, source: reqwest::Error) -> UpdateError {
+fn truncated_or(
+    url: &str,
+    expected: Option<u64>,
+    received: u64,
+    source: reqwest::Error,
+) -> UpdateError {
     match expected {
         Some(expected) if received < expected => UpdateError::Truncated {
             url: url.to_owned(),

@@ -28,27 +28,33 @@
 //! # For the run loop
 //!
 //! The relay puts `latest_version` in `HeartbeatAck` when it knows a newer
-//! release. The run loop should, at most once per version and never with
-//! calls in flight:
+//! release (`runner-relay --releases-dir`). The run loop should, at most once
+//! per version and between calls (none in flight):
 //!
-//! 1. `let mirror = Mirror::new(&relay_url)?;` then
-//!    `apply_update(&mirror, &latest, &current_exe()?, Progress::Hidden).await`.
-//!    On `Err`, log it (it names what failed) and keep running the old binary;
-//!    remember the version so it is not retried every heartbeat.
-//! 2. On `Ok`, close the session cleanly and exit with a code the service
-//!    manager restarts (systemd `Restart=always`); the new binary starts.
-//! 3. The new binary, before its first successful connection, finds
-//!    `runner.previous` newer than a marker it writes after connecting (or
-//!    simply: a `pending-update` file in the state dir written by step 2). If
-//!    it cannot connect within a deadline, it calls [`rollback`] and exits to
-//!    be restarted as the old version; once connected it deletes the marker.
+//! 1. `let exe = current_exe()?; let mirror = Mirror::new(&relay_url)?;`
+//!    `let applied = apply_update(&mirror, &latest, &exe, Progress::Hidden).await;`
+//!    On `Err`, log it (the message names what failed) and keep running the
+//!    old binary; remember the version so it is not retried every heartbeat.
+//!    `UpdateError::is_unreachable` tells a retry-later error from a
+//!    rejected release.
+//! 2. On `Ok`, `mark_pending(&dirs.state, &PendingUpdate { version,
+//!    previous_version: CURRENT_VERSION.into(), path: exe })`, close the
+//!    session cleanly and exit with a code the service manager restarts
+//!    (systemd `Restart=always` / launchd `KeepAlive`); the new binary starts.
+//! 3. At start, `if let Some(p) = pending(&dirs.state)`: give the first
+//!    connection a deadline (e.g. 2 minutes). On the first healthy session
+//!    (`Welcome` received) call `confirm(&dirs.state)`. If the deadline passes
+//!    first, call [`rollback`]`(&p.path)`, `confirm` (to drop the marker) and
+//!    exit to be restarted as the old version.
 //!
-//! A service running as an unprivileged user cannot write `/usr/local/bin`;
-//! there the update is left to `runner update` run as root (or the install
-//! script), and the run loop only logs that a newer version exists.
+//! A service running as an unprivileged user cannot write `/usr/local/bin`:
+//! there `apply_update` fails with an I/O error, and the update is left to
+//! `sudo runner update` (or the install script); the run loop then only logs
+//! that a newer version exists.
 
 mod arch;
 mod download;
+mod pending;
 mod replace;
 pub mod signature;
 mod sums;
@@ -57,11 +63,12 @@ pub mod version;
 use std::path::{Path, PathBuf};
 
 pub use download::Mirror;
+pub use pending::{confirm, mark_pending, pending, PendingUpdate};
 pub use replace::previous_path;
 
 /// Environment variable naming the mirror for `runner update` (default: the
 /// registered relay URL).
-pub const MIRROR_ENV: &str = "RUNNER_UPDATE_MIRROR";
+pub const MIRROR_ENV: &str = crate::env_vars::UPDATE_MIRROR;
 
 /// This binary's version.
 pub const CURRENT_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -100,9 +107,17 @@ pub enum UpdateError {
     #[error("{url} is larger than the {limit}-byte limit")]
     TooLarge { url: String, limit: u64 },
     #[error("download of {url} was truncated: the server announced {expected} bytes, {received} arrived")]
-    Truncated { url: String, expected: u64, received: u64 },
+    Truncated {
+        url: String,
+        expected: u64,
+        received: u64,
+    },
     #[error("download of {url} stalled: nothing for {seconds}s after {received} bytes")]
-    Stalled { url: String, seconds: u64, received: u64 },
+    Stalled {
+        url: String,
+        seconds: u64,
+        received: u64,
+    },
     #[error("the mirror's latest version '{0}' is not a version")]
     BadVersion(String),
     #[error("release {version} has no signature ({url} is missing): refusing an unsigned release")]
@@ -115,8 +130,14 @@ pub enum UpdateError {
     BadSums { version: String, reason: String },
     #[error("SHA256SUMS of release {version} has no line for '{asset}' (no build for this OS and architecture)")]
     NoChecksum { version: String, asset: String },
-    #[error("checksum mismatch for '{asset}': SHA256SUMS says {expected}, the download is {actual}")]
-    ChecksumMismatch { asset: String, expected: String, actual: String },
+    #[error(
+        "checksum mismatch for '{asset}': SHA256SUMS says {expected}, the download is {actual}"
+    )]
+    ChecksumMismatch {
+        asset: String,
+        expected: String,
+        actual: String,
+    },
     #[error("'{asset}' is not an executable for this machine ({os} {arch}): {reason}", os = std::env::consts::OS, arch = std::env::consts::ARCH)]
     WrongArch { asset: String, reason: String },
     #[error("file system error at {}", path.display())]
@@ -135,7 +156,10 @@ impl UpdateError {
     /// True when the mirror could not be reached or answered an HTTP error:
     /// worth retrying later, unlike a release that failed verification.
     pub fn is_unreachable(&self) -> bool {
-        matches!(self, UpdateError::Http { .. } | UpdateError::Status { .. } | UpdateError::Stalled { .. })
+        matches!(
+            self,
+            UpdateError::Http { .. } | UpdateError::Status { .. } | UpdateError::Stalled { .. }
+        )
     }
 }
 
@@ -177,7 +201,12 @@ pub struct Applied {
 /// Downloads `version` from `mirror`, verifies it, and replaces `exe` with it
 /// (keeping the old binary as `<exe>.previous`). On any error `exe` is left
 /// as it was.
-pub async fn apply_update(mirror: &Mirror, version: &str, exe: &Path, progress: Progress) -> Result<Applied, UpdateError> {
+pub async fn apply_update(
+    mirror: &Mirror,
+    version: &str,
+    exe: &Path,
+    progress: Progress,
+) -> Result<Applied, UpdateError> {
     if !version::is_valid(version) {
         return Err(UpdateError::BadVersion(version.chars().take(64).collect()));
     }
@@ -189,20 +218,32 @@ pub async fn apply_update(mirror: &Mirror, version: &str, exe: &Path, progress: 
     let sums = mirror
         .small_file(&sums_path)
         .await?
-        .ok_or_else(|| UpdateError::NotFound { url: mirror.url(&sums_path) })?;
-    let signature_path = format!("{base}/SHA256SUMS.sig");
-    let signature_file = mirror
-        .small_file(&signature_path)
-        .await?
-        .ok_or_else(|| UpdateError::MissingSignature {
-            version: version.to_owned(),
-            url: mirror.url(&signature_path),
+        .ok_or_else(|| UpdateError::NotFound {
+            url: mirror.url(&sums_path),
         })?;
+    let signature_path = format!("{base}/SHA256SUMS.sig");
+    let signature_file =
+        mirror
+            .small_file(&signature_path)
+            .await?
+            .ok_or_else(|| UpdateError::MissingSignature {
+                version: version.to_owned(),
+                url: mirror.url(&signature_path),
+            })?;
     signature::verify(&key, &sums, &signature_file, version)?;
     let expected = sums::expected_sha256(&sums, &asset, version)?;
 
     let staged = replace::staging_path(exe);
-    let result = download_and_install(mirror, &format!("{base}/{asset}"), &asset, &expected, &staged, exe, progress).await;
+    let result = download_and_install(
+        mirror,
+        &format!("{base}/{asset}"),
+        &asset,
+        &expected,
+        &staged,
+        exe,
+        progress,
+    )
+    .await;
     if result.is_err() {
         let _ = tokio::fs::remove_file(&staged).await;
     }
@@ -236,7 +277,9 @@ async fn download_and_install(
         .open(staged)
         .await
         .map_err(io)?;
-    let downloaded = mirror.binary_to_file(path, &mut file, staged, progress).await?;
+    let downloaded = mirror
+        .binary_to_file(path, &mut file, staged, progress)
+        .await?;
     if downloaded.sha256 != expected {
         return Err(UpdateError::ChecksumMismatch {
             asset: asset.to_owned(),

@@ -21,7 +21,11 @@ pub fn previous_path(exe: &Path) -> PathBuf {
 
 /// Where a download for `exe` is staged: hidden, per process, same directory.
 pub fn staging_path(exe: &Path) -> PathBuf {
-    let name = exe.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let name = exe
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
     exe.with_file_name(format!(".{name}.update-{}", std::process::id()))
 }
 
@@ -91,7 +95,12 @@ pub fn rollback(exe: &Path) -> Result<PathBuf, UpdateError> {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             return Err(UpdateError::NoPrevious { path: previous })
         }
-        Err(source) => return Err(UpdateError::Io { path: previous, source }),
+        Err(source) => {
+            return Err(UpdateError::Io {
+                path: previous,
+                source,
+            })
+        }
     }
     let header = read_header(&previous)?;
     arch::check_header(&header).map_err(|reason| UpdateError::WrongArch {

@@ -26,7 +26,7 @@ pub const RELEASE_PUBLIC_KEY: [u8; 32] = [
 /// Environment variable that replaces the release key, read in debug builds
 /// only: base64 of the raw 32-byte key. Release builds ignore it, so the
 /// embedded key is their only trust root.
-pub const PUBLIC_KEY_ENV: &str = "RUNNER_RELEASE_PUBKEY";
+pub const PUBLIC_KEY_ENV: &str = crate::env_vars::RELEASE_PUBKEY;
 
 /// The key releases must be signed with.
 pub fn release_key() -> Result<VerifyingKey, UpdateError> {
@@ -46,22 +46,35 @@ fn decode_key(text: &str) -> Result<[u8; 32], UpdateError> {
         .decode(text.trim())
         .map_err(|error| UpdateError::BadKey(format!("{PUBLIC_KEY_ENV} is not base64: {error}")))?;
     <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
-        UpdateError::BadKey(format!("{PUBLIC_KEY_ENV} decodes to {} bytes, not 32", bytes.len()))
+        UpdateError::BadKey(format!(
+            "{PUBLIC_KEY_ENV} decodes to {} bytes, not 32",
+            bytes.len()
+        ))
     })
 }
 
 /// Checks `signature_file` (the body of `SHA256SUMS.sig`) over `sums`.
-pub fn verify(key: &VerifyingKey, sums: &[u8], signature_file: &[u8], version: &str) -> Result<(), UpdateError> {
+pub fn verify(
+    key: &VerifyingKey,
+    sums: &[u8],
+    signature_file: &[u8],
+    version: &str,
+) -> Result<(), UpdateError> {
     let bad = |reason: String| UpdateError::BadSignature {
         version: version.to_owned(),
         reason,
     };
-    let text = std::str::from_utf8(signature_file).map_err(|_| bad("SHA256SUMS.sig is not base64 text".into()))?;
+    let text = std::str::from_utf8(signature_file)
+        .map_err(|_| bad("SHA256SUMS.sig is not base64 text".into()))?;
     let raw = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|error| bad(format!("SHA256SUMS.sig is not base64: {error}")))?;
-    let raw = <[u8; 64]>::try_from(raw.as_slice())
-        .map_err(|_| bad(format!("SHA256SUMS.sig holds {} bytes, an ed25519 signature has 64", raw.len())))?;
+    let raw = <[u8; 64]>::try_from(raw.as_slice()).map_err(|_| {
+        bad(format!(
+            "SHA256SUMS.sig holds {} bytes, an ed25519 signature has 64",
+            raw.len()
+        ))
+    })?;
     let signature = Signature::from_bytes(&raw);
     key.verify_strict(sums, &signature)
         .map_err(|_| bad("it was not made by the release key over this SHA256SUMS".into()))
@@ -86,7 +99,8 @@ mod tests {
         let signature = sign(&signing, sums);
         verify(&key, sums, &signature, "1.0.0").expect("valid");
 
-        let error = verify(&key, b"abd  runner-linux-x86_64\n", &signature, "1.0.0").expect_err("other message");
+        let error = verify(&key, b"abd  runner-linux-x86_64\n", &signature, "1.0.0")
+            .expect_err("other message");
         assert!(matches!(error, UpdateError::BadSignature { .. }), "{error}");
 
         let other = SigningKey::from_bytes(&[8; 32]).verifying_key();

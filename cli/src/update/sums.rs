@@ -56,20 +56,34 @@ mod tests {
     #[test]
     fn finds_the_line_for_the_asset_in_text_or_binary_mode() {
         let sums = format!("{HASH_B}  runner-macos-aarch64\n{HASH_A} *runner-linux-x86_64\n");
-        assert_eq!(expected_sha256(sums.as_bytes(), "runner-linux-x86_64", "1").expect("found"), HASH_A);
-        assert_eq!(expected_sha256(sums.as_bytes(), "runner-macos-aarch64", "1").expect("found"), HASH_B);
+        assert_eq!(
+            expected_sha256(sums.as_bytes(), "runner-linux-x86_64", "1").expect("found"),
+            HASH_A
+        );
+        assert_eq!(
+            expected_sha256(sums.as_bytes(), "runner-macos-aarch64", "1").expect("found"),
+            HASH_B
+        );
     }
 
     #[test]
     fn a_missing_asset_or_a_malformed_line_is_an_error() {
         let sums = format!("{HASH_A}  runner-linux-x86_64\n");
-        let error = expected_sha256(sums.as_bytes(), "runner-linux-aarch64", "1").expect_err("absent");
+        let error =
+            expected_sha256(sums.as_bytes(), "runner-linux-aarch64", "1").expect_err("absent");
         assert!(matches!(error, UpdateError::NoChecksum { .. }), "{error}");
         // A name that merely starts like the asset is a different file.
         assert!(expected_sha256(sums.as_bytes(), "runner-linux-x86", "1").is_err());
-        for bad in ["xyz  runner-linux-x86_64", &format!("{HASH_A} runner-linux-x86_64"), "garbage"] {
+        for bad in [
+            "xyz  runner-linux-x86_64",
+            &format!("{HASH_A} runner-linux-x86_64"),
+            "garbage",
+        ] {
             let error = expected_sha256(bad.as_bytes(), "runner-linux-x86_64", "1").expect_err(bad);
-            assert!(matches!(error, UpdateError::BadSums { .. }), "{bad}: {error}");
+            assert!(
+                matches!(error, UpdateError::BadSums { .. }),
+                "{bad}: {error}"
+            );
         }
         let twice = format!("{HASH_A}  runner-linux-x86_64\n{HASH_B}  runner-linux-x86_64\n");
         assert!(expected_sha256(twice.as_bytes(), "runner-linux-x86_64", "1").is_err());

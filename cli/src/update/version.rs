@@ -95,8 +95,17 @@ mod tests {
     #[test]
     fn orders_like_semver() {
         let ascending = [
-            "0.1.0", "0.1.1", "0.2.0-alpha", "0.2.0-alpha.1", "0.2.0-alpha.beta", "0.2.0-beta.2",
-            "0.2.0-beta.11", "0.2.0-rc.1", "0.2.0", "0.10.0", "1.0.0",
+            "0.1.0",
+            "0.1.1",
+            "0.2.0-alpha",
+            "0.2.0-alpha.1",
+            "0.2.0-alpha.beta",
+            "0.2.0-beta.2",
+            "0.2.0-beta.11",
+            "0.2.0-rc.1",
+            "0.2.0",
+            "0.10.0",
+            "1.0.0",
         ];
         for pair in ascending.windows(2) {
             assert!(is_newer(pair[1], pair[0]), "{} > {}", pair[1], pair[0]);

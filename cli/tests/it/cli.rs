@@ -27,10 +27,17 @@ async fn run(mut command: tokio::process::Command) -> (Option<i32>, String, Stri
 #[tokio::test]
 async fn invoke_prints_output_and_exits_with_the_tools_code() {
     let relay = Relay::spawn().await;
-    let (env, _runner) = Runner::online(&relay, json!({"name": "box", "tier": "development"})).await;
+    let (env, _runner) =
+        Runner::online(&relay, json!({"name": "box", "tier": "development"})).await;
 
     let mut command = admin(&relay);
-    command.args(["invoke", "box", "shell", "--arg", "command=echo hello; echo warn >&2; exit 7"]);
+    command.args([
+        "invoke",
+        "box",
+        "shell",
+        "--arg",
+        "command=echo hello; echo warn >&2; exit 7",
+    ]);
     let (code, stdout, stderr) = run(command).await;
     assert_eq!(code, Some(7), "{stderr}");
     assert_eq!(stdout, "hello\n");
@@ -53,15 +60,49 @@ async fn invoke_failures_have_distinct_exit_codes_and_hints() {
         json!({"name": "prod-box", "policy": {"tools": {"mode": "list", "tools": ["shell"]}}}),
     )
     .await;
-    relay.create_env(json!({"name": "idle", "tier": "development"})).await;
+    relay
+        .create_env(json!({"name": "idle", "tier": "development"}))
+        .await;
 
     let cases: &[(&[&str], i32, &str)] = &[
         (&["invoke", "prod-box", "git", "--arg", "x=y"], 66, "hint:"),
-        (&["invoke", "idle", "shell", "--arg", "command=true"], 69, "runner"),
-        (&["invoke", "prod-box", "shell", "--arg", "command=sleep 20", "--timeout", "1"], 75, "cancelled"),
-        (&["invoke", "prod-box", "shell", "--arg", "command=true", "--timeout", "0"], 64, "error:"),
+        (
+            &["invoke", "idle", "shell", "--arg", "command=true"],
+            69,
+            "runner",
+        ),
+        (
+            &[
+                "invoke",
+                "prod-box",
+                "shell",
+                "--arg",
+                "command=sleep 20",
+                "--timeout",
+                "1",
+            ],
+            75,
+            "cancelled",
+        ),
+        (
+            &[
+                "invoke",
+                "prod-box",
+                "shell",
+                "--arg",
+                "command=true",
+                "--timeout",
+                "0",
+            ],
+            64,
+            "error:",
+        ),
         (&["invoke", "nope", "shell"], 67, "runner env list"),
-        (&["invoke", "prod-box", "shell", "--arg", "novalue"], 2, "KEY=VALUE"),
+        (
+            &["invoke", "prod-box", "shell", "--arg", "novalue"],
+            2,
+            "KEY=VALUE",
+        ),
     ];
     for (args, want, needle) in cases {
         let mut command = admin(&relay);
@@ -72,7 +113,9 @@ async fn invoke_failures_have_distinct_exit_codes_and_hints() {
     }
 
     let mut command = admin(&relay);
-    command.env("RUNNER_API_KEY", "rnrk_bad").args(["env", "list"]);
+    command
+        .env("RUNNER_API_KEY", "rnrk_bad")
+        .args(["env", "list"]);
     let (code, _, stderr) = run(command).await;
     assert_eq!(code, Some(65), "{stderr}");
 }
@@ -90,7 +133,10 @@ async fn register_with_a_bad_token_fails_without_storing_anything() {
         .expect("runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(65), "{stderr}");
-    assert!(!stderr.contains("not-a-real-token"), "token echoed: {stderr}");
+    assert!(
+        !stderr.contains("not-a-real-token"),
+        "token echoed: {stderr}"
+    );
     assert!(!runner_home.path().join("config.yaml").exists());
 }
 
@@ -98,7 +144,15 @@ async fn register_with_a_bad_token_fails_without_storing_anything() {
 async fn env_and_token_commands_report_as_text_and_json() {
     let relay = Relay::spawn().await;
     let mut command = admin(&relay);
-    command.args(["env", "create", "--name", "ci-box", "--tier", "development", "--json"]);
+    command.args([
+        "env",
+        "create",
+        "--name",
+        "ci-box",
+        "--tier",
+        "development",
+        "--json",
+    ]);
     let (code, stdout, stderr) = run(command).await;
     assert_eq!(code, Some(0), "{stderr}");
     let env: serde_json::Value = serde_json::from_str(&stdout).expect("json");
@@ -152,7 +206,10 @@ async fn login_stores_the_key_privately_and_commands_use_it() {
     assert!(!stdout.contains(&relay.admin_key) && !stderr.contains(&relay.admin_key));
     let key_file = home.path().join("credentials/api-key");
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(&key_file).expect("key file").permissions().mode();
+    let mode = std::fs::metadata(&key_file)
+        .expect("key file")
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
 
     let mut command = tokio::process::Command::new(runner_bin());

@@ -99,7 +99,11 @@ pub fn other_key_pair(dir: &Path) -> (PathBuf, PathBuf, String) {
     // SubjectPublicKeyInfo for Ed25519 ends with the raw 32-byte key.
     let raw = &der.stdout[der.stdout.len() - 32..];
     use base64::Engine;
-    (private, public, base64::engine::general_purpose::STANDARD.encode(raw))
+    (
+        private,
+        public,
+        base64::engine::general_purpose::STANDARD.encode(raw),
+    )
 }
 
 /// A static HTTP/1.1 file server over a directory on 127.0.0.1:0, on its
@@ -143,7 +147,10 @@ impl MirrorServer {
 
     /// Announce `length` bytes for `path` whatever the file holds.
     pub fn announce_length(&self, path: &str, length: u64) {
-        self.lies.lock().expect("lock").insert(path.to_owned(), length);
+        self.lies
+            .lock()
+            .expect("lock")
+            .insert(path.to_owned(), length);
     }
 }
 
@@ -155,7 +162,11 @@ impl Drop for MirrorServer {
     }
 }
 
-fn serve_one(stream: TcpStream, root: &Path, lies: &Mutex<HashMap<String, u64>>) -> std::io::Result<()> {
+fn serve_one(
+    stream: TcpStream,
+    root: &Path,
+    lies: &Mutex<HashMap<String, u64>>,
+) -> std::io::Result<()> {
     stream.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut request_line = String::new();
@@ -169,14 +180,31 @@ fn serve_one(stream: TcpStream, root: &Path, lies: &Mutex<HashMap<String, u64>>)
     let mut parts = request_line.split_whitespace();
     let method = parts.next().unwrap_or("");
     let target = parts.next().unwrap_or("/");
-    let relative = target.split('?').next().unwrap_or("").trim_start_matches('/').to_owned();
+    let relative = target
+        .split('?')
+        .next()
+        .unwrap_or("")
+        .trim_start_matches('/')
+        .to_owned();
     let mut stream = stream;
-    let safe = !relative.split('/').any(|part| part == ".." || part.is_empty()) && !relative.contains('%');
+    let safe = !relative
+        .split('/')
+        .any(|part| part == ".." || part.is_empty())
+        && !relative.contains('%');
     let path = root.join(&relative);
-    let body = if safe && path.is_file() { std::fs::read(&path).ok() } else { None };
+    let body = if safe && path.is_file() {
+        std::fs::read(&path).ok()
+    } else {
+        None
+    };
     match body {
         Some(body) => {
-            let length = lies.lock().expect("lock").get(&relative).copied().unwrap_or(body.len() as u64);
+            let length = lies
+                .lock()
+                .expect("lock")
+                .get(&relative)
+                .copied()
+                .unwrap_or(body.len() as u64);
             write!(
                 stream,
                 "HTTP/1.1 200 OK\r\nContent-Length: {length}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n"
@@ -211,7 +239,12 @@ impl Fixture {
     fn new() -> Fixture {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("root")).expect("root");
-        make_release(BUILT_VERSION, &dir.path().join("mirror"), &runner_bin(), &test_private_key());
+        make_release(
+            BUILT_VERSION,
+            &dir.path().join("mirror"),
+            &runner_bin(),
+            &test_private_key(),
+        );
         let server = MirrorServer::start(&dir.path().join("mirror"));
         Fixture { dir, server }
     }
@@ -240,7 +273,16 @@ impl Fixture {
             .env("RUNNER_CONFIG_DIR", self.dir.path().join("config"))
             .env("RUNNER_STATE_DIR", self.dir.path().join("state"))
             .env("TMPDIR", self.dir.path());
-        for name in ["URL", "TOKEN", "RUN_AS", "PREFIX", "VERSION", "INSTALL_PUBKEY_PEM", "RUNNER_URL", "RUNNER_TOKEN"] {
+        for name in [
+            "URL",
+            "TOKEN",
+            "RUN_AS",
+            "PREFIX",
+            "VERSION",
+            "INSTALL_PUBKEY_PEM",
+            "RUNNER_URL",
+            "RUNNER_TOKEN",
+        ] {
             command.env_remove(name);
         }
         for (name, value) in env {
@@ -283,7 +325,10 @@ fn make_release_lays_out_a_signed_release() {
     let out = dir.path().join("mirror");
     make_release("1.2.3", &out, &runner_bin(), &test_private_key());
 
-    assert_eq!(std::fs::read_to_string(out.join("releases/latest")).expect("latest"), "1.2.3\n");
+    assert_eq!(
+        std::fs::read_to_string(out.join("releases/latest")).expect("latest"),
+        "1.2.3\n"
+    );
     assert_eq!(
         std::fs::read(out.join("install.sh")).expect("install.sh"),
         std::fs::read(repo_root().join("installers/install.sh")).expect("source")
@@ -299,9 +344,11 @@ fn make_release_lays_out_a_signed_release() {
 
     // The runner's own verifier (embedded key) accepts it...
     let signature = std::fs::read(release.join("SHA256SUMS.sig")).expect("sig");
-    let key = ed25519_dalek::VerifyingKey::from_bytes(&runner_cli::update::signature::RELEASE_PUBLIC_KEY)
-        .expect("embedded key");
-    runner_cli::update::signature::verify(&key, &sums, &signature, "1.2.3").expect("signature verifies");
+    let key =
+        ed25519_dalek::VerifyingKey::from_bytes(&runner_cli::update::signature::RELEASE_PUBLIC_KEY)
+            .expect("embedded key");
+    runner_cli::update::signature::verify(&key, &sums, &signature, "1.2.3")
+        .expect("signature verifies");
     // ...and so does openssl with the public PEM.
     use base64::Engine;
     let raw = base64::engine::general_purpose::STANDARD
@@ -318,9 +365,15 @@ fn make_release_lays_out_a_signed_release() {
         .arg(dir.path().join("sig.raw"))
         .output()
         .expect("openssl verify");
-    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stdout));
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stdout)
+    );
     // A second release of the same version re-signs over every binary there.
-    assert!(runner_cli::update::signature::verify(&key, b"other bytes", &signature, "1.2.3").is_err());
+    assert!(
+        runner_cli::update::signature::verify(&key, b"other bytes", &signature, "1.2.3").is_err()
+    );
 }
 
 #[test]
@@ -329,13 +382,22 @@ fn install_verifies_the_checksum_then_skips_when_current_and_refuses_a_tampered_
     let (code, stdout, stderr) = fixture.install(&["--no-service"], &[]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     assert!(stderr.contains("checksum verified"), "{stderr}");
-    assert!(stderr.contains(&format!("installed runner {BUILT_VERSION}")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("installed runner {BUILT_VERSION}")),
+        "{stderr}"
+    );
     let original = std::fs::read(runner_bin()).expect("runner");
-    assert_eq!(std::fs::read(fixture.installed()).expect("installed"), original);
+    assert_eq!(
+        std::fs::read(fixture.installed()).expect("installed"),
+        original
+    );
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(fixture.installed()).expect("meta").permissions().mode();
+        let mode = std::fs::metadata(fixture.installed())
+            .expect("meta")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o755);
     }
     // --no-service writes no settings.
@@ -343,20 +405,33 @@ fn install_verifies_the_checksum_then_skips_when_current_and_refuses_a_tampered_
 
     let (code, _, stderr) = fixture.install(&["--no-service"], &[]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains(&format!("already at {BUILT_VERSION}")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("already at {BUILT_VERSION}")),
+        "{stderr}"
+    );
     assert!(!stderr.contains("downloading"), "{stderr}");
 
     // A newer release whose binary was changed after signing.
     fixture.publish_changed("99.0.0");
-    let binary = fixture.mirror().join("releases/download/99.0.0").join(asset_name());
+    let binary = fixture
+        .mirror()
+        .join("releases/download/99.0.0")
+        .join(asset_name());
     let mut bytes = std::fs::read(&binary).expect("read");
     bytes[1000] ^= 0xff;
     std::fs::write(&binary, bytes).expect("tamper");
     let (code, _, stderr) = fixture.install(&["--no-service"], &[]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("checksum mismatch"), "{stderr}");
-    assert_eq!(std::fs::read(fixture.installed()).expect("installed"), original, "old binary intact");
-    assert_eq!(leftovers(&fixture.root().join("usr/local/bin")), Vec::<String>::new());
+    assert_eq!(
+        std::fs::read(fixture.installed()).expect("installed"),
+        original,
+        "old binary intact"
+    );
+    assert_eq!(
+        leftovers(&fixture.root().join("usr/local/bin")),
+        Vec::<String>::new()
+    );
 }
 
 #[test]
@@ -369,7 +444,10 @@ fn install_upgrades_to_a_newer_release_and_keeps_the_previous_binary() {
     assert_eq!(code, Some(0), "{stderr}");
     // The published bytes report the build's version, which the script notes.
     assert!(stderr.contains("upgraded runner"), "{stderr}");
-    assert_eq!(std::fs::read(fixture.installed()).expect("installed"), published);
+    assert_eq!(
+        std::fs::read(fixture.installed()).expect("installed"),
+        published
+    );
     assert_eq!(
         std::fs::read(fixture.root().join("usr/local/bin/runner.previous")).expect("previous"),
         std::fs::read(runner_bin()).expect("runner")
@@ -381,17 +459,26 @@ fn install_checks_the_signature_when_given_a_public_key() {
     let fixture = Fixture::new();
     let (code, _, stderr) = fixture.install(
         &["--no-service"],
-        &[("INSTALL_PUBKEY_PEM", test_public_pem().to_str().expect("utf-8 path"))],
+        &[(
+            "INSTALL_PUBKEY_PEM",
+            test_public_pem().to_str().expect("utf-8 path"),
+        )],
     );
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("signature over SHA256SUMS verified"), "{stderr}");
+    assert!(
+        stderr.contains("signature over SHA256SUMS verified"),
+        "{stderr}"
+    );
 
     let other = tempfile::tempdir().expect("tempdir");
     let (_, other_public, _) = other_key_pair(other.path());
     std::fs::remove_file(fixture.installed()).expect("remove");
     let (code, _, stderr) = fixture.install(
         &["--no-service"],
-        &[("INSTALL_PUBKEY_PEM", other_public.to_str().expect("utf-8 path"))],
+        &[(
+            "INSTALL_PUBKEY_PEM",
+            other_public.to_str().expect("utf-8 path"),
+        )],
     );
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("does not verify"), "{stderr}");
@@ -410,8 +497,14 @@ fn uninstall_keeps_the_config_and_purge_removes_it() {
     let (code, _, stderr) = fixture.install(&["--uninstall"], &[]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!fixture.installed().exists());
-    assert!(fixture.root().join("etc/runner/env").exists(), "--uninstall keeps the config");
-    assert!(fixture.root().join("var/lib/runner/workspace").exists(), "--uninstall keeps the data");
+    assert!(
+        fixture.root().join("etc/runner/env").exists(),
+        "--uninstall keeps the config"
+    );
+    assert!(
+        fixture.root().join("var/lib/runner/workspace").exists(),
+        "--uninstall keeps the data"
+    );
 
     let (code, _, stderr) = fixture.install(&["--purge"], &[]);
     assert_eq!(code, Some(0), "{stderr}");
@@ -427,7 +520,10 @@ fn install_with_the_service_writes_a_private_env_file_and_never_prints_the_token
     let mut command_env = vec![("TOKEN", token), ("URL", fixture.server.url.as_str())];
     command_env.push(("MIRROR", ""));
     let (code, stdout, stderr) = fixture.install(&[], &command_env);
-    assert!(!stdout.contains(token) && !stderr.contains(token), "token printed:\n{stdout}\n{stderr}");
+    assert!(
+        !stdout.contains(token) && !stderr.contains(token),
+        "token printed:\n{stdout}\n{stderr}"
+    );
     if stderr.contains("has no 'runner service install' command yet") {
         // The lead's `runner service install` is not in this build yet: the
         // script must stop with that message, before writing the token.
@@ -438,12 +534,31 @@ fn install_with_the_service_writes_a_private_env_file_and_never_prints_the_token
     assert!(fixture.installed().exists());
     let env_file = fixture.root().join("etc/runner/env");
     let contents = std::fs::read_to_string(&env_file).expect("env file");
-    assert!(contents.contains(&format!("RUNNER_TOKEN={token}")), "{contents}");
-    assert!(contents.contains("RUNNER_URL=http://127.0.0.1:"), "{contents}");
+    // `runner service install` rewrites the file in its own format (values
+    // may be quoted); the settings are what matters.
+    let setting = |name: &str| {
+        contents
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name}=")))
+            .map(|value| value.trim_matches('"').to_owned())
+    };
+    assert_eq!(
+        setting("RUNNER_TOKEN").as_deref(),
+        Some(token),
+        "{contents}"
+    );
+    assert_eq!(
+        setting("RUNNER_URL").as_deref(),
+        Some(fixture.server.url.as_str()),
+        "{contents}"
+    );
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&env_file).expect("meta").permissions().mode();
+        let mode = std::fs::metadata(&env_file)
+            .expect("meta")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
 }
@@ -452,6 +567,10 @@ fn install_with_the_service_writes_a_private_env_file_and_never_prints_the_token
 fn install_without_a_token_stops_before_downloading_unless_no_service() {
     let fixture = Fixture::new();
     let (code, _, stderr) = fixture.install(&[], &[]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("URL is not set"), "{stderr}");
+    assert!(!fixture.installed().exists());
+    let (code, _, stderr) = fixture.install(&[], &[("URL", "http://127.0.0.1:1")]);
     assert_eq!(code, Some(1));
     assert!(stderr.contains("TOKEN is not set"), "{stderr}");
     assert!(!fixture.installed().exists());

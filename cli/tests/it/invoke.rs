@@ -11,7 +11,10 @@ async fn shell_round_trip_output_exit_code_and_stderr() {
     let (env, _runner) = Runner::online(&relay, dev_env()).await;
 
     let (status, body) = relay
-        .invoke(&env, json!({"tool_name": "shell", "args": {"command": "echo hi"}}))
+        .invoke(
+            &env,
+            json!({"tool_name": "shell", "args": {"command": "echo hi"}}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["result"]["stdout"], "hi\n");
@@ -50,7 +53,11 @@ async fn calls_run_concurrently_on_one_socket() {
         assert_eq!(*status, 200, "{body}");
         assert_eq!(body["result"]["stdout"], format!("{i}\n"));
     }
-    assert!(started.elapsed() < std::time::Duration::from_secs(6), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -58,7 +65,10 @@ async fn no_runner_is_503() {
     let relay = Relay::spawn().await;
     let env = relay.create_env(dev_env()).await;
     let (status, body) = relay
-        .invoke(&env, json!({"tool_name": "shell", "args": {"command": "true"}}))
+        .invoke(
+            &env,
+            json!({"tool_name": "shell", "args": {"command": "true"}}),
+        )
         .await;
     assert_eq!(status, 503, "{body}");
     assert!(body["error"]["message"].is_string(), "{body}");
@@ -73,11 +83,20 @@ async fn timeout_is_504_and_the_process_group_is_killed() {
     let marker = format!("31.{}", std::process::id());
     let command = format!("(sleep {marker} &) ; sleep {marker}");
     let (status, body) = relay
-        .invoke(&env, json!({"tool_name": "shell", "args": {"command": command}, "timeout_s": 1}))
+        .invoke(
+            &env,
+            json!({"tool_name": "shell", "args": {"command": command}, "timeout_s": 1}),
+        )
         .await;
     assert_eq!(status, 504, "{body}");
-    assert!(body["error"]["call_id"].is_string(), "504 names the call: {body}");
-    support::wait_until("the sleeping processes are gone", || !support::process_with(&marker)).await;
+    assert!(
+        body["error"]["call_id"].is_string(),
+        "504 names the call: {body}"
+    );
+    support::wait_until("the sleeping processes are gone", || {
+        !support::process_with(&marker)
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -86,7 +105,10 @@ async fn timeout_bounds_are_400() {
     let env = relay.create_env(dev_env()).await;
     for timeout in [json!(0), json!(3601), json!(-1), json!("10")] {
         let (status, body) = relay
-            .invoke(&env, json!({"tool_name": "shell", "args": {"command": "true"}, "timeout_s": timeout}))
+            .invoke(
+                &env,
+                json!({"tool_name": "shell", "args": {"command": "true"}, "timeout_s": timeout}),
+            )
             .await;
         assert_eq!(status, 400, "timeout_s {timeout}: {body}");
         assert!(body["error"]["code"].is_string(), "{body}");
@@ -120,13 +142,19 @@ async fn policy_refusals_are_403_and_checked_before_the_runner() {
     .await;
 
     let (status, body) = relay
-        .invoke(&env, json!({"tool_name": "shell", "args": {"command": "echo hi"}}))
+        .invoke(
+            &env,
+            json!({"tool_name": "shell", "args": {"command": "echo hi"}}),
+        )
         .await;
     assert_eq!(status, 403, "{body}");
 
     let inside = allowed.join("ok.txt").display().to_string();
     let (status, body) = relay
-        .invoke(&env, json!({"tool_name": "file_read", "args": {"path": inside}}))
+        .invoke(
+            &env,
+            json!({"tool_name": "file_read", "args": {"path": inside}}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["result"]["content"], "fine");
@@ -135,7 +163,10 @@ async fn policy_refusals_are_403_and_checked_before_the_runner() {
     let escape = format!("{}/../secret", allowed.display());
     for path in ["/etc/hostname", sibling.as_str(), escape.as_str()] {
         let (status, body) = relay
-            .invoke(&env, json!({"tool_name": "file_read", "args": {"path": path}}))
+            .invoke(
+                &env,
+                json!({"tool_name": "file_read", "args": {"path": path}}),
+            )
             .await;
         assert_eq!(status, 403, "{path}: {body}");
     }
@@ -150,7 +181,10 @@ async fn relative_paths_stay_in_the_workspace_and_symlink_escapes_are_refused() 
     std::os::unix::fs::symlink(&outside, runner.workspace().join("link")).expect("symlink");
 
     let (status, body) = relay
-        .invoke(&env, json!({"tool_name": "file_write", "args": {"path": "notes/a.txt", "content": "hello"}}))
+        .invoke(
+            &env,
+            json!({"tool_name": "file_write", "args": {"path": "notes/a.txt", "content": "hello"}}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     assert!(body["error"].is_null(), "{body}");
@@ -159,20 +193,29 @@ async fn relative_paths_stay_in_the_workspace_and_symlink_escapes_are_refused() 
         "hello"
     );
     let (_, body) = relay
-        .invoke(&env, json!({"tool_name": "file_read", "args": {"path": "notes/a.txt"}}))
+        .invoke(
+            &env,
+            json!({"tool_name": "file_read", "args": {"path": "notes/a.txt"}}),
+        )
         .await;
     assert_eq!(body["result"]["content"], "hello", "{body}");
 
     for path in ["link/secret", "../outside/secret"] {
         let (status, body) = relay
-            .invoke(&env, json!({"tool_name": "file_read", "args": {"path": path}}))
+            .invoke(
+                &env,
+                json!({"tool_name": "file_read", "args": {"path": path}}),
+            )
             .await;
         let refused = status == 403 || body["error"].is_string();
         assert!(refused, "{path}: {status} {body}");
         assert!(!body.to_string().contains("s3cret"), "{path}: {body}");
     }
     let (_, body) = relay
-        .invoke(&env, json!({"tool_name": "file_write", "args": {"path": "link/planted", "content": "x"}}))
+        .invoke(
+            &env,
+            json!({"tool_name": "file_write", "args": {"path": "link/planted", "content": "x"}}),
+        )
         .await;
     assert!(body["error"].is_string(), "{body}");
     assert!(!outside.join("planted").exists());
@@ -184,7 +227,10 @@ async fn binary_files_come_back_base64() {
     let (env, runner) = Runner::online(&relay, dev_env()).await;
     std::fs::write(runner.workspace().join("blob"), [0u8, 159, 146, 150, 255]).expect("write");
     let (_, body) = relay
-        .invoke(&env, json!({"tool_name": "file_read", "args": {"path": "blob", "offset": 1, "limit": 3}}))
+        .invoke(
+            &env,
+            json!({"tool_name": "file_read", "args": {"path": "blob", "offset": 1, "limit": 3}}),
+        )
         .await;
     assert_eq!(body["result"]["encoding"], "base64", "{body}");
     assert_eq!(body["result"]["content"], "n5KW", "{body}");

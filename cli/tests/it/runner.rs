@@ -42,7 +42,10 @@ async fn the_permission_file_gates_every_shell_call() {
     relay.wait_status(&env, "online").await;
 
     let (_, body) = relay
-        .invoke(&env, json!({"tool_name": "shell", "args": {"command": "echo allowed"}}))
+        .invoke(
+            &env,
+            json!({"tool_name": "shell", "args": {"command": "echo allowed"}}),
+        )
         .await;
     assert_eq!(body["result"]["stdout"], "allowed\n", "{body}");
 
@@ -53,7 +56,10 @@ async fn the_permission_file_gates_every_shell_call() {
         format!("echo x > {}", marker.display()),
     ] {
         let (status, body) = relay
-            .invoke(&env, json!({"tool_name": "shell", "args": {"command": command}}))
+            .invoke(
+                &env,
+                json!({"tool_name": "shell", "args": {"command": command}}),
+            )
             .await;
         assert_eq!(status, 200, "{body}");
         let error = body["error"].as_str().unwrap_or_default();
@@ -67,7 +73,12 @@ async fn a_second_runner_with_the_same_state_dir_is_refused_naming_the_pid() {
     let relay = Relay::spawn().await;
     let (_env, mut runner) = Runner::online(&relay, dev_env()).await;
     let pid = runner.child.as_ref().and_then(|c| c.id()).expect("pid");
-    let output = runner.command().arg("run").output().await.expect("second run");
+    let output = runner
+        .command()
+        .arg("run")
+        .output()
+        .await
+        .expect("second run");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains(&format!("PID {pid}")), "{stderr}");
@@ -86,7 +97,10 @@ async fn sigterm_answers_in_flight_calls_and_exits_cleanly() {
         let marker = marker.clone();
         async move {
             relay
-                .invoke(&env, json!({"tool_name": "shell", "args": {"command": format!("sleep {marker}")}}))
+                .invoke(
+                    &env,
+                    json!({"tool_name": "shell", "args": {"command": format!("sleep {marker}")}}),
+                )
                 .await
         }
     };
@@ -99,7 +113,12 @@ async fn sigterm_answers_in_flight_calls_and_exits_cleanly() {
     // Either the runner's cancelled answer or the relay's prompt 503 when the
     // socket closed: never a hang until the 300 s default timeout.
     assert!(
-        (status == 200 && body["error"].as_str().unwrap_or_default().contains("cancelled")) || status == 503,
+        (status == 200
+            && body["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("cancelled"))
+            || status == 503,
         "{status} {body}"
     );
     assert!(!support::process_with(&marker));
@@ -110,7 +129,11 @@ async fn revoking_the_token_stops_the_runner_with_a_clear_message() {
     let relay = Relay::spawn().await;
     let (env, mut runner) = Runner::online(&relay, dev_env()).await;
     let (status, body) = relay
-        .api(Method::POST, &format!("/execution-environments/{env}/revoke-token"), None)
+        .api(
+            Method::POST,
+            &format!("/execution-environments/{env}/revoke-token"),
+            None,
+        )
         .await;
     assert!(status == 200 || status == 204, "{status} {body}");
     let child = runner.child.take().expect("running");

@@ -41,11 +41,18 @@ pub struct Relay {
 
 impl Relay {
     pub async fn spawn() -> Relay {
+        Relay::spawn_with(&[]).await
+    }
+
+    /// A relay with extra `serve` flags (e.g. `--tls-cert`).
+    pub async fn spawn_with(extra: &[&str]) -> Relay {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut child = Command::new(relay_bin())
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir.path().join("relay"))
+            .args(extra)
             .env_remove("RUNNER_RELAY_DATABASE_URL")
+            .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
@@ -74,12 +81,22 @@ impl Relay {
             admin_key: admin_key.expect("first start prints an admin key"),
             dir,
             _child: child,
-            http: reqwest::Client::new(),
+            // The API client of the tests trusts any certificate: TLS
+            // behaviour is what the runner is tested for, not this client.
+            http: reqwest::Client::builder()
+                .use_preconfigured_tls(insecure_client_tls())
+                .build()
+                .expect("client"),
         }
     }
 
     /// Sends an API request with the admin key; returns status and JSON body.
-    pub async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    pub async fn api(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         self.api_with_key(&self.admin_key, method, path, body).await
     }
 
@@ -135,7 +152,11 @@ impl Relay {
 
     pub async fn status(&self, env: &str) -> String {
         let (_, body) = self
-            .api(reqwest::Method::GET, &format!("/execution-environments/{env}/status"), None)
+            .api(
+                reqwest::Method::GET,
+                &format!("/execution-environments/{env}/status"),
+                None,
+            )
             .await;
         body["status"].as_str().unwrap_or("?").to_owned()
     }
@@ -147,7 +168,10 @@ impl Relay {
             if status == want {
                 return;
             }
-            assert!(Instant::now() < deadline, "{env} stayed {status}, wanted {want}");
+            assert!(
+                Instant::now() < deadline,
+                "{env} stayed {status}, wanted {want}"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -288,4 +312,59 @@ pub fn write(path: &Path, text: &str) {
         std::fs::create_dir_all(parent).expect("mkdir");
     }
     std::fs::write(path, text).expect("write");
+}
+
+/// A rustls client config that accepts any server certificate (test API
+/// client only; see [`Relay::spawn_with`]).
+fn insecure_client_tls() -> rustls::ClientConfig {
+    #[derive(Debug)]
+    struct AcceptAll(std::sync::Arc<rustls::crypto::CryptoProvider>);
+    impl rustls::client::danger::ServerCertVerifier for AcceptAll {
+        fn verify_server_cert(
+            &self,
+            _: &rustls::pki_types::CertificateDer<'_>,
+            _: &[rustls::pki_types::CertificateDer<'_>],
+            _: &rustls::pki_types::ServerName<'_>,
+            _: &[u8],
+            _: rustls::pki_types::UnixTime,
+        ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+            Ok(rustls::client::danger::ServerCertVerified::assertion())
+        }
+        fn verify_tls12_signature(
+            &self,
+            m: &[u8],
+            c: &rustls::pki_types::CertificateDer<'_>,
+            d: &rustls::DigitallySignedStruct,
+        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(
+                m,
+                c,
+                d,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+        fn verify_tls13_signature(
+            &self,
+            m: &[u8],
+            c: &rustls::pki_types::CertificateDer<'_>,
+            d: &rustls::DigitallySignedStruct,
+        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(
+                m,
+                c,
+                d,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .dangerous()
+        .with_custom_certificate_verifier(std::sync::Arc::new(AcceptAll(provider)))
+        .with_no_client_auth()
 }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::install::{
-    asset_name, make_release, other_key_pair, sha256_hex, test_private_key, text, MirrorServer, BUILT_VERSION,
+    asset_name, make_release, other_key_pair, sha256_hex, test_private_key, text, MirrorServer,
+    BUILT_VERSION,
 };
 use crate::support::runner_bin;
 
@@ -16,6 +17,12 @@ const NEWER: &str = "99.1.0";
 /// `exit::UPDATE_AVAILABLE` and `exit::UPDATE_FAILED`.
 const UPDATE_AVAILABLE: i32 = 11;
 const UPDATE_FAILED: i32 = 12;
+
+fn runnable(original: &[u8]) -> Vec<u8> {
+    let mut bytes = original.to_vec();
+    bytes.extend_from_slice(format!("\0runner test release {NEWER}\n").as_bytes());
+    bytes
+}
 
 struct Fixture {
     dir: tempfile::TempDir,
@@ -29,8 +36,8 @@ struct Fixture {
 }
 
 impl Fixture {
-    /// Publishes NEWER, first handing the binary to `tweak` and signing with `key`.
-    fn new(tweak: impl FnOnce(&mut Vec<u8>), key: &Path) -> Fixture {
+    /// Publishes NEWER: `make(original)` gives the bytes, signed with `key`.
+    fn new(make: impl FnOnce(&[u8]) -> Vec<u8>, key: &Path) -> Fixture {
         let dir = tempfile::tempdir().expect("tempdir");
         let bin = dir.path().join("bin");
         std::fs::create_dir_all(&bin).expect("mkdir");
@@ -38,11 +45,7 @@ impl Fixture {
         std::fs::copy(runner_bin(), &exe).expect("copy runner");
         let original = std::fs::read(&exe).expect("read");
 
-        // Junk after the ELF/Mach-O image does not stop it from running, and
-        // makes "replaced" distinguishable from "untouched".
-        let mut published = original.clone();
-        published.extend_from_slice(format!("\0runner test release {NEWER}\n").as_bytes());
-        tweak(&mut published);
+        let published = make(&original);
         let staged = dir.path().join("to-publish");
         std::fs::write(&staged, &published).expect("write");
         make_release(NEWER, &dir.path().join("mirror"), &staged, key);
@@ -56,8 +59,30 @@ impl Fixture {
         }
     }
 
+    /// A runnable release: this build with junk appended. The junk after
+    /// the ELF/Mach-O image does not stop it from running, and makes
+    /// "replaced" distinguishable from "untouched".
     fn signed() -> Fixture {
-        Fixture::new(|_| {}, &test_private_key())
+        Fixture::new(runnable, &test_private_key())
+    }
+
+    /// A release never meant to run: the first 256 KiB of this build (a
+    /// real header, so only the check under test fails) plus junk. Keeps
+    /// the many failure cases from hashing and serving a full debug build.
+    fn stub(tweak: impl FnOnce(&mut Vec<u8>), key: &Path) -> Fixture {
+        Fixture::new(
+            |original| {
+                let mut bytes = original[..original.len().min(256 * 1024)].to_vec();
+                bytes.extend_from_slice(format!("\0runner test stub {NEWER}\n").as_bytes());
+                tweak(&mut bytes);
+                bytes
+            },
+            key,
+        )
+    }
+
+    fn signed_stub() -> Fixture {
+        Fixture::stub(|_| {}, &test_private_key())
     }
 
     fn release_dir(&self) -> PathBuf {
@@ -93,8 +118,15 @@ impl Fixture {
 
     /// The copy is byte-for-byte what it was, with nothing left beside it.
     fn assert_untouched(&self, stderr: &str) {
-        assert_eq!(std::fs::read(&self.exe).expect("read"), self.original, "binary changed: {stderr}");
-        assert!(!self.previous().exists(), "no runner.previous after a failed update");
+        assert_eq!(
+            std::fs::read(&self.exe).expect("read"),
+            self.original,
+            "binary changed: {stderr}"
+        );
+        assert!(
+            !self.previous().exists(),
+            "no runner.previous after a failed update"
+        );
         let names: Vec<String> = std::fs::read_dir(self.dir.path().join("bin"))
             .expect("read bin")
             .filter_map(|entry| entry.ok())
@@ -103,7 +135,11 @@ impl Fixture {
         assert_eq!(names, vec!["runner".to_owned()], "staged files left behind");
     }
 
-    fn assert_rejected(&self, (code, stdout, stderr): (Option<i32>, String, String), message: &str) {
+    fn assert_rejected(
+        &self,
+        (code, stdout, stderr): (Option<i32>, String, String),
+        message: &str,
+    ) {
         assert_eq!(code, Some(UPDATE_FAILED), "{stdout}\n{stderr}");
         assert!(stderr.contains(message), "wanted {message:?} in:\n{stderr}");
         assert!(stderr.contains("was left unchanged"), "{stderr}");
@@ -116,22 +152,37 @@ fn update_replaces_a_copy_with_the_published_bytes_and_rollback_restores_it() {
     let fixture = Fixture::signed();
     let (code, stdout, stderr) = fixture.update(&[]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
-    assert!(stderr.contains(&format!("from {BUILT_VERSION} to {NEWER}")), "{stderr}");
-    assert_eq!(std::fs::read(&fixture.exe).expect("read"), fixture.published);
-    assert_eq!(std::fs::read(fixture.previous()).expect("previous"), fixture.original);
+    assert!(
+        stderr.contains(&format!("from {BUILT_VERSION} to {NEWER}")),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&fixture.exe).expect("read"),
+        fixture.published
+    );
+    assert_eq!(
+        std::fs::read(fixture.previous()).expect("previous"),
+        fixture.original
+    );
     // The real build output is never touched.
     assert_eq!(std::fs::read(runner_bin()).expect("read"), fixture.original);
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&fixture.exe).expect("meta").permissions().mode();
+        let mode = std::fs::metadata(&fixture.exe)
+            .expect("meta")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o755);
     }
     // The replaced file runs. It reports the build's version: the test
     // published the same build under a higher number (verification is about
     // bytes, not the version string).
     let (code, stdout, _) = fixture.runner(&["--version"], &[]);
-    assert_eq!((code, stdout.trim()), (Some(0), format!("runner {BUILT_VERSION}").as_str()));
+    assert_eq!(
+        (code, stdout.trim()),
+        (Some(0), format!("runner {BUILT_VERSION}").as_str())
+    );
 
     let (code, stdout, stderr) = fixture.runner(&["update", "--rollback"], &[]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
@@ -140,12 +191,15 @@ fn update_replaces_a_copy_with_the_published_bytes_and_rollback_restores_it() {
 
     let (code, _, stderr) = fixture.runner(&["update", "--rollback"], &[]);
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains("no previous binary to roll back to"), "{stderr}");
+    assert!(
+        stderr.contains("no previous binary to roll back to"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn update_json_reports_what_was_installed() {
-    let fixture = Fixture::signed();
+    let fixture = Fixture::signed_stub();
     let (code, stdout, stderr) = fixture.update(&["--json"]);
     assert_eq!(code, Some(0), "{stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).expect("json");
@@ -156,13 +210,25 @@ fn update_json_reports_what_was_installed() {
 
 #[test]
 fn check_reports_an_available_update_with_its_own_exit_code() {
-    let fixture = Fixture::signed();
-    let (code, _, stderr) = fixture.runner(&["update", "--check", "--mirror", &fixture.server.url], &[]);
+    let fixture = Fixture::signed_stub();
+    let (code, _, stderr) =
+        fixture.runner(&["update", "--check", "--mirror", &fixture.server.url], &[]);
     assert_eq!(code, Some(UPDATE_AVAILABLE), "{stderr}");
-    assert!(stderr.contains(&format!("{BUILT_VERSION} -> {NEWER}")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{BUILT_VERSION} -> {NEWER}")),
+        "{stderr}"
+    );
 
-    let (code, stdout, stderr) =
-        fixture.runner(&["update", "--check", "--json", "--mirror", &fixture.server.url], &[]);
+    let (code, stdout, stderr) = fixture.runner(
+        &[
+            "update",
+            "--check",
+            "--json",
+            "--mirror",
+            &fixture.server.url,
+        ],
+        &[],
+    );
     assert_eq!(code, Some(UPDATE_AVAILABLE), "{stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).expect("json");
     assert_eq!(report["update_available"], true);
@@ -171,8 +237,13 @@ fn check_reports_an_available_update_with_its_own_exit_code() {
     fixture.assert_untouched(&stderr);
 
     // Up to date: the mirror's latest is this build's version.
-    std::fs::write(fixture.dir.path().join("mirror/releases/latest"), format!("{BUILT_VERSION}\n")).expect("write");
-    let (code, _, stderr) = fixture.runner(&["update", "--check", "--mirror", &fixture.server.url], &[]);
+    std::fs::write(
+        fixture.dir.path().join("mirror/releases/latest"),
+        format!("{BUILT_VERSION}\n"),
+    )
+    .expect("write");
+    let (code, _, stderr) =
+        fixture.runner(&["update", "--check", "--mirror", &fixture.server.url], &[]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("is up to date"), "{stderr}");
     let (code, _, stderr) = fixture.update(&[]);
@@ -182,7 +253,7 @@ fn check_reports_an_available_update_with_its_own_exit_code() {
 
 #[test]
 fn the_mirror_defaults_to_the_registered_relay_and_is_required() {
-    let fixture = Fixture::signed();
+    let fixture = Fixture::signed_stub();
     let (code, _, stderr) = fixture.runner(&["update", "--check"], &[]);
     assert_eq!(code, Some(78), "{stderr}");
     assert!(stderr.contains("no mirror to update from"), "{stderr}");
@@ -212,7 +283,7 @@ fn the_mirror_defaults_to_the_registered_relay_and_is_required() {
 
 #[test]
 fn a_bad_checksum_leaves_the_old_binary() {
-    let fixture = Fixture::signed();
+    let fixture = Fixture::signed_stub();
     let binary = fixture.release_dir().join(asset_name());
     let mut bytes = std::fs::read(&binary).expect("read");
     let middle = bytes.len() / 2;
@@ -225,22 +296,26 @@ fn a_bad_checksum_leaves_the_old_binary() {
 fn a_signature_by_another_key_leaves_the_old_binary() {
     let keys = tempfile::tempdir().expect("tempdir");
     let (other_private, _, other_public_b64) = other_key_pair(keys.path());
-    let fixture = Fixture::new(|_| {}, &other_private);
+    let fixture = Fixture::stub(|_| {}, &other_private);
     fixture.assert_rejected(fixture.update(&[]), "bad signature on SHA256SUMS");
 
     // Debug builds (these tests) accept a replacement key from the
     // environment; release builds ignore it.
     if cfg!(debug_assertions) {
         let args = ["update", "--yes", "--mirror", fixture.server.url.as_str()];
-        let (code, _, stderr) = fixture.runner(&args, &[("RUNNER_RELEASE_PUBKEY", &other_public_b64)]);
+        let (code, _, stderr) =
+            fixture.runner(&args, &[("RUNNER_RELEASE_PUBKEY", &other_public_b64)]);
         assert_eq!(code, Some(0), "{stderr}");
-        assert_eq!(std::fs::read(&fixture.exe).expect("read"), fixture.published);
+        assert_eq!(
+            std::fs::read(&fixture.exe).expect("read"),
+            fixture.published
+        );
     }
 }
 
 #[test]
 fn a_sums_file_changed_after_signing_leaves_the_old_binary() {
-    let fixture = Fixture::signed();
+    let fixture = Fixture::signed_stub();
     // Re-point the checksum at tampered bytes: the signature no longer fits.
     let binary = fixture.release_dir().join(asset_name());
     let mut bytes = std::fs::read(&binary).expect("read");
@@ -256,21 +331,22 @@ fn a_sums_file_changed_after_signing_leaves_the_old_binary() {
 
 #[test]
 fn a_missing_signature_leaves_the_old_binary() {
-    let fixture = Fixture::signed();
+    let fixture = Fixture::signed_stub();
     std::fs::remove_file(fixture.release_dir().join("SHA256SUMS.sig")).expect("remove sig");
     fixture.assert_rejected(fixture.update(&[]), "has no signature");
 }
 
 #[test]
 fn a_truncated_download_leaves_the_old_binary() {
-    let fixture = Fixture::signed();
+    let fixture = Fixture::signed_stub();
     let binary = fixture.release_dir().join(asset_name());
     let full = std::fs::read(&binary).expect("read");
     std::fs::write(&binary, &full[..full.len() / 2]).expect("truncate");
     // The server announces the full length, then the connection ends early.
-    fixture
-        .server
-        .announce_length(&format!("releases/download/{NEWER}/{}", asset_name()), full.len() as u64);
+    fixture.server.announce_length(
+        &format!("releases/download/{NEWER}/{}", asset_name()),
+        full.len() as u64,
+    );
     fixture.assert_rejected(fixture.update(&[]), "was truncated");
 }
 
@@ -281,14 +357,21 @@ fn a_binary_for_another_architecture_leaves_the_old_binary() {
     if std::env::consts::OS != "linux" {
         return;
     }
-    let other: u16 = if std::env::consts::ARCH == "x86_64" { 183 } else { 62 };
-    let fixture = Fixture::new(|bytes| bytes[18..20].copy_from_slice(&other.to_le_bytes()), &test_private_key());
+    let other: u16 = if std::env::consts::ARCH == "x86_64" {
+        183
+    } else {
+        62
+    };
+    let fixture = Fixture::stub(
+        |bytes| bytes[18..20].copy_from_slice(&other.to_le_bytes()),
+        &test_private_key(),
+    );
     fixture.assert_rejected(fixture.update(&[]), "is not an executable for this machine");
 }
 
 #[test]
 fn a_release_without_a_build_for_this_machine_leaves_the_old_binary() {
-    let fixture = Fixture::signed();
+    let fixture = Fixture::signed_stub();
     // A properly signed release that only has a build for another platform.
     let release = fixture.release_dir();
     std::fs::remove_dir_all(&release).expect("clean");

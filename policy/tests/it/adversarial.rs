@@ -149,7 +149,11 @@ fn denied_under_denylist(#[case] script: &str) {
 #[case("echo x | cat")]
 fn allowed_under_readonly(#[case] script: &str) {
     let decision = readonly().check(script);
-    assert!(decision.allowed, "{script:?} was denied: {}", decision.summary());
+    assert!(
+        decision.allowed,
+        "{script:?} was denied: {}",
+        decision.summary()
+    );
 }
 
 #[rstest]
@@ -173,7 +177,10 @@ fn decision_carries_reasons() {
     let summary = decision.summary();
     assert!(summary.starts_with("denied: "), "{summary}");
     assert!(
-        decision.candidates.iter().any(|c| c.text == "rm -rf /" && c.rule.as_deref() == Some("rm *")),
+        decision
+            .candidates
+            .iter()
+            .any(|c| c.text == "rm -rf /" && c.rule.as_deref() == Some("rm *")),
         "{decision:#?}"
     );
     let json = serde_json::to_value(&decision).expect("serialisable");
@@ -183,7 +190,10 @@ fn decision_carries_reasons() {
         .iter()
         .filter_map(|c| c["kind"].as_str())
         .collect();
-    assert!(kinds.contains(&"wrapped_command") && kinds.contains(&"write_redirect"), "{json}");
+    assert!(
+        kinds.contains(&"wrapped_command") && kinds.contains(&"write_redirect"),
+        "{json}"
+    );
 }
 
 #[test]
@@ -191,7 +201,11 @@ fn argv_checks_one_command() {
     let set = readonly();
     let argv = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     assert!(set.check_argv(&argv(&["git", "status"])).allowed);
-    assert!(set.check_argv(&argv(&["kubectl", "get", "pods; rm x"])).allowed, "no shell in between");
+    assert!(
+        set.check_argv(&argv(&["kubectl", "get", "pods; rm x"]))
+            .allowed,
+        "no shell in between"
+    );
     assert!(!set.check_argv(&argv(&["git", "push"])).allowed);
     assert!(!denylist().check_argv(&argv(&["sudo", "rm", "x"])).allowed);
     assert!(!set.check_argv(&[]).allowed);

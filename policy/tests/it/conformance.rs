@@ -32,13 +32,17 @@ fn corpus() -> Value {
 
 fn rules_of(case: &Value, sets: &Mapping) -> PermissionSet {
     let rules = match &case["rules"] {
-        Value::String(name) => sets.get(name.as_str()).unwrap_or_else(|| panic!("unknown rule set {name}")).clone(),
+        Value::String(name) => sets
+            .get(name.as_str())
+            .unwrap_or_else(|| panic!("unknown rule set {name}"))
+            .clone(),
         inline => inline.clone(),
     };
     let mut doc = Mapping::new();
     doc.insert(Value::String("permission".into()), rules);
     let yaml = serde_norway::to_string(&doc).expect("serialisable");
-    PermissionSet::from_yaml_str(&yaml).unwrap_or_else(|e| panic!("case {:?}: rules refused: {e}", case["id"]))
+    PermissionSet::from_yaml_str(&yaml)
+        .unwrap_or_else(|e| panic!("case {:?}: rules refused: {e}", case["id"]))
 }
 
 fn command_of(case: &Value) -> String {
@@ -67,10 +71,20 @@ fn every_conformance_case_passes() {
         let got = if decision.allowed { "allow" } else { "deny" };
         let want = case["expect"].as_str().expect("expect");
         if got != want {
-            failures.push(format!("{:?}: want {want}, got {got}: {}", case["id"], decision.summary()));
+            failures.push(format!(
+                "{:?}: want {want}, got {got}: {}",
+                case["id"],
+                decision.summary()
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 /// Concrete files for the startup cases, keyed by words of their description.
@@ -83,26 +97,50 @@ fn startup_file(config: &str) -> Option<Option<&'static str>> {
         ("`permission: {}`", Some("permission: {}\n")),
         ("null value", Some("permission:\n")),
         ("is a list", Some("permission:\n  - ls\n")),
-        ("action other than", Some("permission:\n  '*': deny\n  ls: ask\n")),
-        ("other case", Some("permission:\n  '*': deny\n  ls: ALLOW\n")),
-        ("duplicate pattern", Some("permission:\n  '*': deny\n  ls *: allow\n  ls *: deny\n")),
-        ("empty or whitespace-only", Some("permission:\n  '*': deny\n  '  ': allow\n")),
-        ("pattern containing ?", Some("permission:\n  '*': deny\n  'ls ?': allow\n")),
-        ("non-string key", Some("permission:\n  '*': deny\n  42: allow\n")),
+        (
+            "action other than",
+            Some("permission:\n  '*': deny\n  ls: ask\n"),
+        ),
+        (
+            "other case",
+            Some("permission:\n  '*': deny\n  ls: ALLOW\n"),
+        ),
+        (
+            "duplicate pattern",
+            Some("permission:\n  '*': deny\n  ls *: allow\n  ls *: deny\n"),
+        ),
+        (
+            "empty or whitespace-only",
+            Some("permission:\n  '*': deny\n  '  ': allow\n"),
+        ),
+        (
+            "pattern containing ?",
+            Some("permission:\n  '*': deny\n  'ls ?': allow\n"),
+        ),
+        (
+            "non-string key",
+            Some("permission:\n  '*': deny\n  42: allow\n"),
+        ),
         ("not UTF-8", Some("<binary>")),
     ];
-    table.iter().find(|(key, _)| config.contains(key)).map(|(_, file)| *file)
+    table
+        .iter()
+        .find(|(key, _)| config.contains(key))
+        .map(|(_, file)| *file)
 }
 
 #[test]
 fn startup_cases_refuse_or_start() {
     let corpus = corpus();
-    let cases = corpus["startup_cases"].as_sequence().expect("startup_cases");
+    let cases = corpus["startup_cases"]
+        .as_sequence()
+        .expect("startup_cases");
     let dir = tempfile::tempdir().expect("tempdir");
     for case in cases {
         let config = case["config"].as_str().expect("config");
         let expect = case["expect"].as_str().expect("expect");
-        let file = startup_file(config).unwrap_or_else(|| panic!("no concrete file for startup case {config:?}"));
+        let file = startup_file(config)
+            .unwrap_or_else(|| panic!("no concrete file for startup case {config:?}"));
         let Some(content) = file else {
             assert_eq!(expect, "start", "{config}");
             continue; // no file configured: the runner allows everything
@@ -116,7 +154,12 @@ fn startup_cases_refuse_or_start() {
         }
         let result = PermissionSet::load(&path);
         let got = if result.is_ok() { "start" } else { "refuse" };
-        assert_eq!(got, expect, "startup case {config:?}: {:?}", result.err().map(|e| e.to_string()));
+        assert_eq!(
+            got,
+            expect,
+            "startup case {config:?}: {:?}",
+            result.err().map(|e| e.to_string())
+        );
         // Each refused variant but one also has a sibling that starts: make
         // sure a well-formed file does.
     }

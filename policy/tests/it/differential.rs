@@ -10,7 +10,9 @@ use proptest::prelude::*;
 use std::path::Path;
 use std::process::Command;
 
-const STUBS: &[&str] = &["ls", "cat", "grep", "head", "wc", "rm", "curl", "tee", "sort"];
+const STUBS: &[&str] = &[
+    "ls", "cat", "grep", "head", "wc", "rm", "curl", "tee", "sort",
+];
 
 fn make_stubs(dir: &Path, log: &Path) {
     for name in STUBS {
@@ -31,12 +33,27 @@ fn make_stubs(dir: &Path, log: &Path) {
 }
 
 fn bash_available() -> bool {
-    Command::new("bash").arg("-c").arg("true").status().is_ok_and(|s| s.success())
+    Command::new("bash")
+        .arg("-c")
+        .arg("true")
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 fn command() -> impl Strategy<Value = String> {
     let name = prop::sample::select(STUBS);
-    let arg = prop::sample::select(&["a", "-l", "x.txt", "'q q'", "\"$(ls)\"", "$(cat a)", "{a,b}", "-n1"][..]);
+    let arg = prop::sample::select(
+        &[
+            "a",
+            "-l",
+            "x.txt",
+            "'q q'",
+            "\"$(ls)\"",
+            "$(cat a)",
+            "{a,b}",
+            "-n1",
+        ][..],
+    );
     (name, prop::collection::vec(arg, 0..3)).prop_map(|(n, args)| {
         let mut s = n.to_string();
         for a in args {
@@ -59,10 +76,16 @@ fn script() -> impl Strategy<Value = String> {
             inner.clone().prop_map(|a| format!("{{ {a}; }}")),
             inner.clone().prop_map(|a| format!("echo $({a})")),
             inner.clone().prop_map(|a| format!("if {a}; then ls; fi")),
-            inner.clone().prop_map(|a| format!("for i in 1 2; do {a}; done")),
+            inner
+                .clone()
+                .prop_map(|a| format!("for i in 1 2; do {a}; done")),
             inner.clone().prop_map(|a| format!("f() {{ {a}; }}; f")),
-            inner.clone().prop_map(|a| format!("bash -c {}", shell_quote(&a))),
-            inner.clone().prop_map(|a| format!("eval {}", shell_quote(&a))),
+            inner
+                .clone()
+                .prop_map(|a| format!("bash -c {}", shell_quote(&a))),
+            inner
+                .clone()
+                .prop_map(|a| format!("eval {}", shell_quote(&a))),
             inner.clone().prop_map(|a| format!("cat <({a})")),
             inner.clone().prop_map(|a| format!("{a} > /tmp/out")),
         ]
@@ -123,7 +146,11 @@ fn run_in_bash(script: &str) -> Vec<String> {
         .stdin(std::process::Stdio::null())
         .output()
         .expect("bash runs");
-    std::fs::read_to_string(&log).expect("log").lines().map(str::to_owned).collect()
+    std::fs::read_to_string(&log)
+        .expect("log")
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]
@@ -133,6 +160,9 @@ fn the_harness_sees_what_bash_runs() {
     }
     let ran = run_in_bash("ls | grep a; echo $(cat x); bash -c 'wc -l'; eval 'head -n1' {a,b}");
     for expected in ["ls", "grep a", "cat x", "wc -l", "head -n1 a b"] {
-        assert!(ran.iter().any(|l| l == expected), "{expected:?} not in {ran:?}");
+        assert!(
+            ran.iter().any(|l| l == expected),
+            "{expected:?} not in {ran:?}"
+        );
     }
 }

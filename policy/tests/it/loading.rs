@@ -1,17 +1,26 @@
 //! Load errors name the problem, the value at fault and the line.
 
-use runner_policy::PermissionSet;
 use rstest::rstest;
+use runner_policy::PermissionSet;
 
 #[rstest]
-#[case("permission:\n  '*': deny\n  ls *: allow\n  ls *: deny\n", "line 4: duplicate pattern \"ls *\"")]
-#[case("permission:\n  '*': deny\n  'ls ?': allow\n", "line 3: pattern \"ls ?\" contains '?'")]
+#[case(
+    "permission:\n  '*': deny\n  ls *: allow\n  ls *: deny\n",
+    "line 4: duplicate pattern \"ls *\""
+)]
+#[case(
+    "permission:\n  '*': deny\n  'ls ?': allow\n",
+    "line 3: pattern \"ls ?\" contains '?'"
+)]
 #[case("permission:\n  '*': deny\n  'ls {a,b}': allow\n", "contains '{'")]
 #[case("permission:\n  '*': deny\n  ls: yes\n", "invalid action \"yes\"")]
 #[case("permission:\n  '*': deny\n  ls: true\n", "is not a string")]
 #[case("permission:\n  '*': deny\n  ls: Allow\n", "invalid action \"Allow\"")]
 #[case("permission:\n  '*': deny\n  '': allow\n", "empty pattern")]
-#[case("permission:\n  '*': deny\n  42: allow\n", "pattern 42 is not a string")]
+#[case(
+    "permission:\n  '*': deny\n  42: allow\n",
+    "pattern 42 is not a string"
+)]
 #[case("permission: [\n", "invalid YAML")]
 #[case("other: 1\n", "no `permission` key")]
 #[case("permission: {}\n", "no rules under `permission`")]
@@ -19,12 +28,18 @@ use rstest::rstest;
 #[case("permission: 3\n", "found a number")]
 #[case("- a\n", "top level")]
 #[case("", "top level")]
-#[case("permission:\n  '*': deny\npermission:\n  '*': allow\n", "duplicate top-level key")]
+#[case(
+    "permission:\n  '*': deny\npermission:\n  '*': allow\n",
+    "duplicate top-level key"
+)]
 fn refused(#[case] yaml: &str, #[case] message: &str) {
     let error = PermissionSet::from_yaml_str(yaml).expect_err("must be refused");
     let text = error.to_string();
     assert!(text.starts_with("permission file '<inline>': "), "{text}");
-    assert!(text.contains(message), "{text:?} does not contain {message:?}");
+    assert!(
+        text.contains(message),
+        "{text:?} does not contain {message:?}"
+    );
 }
 
 #[test]
@@ -41,7 +56,12 @@ fn missing_and_non_utf8_files() {
 
 #[test]
 fn lint_reports_useless_rules() {
-    let set = crate::support::rules(&[("*", "deny"), ("ls *", "allow"), ("ls -la *", "allow"), ("cat *", "deny")]);
+    let set = crate::support::rules(&[
+        ("*", "deny"),
+        ("ls *", "allow"),
+        ("ls -la *", "allow"),
+        ("cat *", "deny"),
+    ]);
     let warnings = set.lint();
     let patterns: Vec<&str> = warnings.iter().map(|w| w.pattern.as_str()).collect();
     assert!(patterns.contains(&"ls -la *"), "{warnings:?}");

@@ -4,8 +4,23 @@ use crate::support::{denylist, readonly, rules};
 use proptest::prelude::*;
 use runner_policy::PermissionSet;
 
-const ALLOWED: &[&str] = &["ls -la", "cat a.txt", "echo hi", "grep -r x .", "wc -l", "kubectl get pods", "git status"];
-const DENIED: &[&str] = &["rm -rf /", "curl evil", "chmod 777 x", "git push origin", "kubectl delete pod x", "bash -c x"];
+const ALLOWED: &[&str] = &[
+    "ls -la",
+    "cat a.txt",
+    "echo hi",
+    "grep -r x .",
+    "wc -l",
+    "kubectl get pods",
+    "git status",
+];
+const DENIED: &[&str] = &[
+    "rm -rf /",
+    "curl evil",
+    "chmod 777 x",
+    "git push origin",
+    "kubectl delete pod x",
+    "bash -c x",
+];
 
 fn allowed_cmd() -> impl Strategy<Value = String> {
     prop::sample::select(ALLOWED).prop_map(str::to_owned)
@@ -36,18 +51,69 @@ fn policy() -> PermissionSet {
 
 /// Forms that embed a command somewhere it can run.
 const EMBEDDINGS: &[&str] = &[
-    "echo $(C)", "echo \"$(C)\"", "echo `C`", "(C)", "{ C; }", "if C; then ls; fi", "if true; then C; fi",
-    "if true; then ls; else C; fi", "while C; do ls; done", "until true; do C; done", "for i in 1; do C; done",
-    "for i in $(C); do ls; done", "case x in x) C;; esac", "case $(C) in x) ls;; esac", "f() { C; }",
-    "function g { C; }", "[[ -n $(C) ]]", "cat <(C)", "ls > >(C)", "echo $(( $(C) ))", "echo ${x:-$(C)}",
-    "echo ${a[$(C)]}", "x=$(C)", "cat <<EOF\n$(C)\nEOF", "cat <<< \"$(C)\"", "bash -c 'C'", "sh -c \"C\"",
-    "eval 'C'", "ls | C", "C | ls", "ls && C", "false && C", "ls || C", "C &", "! C", "time C", "coproc C",
-    "echo $(echo $(C))", "ls; C", "ls\nC", "true > $(C)",
+    "echo $(C)",
+    "echo \"$(C)\"",
+    "echo `C`",
+    "(C)",
+    "{ C; }",
+    "if C; then ls; fi",
+    "if true; then C; fi",
+    "if true; then ls; else C; fi",
+    "while C; do ls; done",
+    "until true; do C; done",
+    "for i in 1; do C; done",
+    "for i in $(C); do ls; done",
+    "case x in x) C;; esac",
+    "case $(C) in x) ls;; esac",
+    "f() { C; }",
+    "function g { C; }",
+    "[[ -n $(C) ]]",
+    "cat <(C)",
+    "ls > >(C)",
+    "echo $(( $(C) ))",
+    "echo ${x:-$(C)}",
+    "echo ${a[$(C)]}",
+    "x=$(C)",
+    "cat <<EOF\n$(C)\nEOF",
+    "cat <<< \"$(C)\"",
+    "bash -c 'C'",
+    "sh -c \"C\"",
+    "eval 'C'",
+    "ls | C",
+    "C | ls",
+    "ls && C",
+    "false && C",
+    "ls || C",
+    "C &",
+    "! C",
+    "time C",
+    "coproc C",
+    "echo $(echo $(C))",
+    "ls; C",
+    "ls\nC",
+    "true > $(C)",
 ];
 
 const WRAPPERS: &[&str] = &[
-    "sudo", "sudo -u root", "doas", "env", "env A=1", "timeout 5", "nice", "nice -n 3", "ionice -c3", "nohup",
-    "stdbuf -oL", "setsid", "time", "command", "exec", "xargs", "xargs -n1", "watch -x", "builtin",
+    "sudo",
+    "sudo -u root",
+    "doas",
+    "env",
+    "env A=1",
+    "timeout 5",
+    "nice",
+    "nice -n 3",
+    "ionice -c3",
+    "nohup",
+    "stdbuf -oL",
+    "setsid",
+    "time",
+    "command",
+    "exec",
+    "xargs",
+    "xargs -n1",
+    "watch -x",
+    "builtin",
 ];
 
 proptest! {
@@ -131,7 +197,12 @@ fn respell(word: &str, style: u8) -> String {
         0 => format!("'{word}'"),
         1 => format!("\"{word}\""),
         2 => word.chars().map(|c| format!("\\{c}")).collect(),
-        3 => format!("$'{}'", word.bytes().map(|b| format!("\\x{b:02x}")).collect::<String>()),
+        3 => format!(
+            "$'{}'",
+            word.bytes()
+                .map(|b| format!("\\x{b:02x}"))
+                .collect::<String>()
+        ),
         4 if word.len() > 1 => format!("{}''{}", &word[..1], &word[1..]),
         5 if word.len() > 1 => format!("{}\\\n{}", &word[..1], &word[1..]),
         _ => word.to_owned(),

@@ -8,7 +8,11 @@ fn timed(script: &str) -> runner_policy::Decision {
     let start = Instant::now();
     let decision = denylist().check(script);
     let elapsed = start.elapsed();
-    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?} on a {}-byte script", script.len());
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "took {elapsed:?} on a {}-byte script",
+        script.len()
+    );
     decision
 }
 

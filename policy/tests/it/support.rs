@@ -6,7 +6,11 @@ use runner_policy::PermissionSet;
 pub fn rules(pairs: &[(&str, &str)]) -> PermissionSet {
     let mut yaml = String::from("permission:\n");
     for (pattern, action) in pairs {
-        yaml.push_str(&format!("  {}: {}\n", serde_json::to_string(pattern).expect("string"), action));
+        yaml.push_str(&format!(
+            "  {}: {}\n",
+            serde_json::to_string(pattern).expect("string"),
+            action
+        ));
     }
     PermissionSet::from_yaml_str(&yaml).unwrap_or_else(|e| panic!("rules do not load: {e}"))
 }

@@ -33,9 +33,15 @@ fn init_logging(format: LogFormat) {
         .with_writer(std::io::stderr);
     // A second initialisation (tests calling commands twice) keeps the first.
     let _ = match format {
-        LogFormat::Text => builder.try_init(),
+        LogFormat::Text => builder.with_ansi(use_colour()).try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
+}
+
+/// Colour only on a terminal, never with NO_COLOR.
+fn use_colour() -> bool {
+    use std::io::IsTerminal;
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
 }
 
 /// Prints one line on stdout and flushes it at once: tests and scripts

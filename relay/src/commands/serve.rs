@@ -1,7 +1,9 @@
 //! `runner-relay serve`: open the store, announce the bootstrap admin key on
-//! first start, bind, and serve until SIGINT/SIGTERM.
+//! first start, join the other relays over NATS in shared mode, bind, and
+//! serve until SIGINT/SIGTERM (then drain).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
@@ -9,12 +11,30 @@ use tokio_util::sync::CancellationToken;
 
 use super::{cancel_on_signal, database_url, open_store, say};
 use crate::args::ServeArgs;
-use crate::clock::SystemClock;
+use crate::clock::{Clock, SystemClock};
 use crate::members;
+use crate::routing::{ClusterConfig, NatsRouter};
 use crate::state::{AppState, RelayConfig};
+use crate::store::Store;
+
+/// How often finished calls are pruned from the journal.
+const JOURNAL_PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
+/// How long a finished call stays fetchable at `GET /invocations/{id}`.
+const JOURNAL_RETENTION: time::Duration = time::Duration::days(7);
+/// Bound on one prune.
+const JOURNAL_PRUNE_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let url = database_url(&args.store)?;
+    let shared = url.starts_with("postgres://") || url.starts_with("postgresql://");
+    if args.nats_url.is_some() && !shared {
+        anyhow::bail!("--nats-url needs a shared postgres:// --database-url (several relays cannot share a SQLite file)");
+    }
+    if shared && args.nats_url.is_none() {
+        tracing::warn!(
+            "PostgreSQL without --nats-url: this relay reaches only the runners connected to it"
+        );
+    }
     let store = open_store(&url).await?;
     let config = RelayConfig {
         store,
@@ -26,20 +46,87 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     {
         say(&format!("admin API key (shown once): {}", key.expose()))?;
     }
+    let shutdown = CancellationToken::new();
+    let mut state = AppState::new(config.clone());
+    state.drain_grace = Duration::from_secs(args.drain_grace);
+    if let Some(nats_url) = &args.nats_url {
+        let cluster = ClusterConfig {
+            nats_url: nats_url.clone(),
+            subject_prefix: args.nats_subject_prefix.clone(),
+            relay_id: args
+                .instance_id
+                .clone()
+                .unwrap_or_else(|| state.relay_id.clone()),
+        };
+        let router = NatsRouter::connect(
+            cluster,
+            state.local.clone(),
+            config.store.clone(),
+            config.clock.clone(),
+        )
+        .await
+        .map_err(|error| anyhow::anyhow!("connecting to NATS at {nats_url}: {error}"))?;
+        router
+            .start(shutdown.clone())
+            .await
+            .with_context(|| format!("subscribing to NATS at {nats_url}"))?;
+        tracing::info!(relay_id = %router.relay_id(), %nats_url, "shared mode: routing calls over NATS");
+        state = state.with_cluster(router);
+    }
+    prune_journal(config.store.clone(), config.clock.clone(), shutdown.clone());
+
     let listener = TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
     let address = listener
         .local_addr()
         .with_context(|| format!("reading the address bound for {}", args.listen))?;
-    say(&format!("runner-relay listening on http://{address}"))?;
-    tracing::info!(%address, "relay started");
+    if let Some(dir) = &args.releases_dir {
+        if !dir.is_dir() {
+            anyhow::bail!("--releases-dir {} is not a directory", dir.display());
+        }
+        state = state.with_releases(dir.clone());
+        tracing::info!(dir = %dir.display(), "serving the release mirror");
+    }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::tls::server_config(cert, key)?),
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    say(&format!("runner-relay listening on {scheme}://{address}"))?;
+    tracing::info!(%address, relay_id = %state.relay_id, "relay started");
 
-    let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
-    crate::serve(listener, AppState::new(config), shutdown)
-        .await
-        .with_context(|| format!("serving on {address}"))?;
+    let served = match tls {
+        Some(config) => {
+            let listener = crate::tls::TlsListener::new(listener, config)
+                .with_context(|| format!("starting TLS on {address}"))?;
+            crate::serve_tls(listener, state, shutdown).await
+        }
+        None => crate::serve(listener, state, shutdown).await,
+    };
+    served.with_context(|| format!("serving on {address}"))?;
     tracing::info!("relay stopped");
     Ok(())
+}
+
+/// Deletes journal entries finished long ago, hourly.
+fn prune_journal(store: Arc<dyn Store>, clock: Arc<dyn Clock>, shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(JOURNAL_PRUNE_INTERVAL);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            let before = clock.now() - JOURNAL_RETENTION;
+            match tokio::time::timeout(JOURNAL_PRUNE_TIMEOUT, store.prune_invocations(before)).await
+            {
+                Ok(Ok(0)) => {}
+                Ok(Ok(pruned)) => tracing::info!(pruned, "pruned finished calls from the journal"),
+                Ok(Err(error)) => tracing::warn!(%error, "could not prune the call journal"),
+                Err(_elapsed) => tracing::warn!("pruning the call journal timed out"),
+            }
+        }
+    });
 }

@@ -20,6 +20,8 @@ pub struct ApiError {
     pub message: String,
     /// Set on errors about a call.
     pub call_id: Option<String>,
+    /// Seconds for a `Retry-After` header (429).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -29,6 +31,7 @@ impl ApiError {
             code,
             message: message.into(),
             call_id: None,
+            retry_after: None,
         }
     }
 
@@ -58,6 +61,11 @@ impl ApiError {
             "internal",
             "internal error; see the relay's log",
         )
+    }
+
+    pub fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     pub fn with_call_id(mut self, call_id: &str) -> Self {
@@ -91,7 +99,15 @@ impl IntoResponse for ApiError {
                 call_id: self.call_id,
             },
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            if let Ok(value) = axum::http::HeaderValue::from_str(&seconds.to_string()) {
+                response
+                    .headers_mut()
+                    .insert(axum::http::header::RETRY_AFTER, value);
+            }
+        }
+        response
     }
 }
 

@@ -1,15 +1,32 @@
 //! `invoke-tool`: check, relay one call to the environment's runner, wait
 //! for its result, and cancel it on the runner when the wait ends early.
+//!
+//! Checks, in order: the policy (allow-list, approvals, file paths), a
+//! connected runner offering the tool, and the arguments against the JSON
+//! Schema the runner announced for it (400 naming the field at fault).
+//!
+//! With `Accept: text/event-stream` the answer is a stream of Server-Sent
+//! Events instead of one JSON body: `output` events (`{"stream","data"}`)
+//! as the tool produces output, then exactly one `result` event (the usual
+//! [`InvokeResponse`]) or one `error` event (the usual error body: timeout,
+//! runner gone). Errors found before the call is relayed are ordinary HTTP
+//! error answers either way.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
-use runner_proto::api::{InvokeRequest, InvokeResponse, DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S};
-use runner_proto::ws::Call;
-use serde_json::Value;
+use runner_proto::api::{
+    ErrorBody, ErrorDetail, InvokeRequest, InvokeResponse, DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S,
+};
+use runner_proto::ws::{Call, CallResult, Output};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 use super::auth::{environment_for, Caller, Intent};
@@ -60,16 +77,34 @@ pub fn parse_request(body: &[u8]) -> Result<InvokeRequest, ApiError> {
                 ))
             })?,
     };
+    let call_id = match fields.remove("call_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(id)) if valid_call_id(&id) => Some(id),
+        Some(value) => {
+            return Err(ApiError::bad_request(format!(
+                "field \"call_id\" must be 1 to 128 of A-Z a-z 0-9 . _ : - (got {value})"
+            )))
+        }
+    };
     if let Some(unknown) = fields.keys().next() {
         return Err(ApiError::bad_request(format!(
-            "unknown field {unknown:?}; expected \"tool_name\", \"args\", \"timeout_s\""
+            "unknown field {unknown:?}; expected \"tool_name\", \"args\", \"timeout_s\", \"call_id\""
         )));
     }
     Ok(InvokeRequest {
         tool_name,
         args,
         timeout_s: Some(timeout_s),
+        call_id,
     })
+}
+
+/// A caller's idempotency key: short, and safe in logs and subjects.
+fn valid_call_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
 }
 
 fn refusal(refusal: Refusal) -> ApiError {
@@ -114,12 +149,22 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// Whether the caller asked for Server-Sent Events.
+fn wants_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.contains("text/event-stream"))
+}
+
 pub async fn invoke(
     State(state): State<AppState>,
     Caller(caller): Caller,
     Path(id): Path<String>,
+    headers: HeaderMap,
     RawBody(body): RawBody,
-) -> Result<Json<InvokeResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     let environment = environment_for(&state, &caller, &id, Intent::Use).await?;
     let request = parse_request(&body)?;
     let timeout_s = request.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
@@ -137,11 +182,11 @@ pub async fn invoke(
     )
     .map_err(refusal)?;
     let presence = presence.ok_or_else(|| not_connected(&environment.id))?;
-    if !presence
+    let Some(tool) = presence
         .tools
         .iter()
-        .any(|tool| tool.name == request.tool_name)
-    {
+        .find(|tool| tool.name == request.tool_name)
+    else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "unknown_tool",
@@ -150,9 +195,20 @@ pub async fn invoke(
                 environment.id, request.tool_name
             ),
         ));
-    }
+    };
+    enforcement::schema::validate(&tool.input_schema, &request.args).map_err(|error| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_arguments",
+            format!("{} (tool {:?})", error, request.tool_name),
+        )
+    })?;
+    let stream = wants_stream(&headers);
 
-    let call_id = uuid::Uuid::new_v4().to_string();
+    let call_id = request
+        .call_id
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let span = tracing::info_span!(
         "call",
         environment_id = %environment.id,
@@ -160,9 +216,54 @@ pub async fn invoke(
         tool = %request.tool_name,
         timeout_s
     );
+    if stream {
+        return stream_call(&state, &environment.id, &call_id, request, timeout_s)
+            .instrument(span)
+            .await;
+    }
     relay_call(&state, &environment.id, &call_id, request, timeout_s)
         .instrument(span)
         .await
+        .map(IntoResponse::into_response)
+}
+
+/// Sends the call to the runner; the guard cancels it there unless disarmed.
+async fn start(
+    state: &AppState,
+    environment_id: &str,
+    call_id: &str,
+    request: InvokeRequest,
+    timeout_s: u64,
+    stream: bool,
+) -> Result<(crate::routing::CallHandle, CancelOnDrop), ApiError> {
+    let call = Call {
+        call_id: call_id.to_owned(),
+        tool: request.tool_name,
+        args: request.args,
+        timeout_s,
+        epoch: 0,
+        stream,
+    };
+    let handle = state
+        .router
+        .start_call(environment_id, call)
+        .await
+        .map_err(|error| match error {
+            RouteError::NotConnected(_) => not_connected(environment_id),
+            RouteError::Disconnected(_) => disconnected(call_id),
+            RouteError::CallIdTaken(_) => {
+                ApiError::new(StatusCode::CONFLICT, "call_id_conflict", error.to_string())
+                    .with_call_id(call_id)
+            }
+        })?;
+    let guard = CancelOnDrop {
+        router: state.router.clone(),
+        environment_id: environment_id.to_owned(),
+        call_id: call_id.to_owned(),
+        armed: true,
+    };
+    tracing::info!(stream, "call relayed");
+    Ok((handle, guard))
 }
 
 async fn relay_call(
@@ -172,27 +273,8 @@ async fn relay_call(
     request: InvokeRequest,
     timeout_s: u64,
 ) -> Result<Json<InvokeResponse>, ApiError> {
-    let call = Call {
-        call_id: call_id.to_owned(),
-        tool: request.tool_name,
-        args: request.args,
-        timeout_s,
-    };
-    let handle = state
-        .router
-        .start_call(environment_id, call)
-        .await
-        .map_err(|error| match error {
-            RouteError::NotConnected(_) => not_connected(environment_id),
-            RouteError::Disconnected(_) => disconnected(call_id),
-        })?;
-    let mut guard = CancelOnDrop {
-        router: state.router.clone(),
-        environment_id: environment_id.to_owned(),
-        call_id: call_id.to_owned(),
-        armed: true,
-    };
-    tracing::info!("call relayed");
+    let (handle, mut guard) =
+        start(state, environment_id, call_id, request, timeout_s, false).await?;
     match tokio::time::timeout(Duration::from_secs(timeout_s), handle.result).await {
         Ok(Ok(result)) => {
             guard.armed = false;
@@ -224,6 +306,117 @@ async fn relay_call(
             .with_call_id(call_id))
         }
     }
+}
+
+/// A streamed call's state between events.
+struct Streaming {
+    output: mpsc::Receiver<Output>,
+    result: oneshot::Receiver<CallResult>,
+    guard: CancelOnDrop,
+    deadline: tokio::time::Instant,
+    state: AppState,
+    environment_id: String,
+    call_id: String,
+    timeout_s: u64,
+    done: bool,
+}
+
+/// Relays the call and answers with its output as Server-Sent Events. The
+/// stream owns the cancel guard: a caller that goes away cancels the call.
+async fn stream_call(
+    state: &AppState,
+    environment_id: &str,
+    call_id: &str,
+    request: InvokeRequest,
+    timeout_s: u64,
+) -> Result<Response, ApiError> {
+    let (handle, guard) = start(state, environment_id, call_id, request, timeout_s, true).await?;
+    let streaming = Streaming {
+        output: handle.output,
+        result: handle.result,
+        guard,
+        deadline: tokio::time::Instant::now() + Duration::from_secs(timeout_s),
+        state: state.clone(),
+        environment_id: environment_id.to_owned(),
+        call_id: call_id.to_owned(),
+        timeout_s,
+        done: false,
+    };
+    let events = futures_util::stream::unfold(streaming, |mut streaming| async move {
+        if streaming.done {
+            return None;
+        }
+        let event = tokio::select! {
+            // Output first: the runner sends every chunk before the result.
+            biased;
+            Some(output) = streaming.output.recv() => {
+                event("output", &json!({"stream": output.stream, "data": output.data}))
+            }
+            result = &mut streaming.result => {
+                streaming.done = true;
+                streaming.guard.armed = false;
+                match result {
+                    Ok(result) => {
+                        streaming.state.health.record_success(&streaming.environment_id);
+                        tracing::info!(exit_code = ?result.exit_code, failed = result.error.is_some(), "call finished");
+                        event("result", &InvokeResponse {
+                            call_id: streaming.call_id.clone(),
+                            result: result.result,
+                            exit_code: result.exit_code,
+                            error: result.error,
+                        })
+                    }
+                    Err(_closed) => {
+                        tracing::warn!("runner disconnected during the call");
+                        error_event(
+                            "runner_disconnected",
+                            "the runner disconnected before the call finished",
+                            &streaming.call_id,
+                        )
+                    }
+                }
+            }
+            () = tokio::time::sleep_until(streaming.deadline) => {
+                // The guard stays armed: dropping the stream cancels the call.
+                streaming.done = true;
+                streaming.state.health.record_timeout(
+                    &streaming.environment_id,
+                    streaming.timeout_s,
+                    streaming.state.clock.now(),
+                );
+                tracing::warn!("call timed out");
+                let message = format!(
+                    "the call did not finish within {} s; the runner was told to cancel it",
+                    streaming.timeout_s
+                );
+                error_event("timeout", &message, &streaming.call_id)
+            }
+        };
+        Some((Ok::<Event, Infallible>(event), streaming))
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+fn event(name: &str, data: &impl serde::Serialize) -> Event {
+    Event::default()
+        .event(name)
+        .json_data(data)
+        .unwrap_or_else(|_| Event::default().event(name).data("{}"))
+}
+
+fn error_event(code: &str, message: &str, call_id: &str) -> Event {
+    event(
+        "error",
+        &ErrorBody {
+            error: ErrorDetail {
+                code: code.to_owned(),
+                message: message.to_owned(),
+                call_id: Some(call_id.to_owned()),
+            },
+        },
+    )
 }
 
 fn disconnected(call_id: &str) -> ApiError {

@@ -4,6 +4,7 @@
 mod auth;
 mod environments;
 pub mod error;
+mod invocations;
 pub mod invoke;
 pub mod openapi;
 mod runner;
@@ -32,6 +33,7 @@ pub const TOKEN_STATUS: &str = "/execution-environments/{id}/token-status";
 pub const REVOKE_TOKEN: &str = "/execution-environments/{id}/revoke-token";
 pub const TOOLS: &str = "/execution-environments/{id}/tools";
 pub const INVOKE_TOOL: &str = "/execution-environments/{id}/invoke-tool";
+pub const INVOCATION: &str = "/invocations/{call_id}";
 pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
 pub const OPENAPI: &str = "/openapi.json";
@@ -51,6 +53,7 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::POST, REVOKE_TOKEN),
     (Method::GET, TOOLS),
     (Method::POST, INVOKE_TOOL),
+    (Method::GET, INVOCATION),
     (Method::POST, runner_proto::RUNNER_REGISTER_PATH),
     (Method::GET, runner_proto::RUNNER_CONNECT_PATH),
     (Method::GET, HEALTHZ),
@@ -77,6 +80,7 @@ pub fn router(state: AppState) -> Router {
         .route(REVOKE_TOKEN, post(tokens::revoke))
         .route(TOOLS, get(environments::tools))
         .route(INVOKE_TOOL, post(invoke::invoke))
+        .route(INVOCATION, get(invocations::get))
         .route(runner_proto::RUNNER_REGISTER_PATH, post(runner::register))
         .route(runner_proto::RUNNER_CONNECT_PATH, get(runner::connect))
         .route(HEALTHZ, get(healthz))

@@ -178,7 +178,24 @@ pub fn document() -> Value {
                     "properties": {
                         "tool_name": { "type": "string" },
                         "args": { "type": "object" },
-                        "timeout_s": { "type": "integer", "minimum": 1, "maximum": 3600, "default": 300 }
+                        "timeout_s": { "type": "integer", "minimum": 1, "maximum": 3600, "default": 300 },
+                        "call_id": { "type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "description": "idempotency key: a call_id already seen is not run again; the answer is the first call's result" }
+                    }
+                },
+                "Invocation": {
+                    "type": "object",
+                    "required": ["call_id", "environment_id", "tool_name", "state", "created_at"],
+                    "properties": {
+                        "call_id": { "type": "string" },
+                        "environment_id": { "type": "string" },
+                        "tool_name": { "type": "string" },
+                        "state": { "enum": ["pending", "dispatched", "done"] },
+                        "epoch": { "type": ["integer", "null"], "description": "runner session epoch the call was dispatched to" },
+                        "created_at": { "type": "string" },
+                        "finished_at": { "type": ["string", "null"] },
+                        "result": {},
+                        "exit_code": { "type": ["integer", "null"] },
+                        "error": { "type": ["string", "null"] }
                     }
                 },
                 "InvokeResponse": {
@@ -295,6 +312,13 @@ pub fn document() -> Value {
                         "503": error_response("runner_not_connected or runner_disconnected"),
                         "504": error_response("timeout; the runner was told to cancel; error.call_id names the call")
                     }
+                }
+            },
+            "/invocations/{call_id}": {
+                "parameters": [{ "name": "call_id", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "get": {
+                    "summary": "A call's journal entry: pending, dispatched (to a session epoch) or done with its result; fetch a result that arrived after the caller stopped waiting",
+                    "responses": { "200": json_response("the call", "Invocation"), "401": unauthorized, "404": error_response("no such call, or its environment is not visible to the caller") }
                 }
             },
             "/runner/register": {

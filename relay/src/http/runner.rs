@@ -11,6 +11,8 @@ use runner_proto::ws::EnvironmentInfo;
 
 use super::auth::bearer;
 use super::error::ApiError;
+use crate::peer::Peer;
+use crate::ratelimit;
 use crate::registration::{self, TokenError};
 use crate::runner_connection::{self, ConnectionContext};
 use crate::state::AppState;
@@ -26,7 +28,7 @@ const WRITE_BUFFER_BYTES: usize = 4 * 1024;
 fn token_error(error: TokenError) -> ApiError {
     match error {
         TokenError::Store(store) => store.into(),
-        TokenError::Expired | TokenError::Replaced => {
+        TokenError::Expired { .. } | TokenError::Replaced { .. } => {
             ApiError::new(StatusCode::UNAUTHORIZED, "token_expired", error.to_string())
         }
         TokenError::Missing | TokenError::Invalid | TokenError::EnvironmentGone => {
@@ -35,14 +37,76 @@ fn token_error(error: TokenError) -> ApiError {
     }
 }
 
+/// Checks a presented token under the failed-attempt limits: a source
+/// address over its limit is refused (429) before the token is looked at;
+/// every failure is counted and logged, without the token.
+async fn authenticate_limited(
+    state: &AppState,
+    headers: &HeaderMap,
+    peer: Option<std::net::SocketAddr>,
+) -> Result<
+    (
+        crate::store::TokenRecord,
+        crate::environment::EnvironmentRecord,
+    ),
+    ApiError,
+> {
+    let now = state.clock.now();
+    let address_key = peer.map(|addr| format!("ip:{}", addr.ip()));
+    if let Some(key) = &address_key {
+        if let Err(retry_after) = state.failures.check(key, ratelimit::PER_ADDRESS, now) {
+            return Err(too_many(retry_after));
+        }
+    }
+    match registration::authenticate(state.store.as_ref(), bearer(headers), now).await {
+        Ok(found) => Ok(found),
+        Err(TokenError::Store(error)) => Err(error.into()),
+        Err(error) => {
+            if let Some(key) = &address_key {
+                state.failures.record_failure(key, now);
+            }
+            let environment = match &error {
+                TokenError::Expired { environment_id }
+                | TokenError::Replaced { environment_id } => Some(environment_id.clone()),
+                _ => None,
+            };
+            tracing::warn!(
+                peer = ?peer,
+                environment_id = environment.as_deref().unwrap_or("-"),
+                reason = %error,
+                "registration token refused"
+            );
+            if let Some(environment_id) = &environment {
+                let key = format!("env:{environment_id}");
+                state.failures.record_failure(&key, now);
+                if let Err(retry_after) =
+                    state.failures.check(&key, ratelimit::PER_ENVIRONMENT, now)
+                {
+                    // Only failures are refused here: the environment's own
+                    // runner, with a valid token, still gets in.
+                    return Err(too_many(retry_after));
+                }
+            }
+            Err(token_error(error))
+        }
+    }
+}
+
+fn too_many(retry_after: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too_many_failed_attempts",
+        format!("too many failed token attempts; retry in {retry_after} s"),
+    )
+    .with_retry_after(retry_after)
+}
+
 pub async fn register(
     State(state): State<AppState>,
+    Peer(peer): Peer,
     headers: HeaderMap,
 ) -> Result<Json<RegisterResponse>, ApiError> {
-    let (token, environment) =
-        registration::authenticate(state.store.as_ref(), bearer(&headers), state.clock.now())
-            .await
-            .map_err(token_error)?;
+    let (token, environment) = authenticate_limited(&state, &headers, peer).await?;
     tracing::info!(environment_id = %environment.id, token = %token.hint, "runner registered");
     Ok(Json(RegisterResponse {
         environment: EnvironmentInfo {
@@ -55,16 +119,15 @@ pub async fn register(
 
 pub async fn connect(
     State(state): State<AppState>,
+    Peer(peer): Peer,
     headers: HeaderMap,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     // The token is checked before upgrading, so a bad one gets a plain 401
     // the runner can report, not a socket that closes at once.
-    let authenticated =
-        registration::authenticate(state.store.as_ref(), bearer(&headers), state.clock.now()).await;
-    let (token, environment) = match authenticated {
+    let (token, environment) = match authenticate_limited(&state, &headers, peer).await {
         Ok(found) => found,
-        Err(error) => return token_error(error).into_response(),
+        Err(error) => return error.into_response(),
     };
     let upgrade = match upgrade {
         Ok(upgrade) => upgrade,

@@ -52,6 +52,8 @@ struct LiveRunner {
     /// Calls sent and not answered; dropping one tells its waiter the runner
     /// went away.
     calls: HashMap<String, PendingCall>,
+    /// The relay is draining: no new calls for this socket.
+    draining: bool,
 }
 
 impl LiveRunner {
@@ -97,6 +99,7 @@ impl LocalRouter {
             outbound: outbound_tx,
             kick: Some(kick_tx),
             calls: HashMap::new(),
+            draining: false,
         };
         let old = self.runners().insert(environment_id.to_owned(), new);
         if let Some(mut old) = old {
@@ -191,6 +194,85 @@ impl LocalRouter {
         self.runners().len()
     }
 
+    /// The runner here that may take new calls (not draining).
+    pub fn routable(&self, environment_id: &str) -> Option<Presence> {
+        self.runners()
+            .get(environment_id)
+            .filter(|live| !live.draining)
+            .map(|live| live.presence.clone())
+    }
+
+    /// Whether a call is waiting for its result on this relay's socket.
+    pub fn has_call(&self, environment_id: &str, call_id: &str) -> bool {
+        self.runners()
+            .get(environment_id)
+            .is_some_and(|live| live.calls.contains_key(call_id))
+    }
+
+    /// Calls waiting for a result on one session.
+    pub fn pending_calls(&self, environment_id: &str, session_id: &str) -> usize {
+        self.with_session(environment_id, session_id, |live| live.calls.len())
+            .unwrap_or(0)
+    }
+
+    /// Stops routing new calls to a session (the relay drains).
+    pub fn drain(&self, environment_id: &str, session_id: &str) {
+        self.with_session(environment_id, session_id, |live| live.draining = true);
+    }
+
+    /// Every held session, for the lease refresh.
+    pub fn sessions(&self) -> Vec<(String, Presence)> {
+        self.runners()
+            .iter()
+            .map(|(id, live)| (id.clone(), live.presence.clone()))
+            .collect()
+    }
+
+    /// Closes the session with exactly this epoch (its lease was lost).
+    pub fn drop_epoch(&self, environment_id: &str, epoch: u64) -> bool {
+        let mut runners = self.runners();
+        if runners
+            .get(environment_id)
+            .is_none_or(|live| live.presence.epoch != epoch)
+        {
+            return false;
+        }
+        if let Some(mut live) = runners.remove(environment_id) {
+            live.kick(Kick { close: None });
+        }
+        true
+    }
+
+    /// A newer session (`epoch`) of this environment started on some relay:
+    /// closes the one here if it is older; `REPLACED` when the newer one is
+    /// another runner process, quietly when the same one reconnected.
+    pub fn supersede(&self, environment_id: &str, epoch: u64, instance_id: &str) -> bool {
+        let mut runners = self.runners();
+        if runners
+            .get(environment_id)
+            .is_none_or(|live| live.presence.epoch >= epoch)
+        {
+            return false;
+        }
+        let Some(mut live) = runners.remove(environment_id) else {
+            return false;
+        };
+        let close = (live.presence.instance_id != instance_id).then(|| {
+            (
+                runner_proto::close::REPLACED,
+                "replaced by a newer connection".to_owned(),
+            )
+        });
+        tracing::info!(
+            environment_id,
+            old_epoch = live.presence.epoch,
+            epoch,
+            "runner session superseded by a newer one"
+        );
+        live.kick(Kick { close });
+        true
+    }
+
     fn forget_call(
         &self,
         environment_id: &str,
@@ -211,7 +293,11 @@ impl CallRouter for LocalRouter {
             .map(|live| live.presence.clone())
     }
 
-    async fn start_call(&self, environment_id: &str, call: Call) -> Result<CallHandle, RouteError> {
+    async fn start_call(
+        &self,
+        environment_id: &str,
+        mut call: Call,
+    ) -> Result<CallHandle, RouteError> {
         let call_id = call.call_id.clone();
         let (output_tx, output) = mpsc::channel(OUTPUT_QUEUE);
         let (result_tx, result) = oneshot::channel();
@@ -219,7 +305,9 @@ impl CallRouter for LocalRouter {
             let mut runners = self.runners();
             let live = runners
                 .get_mut(environment_id)
+                .filter(|live| call.epoch == 0 || call.epoch == live.presence.epoch)
                 .ok_or_else(|| RouteError::NotConnected(environment_id.to_owned()))?;
+            call.epoch = live.presence.epoch;
             // Registered before the frame leaves so that even an instant
             // answer finds its waiter.
             live.calls.insert(

@@ -1,18 +1,31 @@
 //! Reaching a runner: the one interface ([`CallRouter`]) through which
 //! handlers send calls, cancel them, push policy and disconnect runners.
 //!
-//! This version routes within the process ([`LocalRouter`]: a map of live
-//! sockets). A later version routes over NATS to whichever relay holds the
-//! socket, so nothing outside this module may assume the socket is here.
+//! Three layers, outermost first:
+//!
+//! * [`JournaledRouter`]: journals every call (pending → dispatched → done)
+//!   and makes `call_id` an idempotency key;
+//! * [`NatsRouter`] (shared mode only): sends a call by NATS request-reply
+//!   to the relay holding the runner's socket, fenced by session epoch, and
+//!   broadcasts revocation, deletion, policy and cancel to every relay;
+//! * [`LocalRouter`]: the sockets this process holds.
+//!
+//! Nothing outside this module may assume the socket is here.
 
+mod journal;
 mod local;
+mod nats;
 
 use async_trait::async_trait;
 use runner_proto::ws::{Call, CallResult, Heartbeat, HostFacts, Output, Policy, ToolSpec};
 use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 
+pub use journal::JournaledRouter;
 pub use local::{Attachment, Kick, LocalRouter};
+pub use nats::{
+    announcement_json, ClusterConfig, NatsRouter, ServingGuard, DEFAULT_SUBJECT_PREFIX,
+};
 
 /// What the relay knows about a connected runner.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +41,8 @@ pub struct Presence {
     pub connected_at: OffsetDateTime,
     /// The latest heartbeat (default until the first one).
     pub heartbeat: Heartbeat,
+    /// Fencing epoch of the session ([`runner_proto::ws::Welcome::epoch`]).
+    pub epoch: u64,
 }
 
 /// A call on its way: output chunks while it runs, then exactly one result.
@@ -51,6 +66,9 @@ pub enum RouteError {
     /// The runner's connection closed or stalled while the call was sent.
     #[error("the runner of environment {0:?} disconnected")]
     Disconnected(String),
+    /// The caller's `call_id` was already used for another environment.
+    #[error("call id {0:?} was already used for another environment")]
+    CallIdTaken(String),
 }
 
 /// Sends work to runners, wherever their sockets live.

@@ -1,20 +1,25 @@
 //! Durable state: members, teams, API keys, environments and registration
 //! tokens, behind one dyn-compatible [`Store`] trait so the backend is picked
-//! at run time from the database URL (SQLite now, PostgreSQL later).
+//! at run time from the database URL: SQLite (one relay) or PostgreSQL
+//! (several relays sharing it).
 //!
 //! Secrets are stored as hashes only. The store makes no time decisions:
 //! callers pass the times they got from the [`crate::clock::Clock`].
 
+mod postgres;
 mod sqlite;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use runner_proto::api::RunnerInfo;
+use runner_proto::api::{InvocationState, RunnerInfo};
+use runner_proto::ws::CallResult;
+use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::environment::EnvironmentRecord;
 
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 /// Errors of the store.
@@ -30,7 +35,7 @@ pub enum StoreError {
     #[error("unknown team {0:?}")]
     UnknownTeam(String),
     /// The database URL names a backend this build does not have.
-    #[error("unsupported database URL {0:?}: expected sqlite://PATH")]
+    #[error("unsupported database URL {0:?}: expected sqlite://PATH or postgres://…")]
     UnsupportedUrl(String),
     /// A stored value could not be decoded.
     #[error("corrupt row in {table}: {message}")]
@@ -78,6 +83,87 @@ pub struct TokenRecord {
     pub last_used_at: Option<OffsetDateTime>,
     /// Set once a newer token replaced this one.
     pub valid_until: Option<OffsetDateTime>,
+}
+
+/// A runner session as the store records it: who holds the socket, under
+/// which fencing epoch, and what the runner announced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecord {
+    pub environment_id: String,
+    /// Only grows; the newest connection has the highest.
+    pub epoch: u64,
+    /// Relay instance holding the socket; `None` once it closed cleanly.
+    pub holder: Option<String>,
+    pub session_id: String,
+    /// JSON of the runner's announcement (host facts, tools).
+    pub presence: String,
+    /// JSON of the latest heartbeat, as of the last lease refresh.
+    pub heartbeat: String,
+    /// Last lease refresh by the holder.
+    pub refreshed_at: OffsetDateTime,
+}
+
+/// One held session in a batched lease refresh.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaseRefresh {
+    pub environment_id: String,
+    pub epoch: u64,
+    /// JSON of the latest heartbeat.
+    pub heartbeat: String,
+    /// New announcement JSON, when the catalogue changed since the last
+    /// refresh.
+    pub presence: Option<String>,
+    /// A heartbeat since the previous refresh: when, and who.
+    pub seen: Option<(OffsetDateTime, RunnerInfo)>,
+}
+
+/// A call's journal entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InvocationRecord {
+    pub call_id: String,
+    pub environment_id: String,
+    pub tool_name: String,
+    pub state: InvocationState,
+    pub epoch: Option<u64>,
+    pub created_at: OffsetDateTime,
+    pub finished_at: Option<OffsetDateTime>,
+    pub result: Value,
+    pub exit_code: Option<i32>,
+    pub error: Option<String>,
+}
+
+impl InvocationRecord {
+    /// The stored answer, once done.
+    pub fn call_result(&self) -> Option<CallResult> {
+        (self.state == InvocationState::Done).then(|| CallResult {
+            call_id: self.call_id.clone(),
+            result: self.result.clone(),
+            exit_code: self.exit_code,
+            error: self.error.clone(),
+        })
+    }
+}
+
+pub(crate) fn parse_state(text: &str) -> Result<InvocationState, StoreError> {
+    match text {
+        "pending" => Ok(InvocationState::Pending),
+        "dispatched" => Ok(InvocationState::Dispatched),
+        "done" => Ok(InvocationState::Done),
+        other => Err(StoreError::Corrupt {
+            table: "invocations",
+            message: format!("unknown state {other:?}"),
+        }),
+    }
+}
+
+/// Epochs are stored as signed 64-bit integers; they never get near the
+/// limit (one per connect), so the conversion saturates instead of failing.
+pub(crate) fn epoch_to_db(epoch: u64) -> i64 {
+    i64::try_from(epoch).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn epoch_from_db(epoch: i64) -> u64 {
+    u64::try_from(epoch).unwrap_or(0)
 }
 
 /// The relay's durable state. Object-safe: handlers hold an `Arc<dyn Store>`.
@@ -154,12 +240,70 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn revoke_tokens(&self, environment_id: &str) -> Result<u64, StoreError>;
     /// The newest token of an environment that was not replaced.
     async fn current_token(&self, environment_id: &str) -> Result<Option<TokenRecord>, StoreError>;
+
+    /// Takes ownership of an environment's runner for relay `holder`: the
+    /// session epoch goes up by one in a single statement (so two relays
+    /// can never get the same one). Returns the new epoch.
+    async fn claim_session(
+        &self,
+        environment_id: &str,
+        holder: &str,
+        session_id: &str,
+        presence: &str,
+        at: OffsetDateTime,
+    ) -> Result<u64, StoreError>;
+    /// The environment's latest session, if it ever had one.
+    async fn session(&self, environment_id: &str) -> Result<Option<SessionRecord>, StoreError>;
+    /// Marks a session closed, unless a newer epoch replaced it already.
+    async fn release_session(&self, environment_id: &str, epoch: u64) -> Result<(), StoreError>;
+    /// Refreshes the leases of every session `holder` holds in one batch,
+    /// with their presence and heartbeat times. Returns the environments
+    /// whose session was taken over (higher epoch or another holder): the
+    /// holder must close those sockets.
+    async fn refresh_sessions(
+        &self,
+        holder: &str,
+        sessions: &[LeaseRefresh],
+        at: OffsetDateTime,
+    ) -> Result<Vec<String>, StoreError>;
+
+    /// Journals a new call as pending. If the `call_id` is already
+    /// journalled, nothing changes and the existing entry is returned.
+    async fn begin_invocation(
+        &self,
+        call_id: &str,
+        environment_id: &str,
+        tool_name: &str,
+        at: OffsetDateTime,
+    ) -> Result<Option<InvocationRecord>, StoreError>;
+    /// pending → dispatched(epoch): the call was written to a session.
+    async fn mark_dispatched(&self, call_id: &str, epoch: u64) -> Result<(), StoreError>;
+    /// → done with the runner's answer, received on the session with this
+    /// epoch (the first answer wins).
+    async fn finish_invocation(
+        &self,
+        result: &CallResult,
+        epoch: u64,
+        at: OffsetDateTime,
+    ) -> Result<(), StoreError>;
+    /// Forgets a call still pending: it never reached a runner, so the same
+    /// `call_id` may be sent again.
+    async fn forget_pending_invocation(&self, call_id: &str) -> Result<(), StoreError>;
+    /// One journal entry.
+    async fn invocation(&self, call_id: &str) -> Result<Option<InvocationRecord>, StoreError>;
+    /// Deletes entries done before `before`; returns how many.
+    async fn prune_invocations(&self, before: OffsetDateTime) -> Result<u64, StoreError>;
 }
 
 /// Opens the store a database URL names and brings its schema up to date.
+///
+/// `sqlite://PATH` (the default; one relay) or `postgres://…` (shared by
+/// several relays; `serve` then needs `--nats-url` too).
 pub async fn open(database_url: &str) -> Result<Arc<dyn Store>, StoreError> {
     if database_url.starts_with("sqlite:") {
         Ok(Arc::new(SqliteStore::open(database_url).await?))
+    } else if database_url.starts_with("postgres://") || database_url.starts_with("postgresql://") {
+        Ok(Arc::new(PostgresStore::open(database_url).await?))
     } else {
         Err(StoreError::UnsupportedUrl(database_url.to_owned()))
     }

@@ -6,13 +6,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use runner_proto::api::{RunnerInfo, Tier};
+use runner_proto::ws::CallResult;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
 };
 use sqlx::Row;
 use time::OffsetDateTime;
 
-use super::{Member, NewMember, Store, StoreError, TokenRecord};
+use super::{
+    epoch_from_db, epoch_to_db, parse_state, InvocationRecord, LeaseRefresh, Member, NewMember,
+    SessionRecord, Store, StoreError, TokenRecord,
+};
 use crate::clock::from_unix;
 use crate::environment::{EnvironmentRecord, Scope};
 
@@ -124,6 +128,44 @@ fn token_from_row(row: &SqliteRow) -> Result<TokenRecord, StoreError> {
             .try_get::<Option<i64>, _>("last_used_at")?
             .map(from_unix),
         valid_until: row.try_get::<Option<i64>, _>("valid_until")?.map(from_unix),
+    })
+}
+
+const SESSION_COLUMNS: &str =
+    "environment_id, epoch, holder, session_id, presence, heartbeat, refreshed_at";
+const INVOCATION_COLUMNS: &str = "call_id, environment_id, tool_name, state, epoch, created_at, \
+     finished_at, result, exit_code, error";
+
+fn session_from_row(row: &SqliteRow) -> Result<SessionRecord, StoreError> {
+    Ok(SessionRecord {
+        environment_id: row.try_get("environment_id")?,
+        epoch: epoch_from_db(row.try_get("epoch")?),
+        holder: row.try_get("holder")?,
+        session_id: row.try_get("session_id")?,
+        presence: row.try_get("presence")?,
+        heartbeat: row.try_get("heartbeat")?,
+        refreshed_at: from_unix(row.try_get("refreshed_at")?),
+    })
+}
+
+fn invocation_from_row(row: &SqliteRow) -> Result<InvocationRecord, StoreError> {
+    let result: Option<String> = row.try_get("result")?;
+    let state: String = row.try_get("state")?;
+    Ok(InvocationRecord {
+        call_id: row.try_get("call_id")?,
+        environment_id: row.try_get("environment_id")?,
+        tool_name: row.try_get("tool_name")?,
+        state: parse_state(&state)?,
+        epoch: row.try_get::<Option<i64>, _>("epoch")?.map(epoch_from_db),
+        created_at: from_unix(row.try_get("created_at")?),
+        finished_at: row.try_get::<Option<i64>, _>("finished_at")?.map(from_unix),
+        result: result
+            .map(|text| serde_json::from_str(&text))
+            .transpose()
+            .map_err(|e| corrupt("invocations", e))?
+            .unwrap_or_default(),
+        exit_code: row.try_get("exit_code")?,
+        error: row.try_get("error")?,
     })
 }
 
@@ -449,5 +491,189 @@ impl Store for SqliteStore {
         .as_ref()
         .map(token_from_row)
         .transpose()
+    }
+
+    async fn claim_session(
+        &self,
+        environment_id: &str,
+        holder: &str,
+        session_id: &str,
+        presence: &str,
+        at: OffsetDateTime,
+    ) -> Result<u64, StoreError> {
+        let epoch: i64 = sqlx::query_scalar(
+            "INSERT INTO runner_sessions (environment_id, epoch, holder, session_id, presence, refreshed_at) \
+             VALUES (?, 1, ?, ?, ?, ?) \
+             ON CONFLICT (environment_id) DO UPDATE SET epoch = runner_sessions.epoch + 1, \
+             holder = excluded.holder, session_id = excluded.session_id, \
+             presence = excluded.presence, heartbeat = '{}', refreshed_at = excluded.refreshed_at \
+             RETURNING epoch",
+        )
+        .bind(environment_id)
+        .bind(holder)
+        .bind(session_id)
+        .bind(presence)
+        .bind(at.unix_timestamp())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(epoch_from_db(epoch))
+    }
+
+    async fn session(&self, environment_id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM runner_sessions WHERE environment_id = ?"
+        ))
+        .bind(environment_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(session_from_row)
+        .transpose()
+    }
+
+    async fn release_session(&self, environment_id: &str, epoch: u64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE runner_sessions SET holder = NULL WHERE environment_id = ? AND epoch = ?",
+        )
+        .bind(environment_id)
+        .bind(epoch_to_db(epoch))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn refresh_sessions(
+        &self,
+        holder: &str,
+        sessions: &[LeaseRefresh],
+        at: OffsetDateTime,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut lost = Vec::new();
+        let mut tx = self.pool.begin().await?;
+        for session in sessions {
+            let done = sqlx::query(
+                "UPDATE runner_sessions SET refreshed_at = ?, heartbeat = ?, \
+                 presence = COALESCE(?, presence) \
+                 WHERE environment_id = ? AND epoch = ? AND holder = ?",
+            )
+            .bind(at.unix_timestamp())
+            .bind(&session.heartbeat)
+            .bind(&session.presence)
+            .bind(&session.environment_id)
+            .bind(epoch_to_db(session.epoch))
+            .bind(holder)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                lost.push(session.environment_id.clone());
+            }
+            if let Some((seen, runner)) = &session.seen {
+                sqlx::query("UPDATE environments SET last_seen = ?, runner = ? WHERE id = ?")
+                    .bind(seen.unix_timestamp())
+                    .bind(json_text(runner)?)
+                    .bind(&session.environment_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(lost)
+    }
+
+    async fn begin_invocation(
+        &self,
+        call_id: &str,
+        environment_id: &str,
+        tool_name: &str,
+        at: OffsetDateTime,
+    ) -> Result<Option<InvocationRecord>, StoreError> {
+        // Twice at most: an entry forgotten between the insert and the read
+        // makes room for this one.
+        for _ in 0..2 {
+            let done = sqlx::query(
+                "INSERT INTO invocations (call_id, environment_id, tool_name, state, created_at) \
+                 VALUES (?, ?, ?, 'pending', ?) ON CONFLICT (call_id) DO NOTHING",
+            )
+            .bind(call_id)
+            .bind(environment_id)
+            .bind(tool_name)
+            .bind(at.unix_timestamp())
+            .execute(&self.pool)
+            .await?;
+            if done.rows_affected() == 1 {
+                return Ok(None);
+            }
+            if let Some(existing) = self.invocation(call_id).await? {
+                return Ok(Some(existing));
+            }
+        }
+        Err(corrupt(
+            "invocations",
+            format!("call {call_id:?} neither inserted nor found"),
+        ))
+    }
+
+    async fn mark_dispatched(&self, call_id: &str, epoch: u64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE invocations SET state = 'dispatched', epoch = ? \
+             WHERE call_id = ? AND state = 'pending'",
+        )
+        .bind(epoch_to_db(epoch))
+        .bind(call_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn finish_invocation(
+        &self,
+        result: &CallResult,
+        epoch: u64,
+        at: OffsetDateTime,
+    ) -> Result<(), StoreError> {
+        let value = serde_json::to_string(&result.result).map_err(|e| corrupt("invocations", e))?;
+        sqlx::query(
+            "UPDATE invocations SET state = 'done', epoch = COALESCE(epoch, ?), finished_at = ?, \
+             result = ?, exit_code = ?, error = ? WHERE call_id = ? AND state <> 'done'",
+        )
+        .bind(epoch_to_db(epoch))
+        .bind(at.unix_timestamp())
+        .bind(value)
+        .bind(result.exit_code)
+        .bind(&result.error)
+        .bind(&result.call_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn forget_pending_invocation(&self, call_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM invocations WHERE call_id = ? AND state = 'pending'")
+            .bind(call_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn invocation(&self, call_id: &str) -> Result<Option<InvocationRecord>, StoreError> {
+        sqlx::query(&format!(
+            "SELECT {INVOCATION_COLUMNS} FROM invocations WHERE call_id = ?"
+        ))
+        .bind(call_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .as_ref()
+        .map(invocation_from_row)
+        .transpose()
+    }
+
+    async fn prune_invocations(&self, before: OffsetDateTime) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM invocations WHERE finished_at IS NOT NULL AND finished_at < ?",
+        )
+        .bind(before.unix_timestamp())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
     }
 }

@@ -5,6 +5,7 @@ mod support;
 
 mod access;
 mod cli;
+mod cluster;
 mod environments;
 mod invoke;
 mod openapi;

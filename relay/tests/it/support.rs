@@ -379,6 +379,7 @@ fn placeholder_welcome() -> Welcome {
         },
         heartbeat_interval_s: 0,
         session_id: String::new(),
+        epoch: 0,
     }
 }
 

@@ -135,3 +135,86 @@ async fn token_status_never_shows_the_token() {
     let status_text = relay.status(&id).await.to_string();
     assert!(!status_text.contains(&token) && !status_text.contains(&hash));
 }
+
+#[tokio::test]
+async fn failed_token_attempts_are_rate_limited_per_source_address() {
+    let relay = spawn_relay().await;
+    let (_, token) = relay.dev_env("guarded").await;
+    for attempt in 0..runner_relay::ratelimit::PER_ADDRESS {
+        let (status, _) = relay.register(&format!("rnrt_guess{attempt}")).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "attempt {attempt}");
+    }
+    // Over the limit: refused before the token is looked at, even a valid
+    // one, so a guesser learns nothing.
+    let response = relay
+        .http
+        .post(format!("{}/runner/register", relay.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry_after: u64 = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("Retry-After header");
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    let body: serde_json::Value = response.json().await.expect("json");
+    assert!(!body.to_string().contains(&token));
+    // The window ends on the relay's clock.
+    relay.clock.advance(Duration::seconds(61));
+    assert_eq!(relay.register(&token).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn failures_with_an_expired_token_are_limited_per_environment_without_locking_out_its_runner()
+{
+    use runner_relay::ratelimit::{PER_ADDRESS, PER_ENVIRONMENT};
+    let relay = spawn_relay().await;
+    let (env, old) = relay.dev_env("rotating").await;
+    let (status, body) = relay
+        .post(
+            &format!("/execution-environments/{env}/generate-token?grace_hours=0"),
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let new = body["token"].as_str().expect("token").to_owned();
+    // Spread the failures over several loopback source addresses so no
+    // single address reaches its own limit first.
+    let per_source = PER_ADDRESS - 1;
+    let sources = PER_ENVIRONMENT.div_ceil(per_source) + 1;
+    let mut statuses = Vec::new();
+    for source in 0..sources {
+        let client = reqwest::Client::builder()
+            .local_address(std::net::IpAddr::from([127, 0, 0, 2 + source as u8]))
+            .build()
+            .expect("client");
+        for _ in 0..per_source {
+            let response = client
+                .post(format!("{}/runner/register", relay.url))
+                .bearer_auth(&old)
+                .send()
+                .await
+                .expect("answer");
+            statuses.push(response.status());
+        }
+    }
+    let refused = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    let first_refusal = statuses
+        .iter()
+        .position(|s| *s == StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        first_refusal,
+        Some(PER_ENVIRONMENT as usize - 1),
+        "{statuses:?}"
+    );
+    assert!(refused > 0);
+    // The environment's own runner, with its valid token, still gets in.
+    assert_eq!(relay.register(&new).await.0, StatusCode::OK);
+}

@@ -1,0 +1,755 @@
+//! `runner doctor`: explains what is wrong when the runner can't connect.
+//!
+//! Checks run in order, from "is there a config" outwards to the relay, and
+//! each one says what to do when it fails. The summary separates the two
+//! cases a user must tell apart: *can't reach the relay* (config, DNS, TCP,
+//! proxy, TLS) versus *reached it, but the relay refuses* (token, upgrade).
+//! Network checks after a failed reachability check are skipped, not failed,
+//! so the first ✗ is the cause.
+
+use std::io::Write;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::args::DoctorArgs;
+use crate::config::{ConfigFile, Dirs};
+use crate::credentials::{self, SecretKind};
+use crate::secret::Secret;
+use crate::{client, env_vars, exit, output, tls, tools};
+
+/// Time each network probe gets.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Clock skew beyond which we warn (token ages and expiry are the relay's).
+const SKEW_WARNING: Duration = Duration::from_secs(300);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Ok,
+    Warn,
+    Fail,
+    Skip,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    /// `reachability`, `relay` or `machine`.
+    pub group: &'static str,
+    pub outcome: Outcome,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub version: &'static str,
+    pub ok: bool,
+    pub summary: String,
+    pub checks: Vec<Check>,
+}
+
+struct Doctor {
+    checks: Vec<Check>,
+}
+
+impl Doctor {
+    fn add(
+        &mut self,
+        name: &'static str,
+        group: &'static str,
+        outcome: Outcome,
+        detail: impl Into<String>,
+        fix: Option<String>,
+    ) {
+        self.checks.push(Check {
+            name,
+            group,
+            outcome,
+            detail: detail.into(),
+            fix,
+        });
+    }
+    fn ok(&mut self, name: &'static str, group: &'static str, detail: impl Into<String>) {
+        self.add(name, group, Outcome::Ok, detail, None);
+    }
+    fn fail(
+        &mut self,
+        name: &'static str,
+        group: &'static str,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) {
+        self.add(name, group, Outcome::Fail, detail, Some(fix.into()));
+    }
+    fn skip(&mut self, name: &'static str, group: &'static str, why: &str) {
+        self.add(name, group, Outcome::Skip, why, None);
+    }
+    fn failed(&self) -> bool {
+        self.checks.iter().any(|c| c.outcome == Outcome::Fail)
+    }
+}
+
+pub async fn run(dirs: &Dirs, args: DoctorArgs) -> Result<u8> {
+    let report = diagnose(dirs, &args).await;
+    if args.json {
+        output::json(&report)?;
+    } else {
+        print(&report)?;
+    }
+    Ok(if report.ok { exit::OK } else { exit::FAILURE })
+}
+
+async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
+    let mut doctor = Doctor { checks: Vec::new() };
+    let reach = "reachability";
+    let relay = "relay";
+    let machine = "machine";
+
+    // 1. Config and token.
+    let config = ConfigFile::load(dirs);
+    let env_url = std::env::var(env_vars::URL).ok().filter(|v| !v.is_empty());
+    let env_token = std::env::var(env_vars::TOKEN)
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let (url, token) = match (&config, env_url, env_token) {
+        (_, Some(url), Some(token)) => {
+            doctor.ok(
+                "config",
+                reach,
+                "RUNNER_URL and RUNNER_TOKEN are set in the environment",
+            );
+            doctor.ok("token", reach, "from RUNNER_TOKEN");
+            (Some(url), Some(Secret::new(token.trim())))
+        }
+        (Ok(config), env_url, _) => match &config.registration {
+            Some(registration) => {
+                doctor.ok(
+                    "config",
+                    reach,
+                    format!(
+                        "{} (environment {})",
+                        dirs.config_file().display(),
+                        registration.environment_id
+                    ),
+                );
+                let token = match credentials::load(
+                    dirs,
+                    SecretKind::RegistrationToken,
+                    registration.token_location,
+                )
+                .await
+                {
+                    Ok(token) => {
+                        doctor.ok(
+                            "token",
+                            reach,
+                            format!(
+                                "{} in {}",
+                                token.hint(),
+                                credentials::describe(
+                                    dirs,
+                                    SecretKind::RegistrationToken,
+                                    registration.token_location
+                                )
+                            ),
+                        );
+                        Some(token)
+                    }
+                    Err(error) => {
+                        let fix = error
+                            .downcast_ref::<exit::ExitError>()
+                            .and_then(|e| e.hint.clone())
+                            .unwrap_or_else(|| "run `runner register` again".to_owned());
+                        doctor.fail("token", reach, format!("{error:#}"), fix);
+                        None
+                    }
+                };
+                (
+                    Some(env_url.unwrap_or_else(|| registration.url.clone())),
+                    token,
+                )
+            }
+            None => {
+                doctor.fail(
+                    "config",
+                    reach,
+                    format!(
+                        "not registered ({} has no registration)",
+                        dirs.config_file().display()
+                    ),
+                    "RUNNER_TOKEN=… runner register --url URL",
+                );
+                doctor.skip("token", reach, "no registration");
+                (None, None)
+            }
+        },
+        (Err(error), _, _) => {
+            doctor.fail(
+                "config",
+                reach,
+                format!("{error:#}"),
+                "fix or remove the file, then `runner register` again",
+            );
+            doctor.skip("token", reach, "no usable config");
+            (None, None)
+        }
+    };
+
+    // 2. Reachability.
+    let base = match url.as_deref().map(client::normalise_base_url) {
+        Some(Ok(base)) => {
+            doctor.ok("url", reach, base.clone());
+            Some(base)
+        }
+        Some(Err(error)) => {
+            doctor.fail(
+                "url",
+                reach,
+                format!("{error:#}"),
+                "use the form https://relay.example.com",
+            );
+            None
+        }
+        None => {
+            doctor.skip("url", reach, "no URL");
+            None
+        }
+    };
+    let parsed = base.as_deref().and_then(|b| reqwest::Url::parse(b).ok());
+    let target = parsed.as_ref().and_then(|u| {
+        Some((
+            u.host_str()?.to_owned(),
+            u.port_or_known_default()?,
+            u.scheme().to_owned(),
+        ))
+    });
+    let mut reachable = false;
+    if let Some((host, port, scheme)) = &target {
+        let proxy = super::super::agent::dial::proxy_for(
+            if scheme == "https" { "wss" } else { "ws" },
+            host,
+        );
+        match &proxy {
+            Some(p) => doctor.ok(
+                "proxy",
+                reach,
+                format!(
+                    "through {}:{} (from the proxy environment variables)",
+                    p.host, p.port
+                ),
+            ),
+            None => doctor.ok("proxy", reach, "none (direct connection)"),
+        }
+        let (dial_host, dial_port) = match &proxy {
+            Some(p) => (p.host.clone(), p.port),
+            None => (host.clone(), *port),
+        };
+        let lookup = tokio::time::timeout(
+            PROBE_TIMEOUT,
+            tokio::net::lookup_host((dial_host.as_str(), dial_port)),
+        )
+        .await
+        .map(|found| found.map(|addrs| addrs.map(|a| a.ip().to_string()).collect::<Vec<_>>()));
+        match lookup {
+            Ok(Ok(addrs)) => {
+                doctor.ok("dns", reach, format!("{dial_host} → {}", addrs.join(", ")));
+                match tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect((dial_host.as_str(), dial_port))).await {
+                    Ok(Ok(_)) => {
+                        doctor.ok("tcp", reach, format!("connected to {dial_host}:{dial_port}"));
+                        reachable = true;
+                    }
+                    Ok(Err(error)) => doctor.fail("tcp", reach, format!("{dial_host}:{dial_port}: {error}"), "is the relay running and listening on that port? is a firewall in the way?"),
+                    Err(_) => doctor.fail("tcp", reach, format!("{dial_host}:{dial_port}: no answer in {}s", PROBE_TIMEOUT.as_secs()), "a firewall may drop the packets; check the port and the network path"),
+                }
+            }
+            Ok(Err(error)) => doctor.fail(
+                "dns",
+                reach,
+                format!("{dial_host}: {error}"),
+                "check the host name and /etc/resolv.conf",
+            ),
+            Err(_) => doctor.fail(
+                "dns",
+                reach,
+                format!("{dial_host}: no answer in {}s", PROBE_TIMEOUT.as_secs()),
+                "check the resolver",
+            ),
+        }
+    } else {
+        for name in ["proxy", "dns", "tcp"] {
+            doctor.skip(name, reach, "no URL");
+        }
+    }
+
+    // 3. TLS and the relay's HTTP answer (one request does both).
+    let http = client::http_client().ok();
+    let mut relay_ok = false;
+    match (&base, &http, reachable) {
+        (Some(base), Some(http), true) => {
+            let url = format!("{base}/healthz");
+            match http.get(&url).timeout(PROBE_TIMEOUT).send().await {
+                Ok(response) => {
+                    if base.starts_with("https://") {
+                        let mode = if tls::options().insecure_skip_verify {
+                            "verification OFF (--insecure-skip-tls-verify)"
+                        } else {
+                            "chain and hostname verified"
+                        };
+                        doctor.add(
+                            "tls",
+                            reach,
+                            if tls::options().insecure_skip_verify {
+                                Outcome::Warn
+                            } else {
+                                Outcome::Ok
+                            },
+                            mode,
+                            None,
+                        );
+                    } else {
+                        doctor.add(
+                            "tls",
+                            reach,
+                            Outcome::Warn,
+                            "plain http: the token crosses the network unencrypted",
+                            Some("serve the relay over https outside a trusted network".to_owned()),
+                        );
+                    }
+                    if response.status().is_success() {
+                        doctor.ok(
+                            "relay",
+                            reach,
+                            format!("{url} answered {}", response.status()),
+                        );
+                        relay_ok = true;
+                    } else {
+                        doctor.fail("relay", reach, format!("{url} answered {}", response.status()), "the URL reaches a server that is not a healthy runner-relay (wrong path, or a proxy/load balancer answering)");
+                    }
+                    clock_check(&mut doctor, response.headers().get("date"));
+                }
+                Err(error) => {
+                    let text = chain(&error);
+                    if base.starts_with("https://") && looks_like_tls(&text) {
+                        doctor.fail("tls", reach, text.clone(), tls_fix(&text));
+                        doctor.skip("relay", reach, "TLS failed");
+                    } else {
+                        doctor.ok("tls", reach, "not reached");
+                        doctor.fail(
+                            "relay",
+                            reach,
+                            text,
+                            "the port answers but not as an HTTP relay; check the URL",
+                        );
+                    }
+                    doctor.skip("clock", relay, "relay not reached");
+                }
+            }
+        }
+        _ => {
+            for name in ["tls", "relay"] {
+                doctor.skip(name, reach, "not reachable");
+            }
+            doctor.skip("clock", relay, "relay not reached");
+        }
+    }
+
+    // 4. The relay's verdict on our token, and the WebSocket upgrade.
+    match (&base, &http, &token, relay_ok) {
+        (Some(base), Some(http), Some(token), true) => {
+            let url = format!("{base}{}", runner_proto::RUNNER_REGISTER_PATH);
+            match http
+                .post(&url)
+                .bearer_auth(token.expose())
+                .timeout(PROBE_TIMEOUT)
+                .send()
+                .await
+            {
+                Ok(response) if response.status().is_success() => {
+                    let body: Option<runner_proto::api::RegisterResponse> =
+                        response.json().await.ok();
+                    let env = body
+                        .map(|b| format!("{} ({})", b.environment.name, b.environment.id))
+                        .unwrap_or_default();
+                    doctor.ok(
+                        "token accepted",
+                        relay,
+                        format!("valid for environment {env}"),
+                    );
+                    websocket_check(&mut doctor, base, token).await;
+                }
+                Ok(response) => {
+                    let status = response.status();
+                    let code = response
+                        .json::<runner_proto::api::ErrorBody>()
+                        .await
+                        .ok()
+                        .map(|b| b.error.code)
+                        .unwrap_or_default();
+                    let (detail, fix) = match (status.as_u16(), code.as_str()) {
+                        (401, "token_expired") => ("the token expired (90 days unused) or was rotated out", "generate a new one (`runner token generate ENV`) and `runner register` again"),
+                        (401, _) => ("the token is unknown: revoked, or never issued by this relay", "check the URL points at the right relay; else generate a new token and register again"),
+                        (429, _) => ("too many failed attempts from this address; the relay is rate limiting", "wait a minute, then fix the token"),
+                        _ => ("the relay refused the token", "see the relay's logs"),
+                    };
+                    doctor.fail(
+                        "token accepted",
+                        relay,
+                        format!("{detail} (HTTP {status})"),
+                        fix,
+                    );
+                    doctor.skip("websocket", relay, "token refused");
+                }
+                Err(error) => {
+                    doctor.fail(
+                        "token accepted",
+                        relay,
+                        chain(&error),
+                        "retry; if it persists, see the relay's logs",
+                    );
+                    doctor.skip("websocket", relay, "token check failed");
+                }
+            }
+        }
+        _ => {
+            doctor.skip("token accepted", relay, "relay not reached or no token");
+            doctor.skip("websocket", relay, "relay not reached or no token");
+        }
+    }
+
+    // 5. This machine.
+    match &args.permission_config {
+        Some(path) => match runner_policy::PermissionSet::load(path) {
+            Ok(set) => doctor.ok(
+                "permission file",
+                machine,
+                format!("{} ({} rules)", path.display(), set.rules().len()),
+            ),
+            Err(error) => doctor.fail(
+                "permission file",
+                machine,
+                error.to_string(),
+                "fix it (`runner policy lint FILE`): the runner refuses to start with it",
+            ),
+        },
+        None => doctor.add(
+            "permission file",
+            machine,
+            Outcome::Warn,
+            "none configured: every command is allowed",
+            Some("set RUNNER_PERMISSION_CONFIG to restrict commands".to_owned()),
+        ),
+    }
+    let workspace = args
+        .workspace
+        .clone()
+        .unwrap_or_else(|| dirs.state.join("workspace"));
+    match workspace_writable(&workspace) {
+        Ok(()) => doctor.ok(
+            "workspace",
+            machine,
+            format!("{} is writable", workspace.display()),
+        ),
+        Err(error) => doctor.fail(
+            "workspace",
+            machine,
+            format!("{}: {error}", workspace.display()),
+            "create it and make it writable by the runner's user",
+        ),
+    }
+    match lock_holder(&dirs.state) {
+        Some(pid) => doctor.ok(
+            "runner process",
+            machine,
+            format!("running (PID {pid} holds the lock)"),
+        ),
+        None => doctor.add(
+            "runner process",
+            machine,
+            Outcome::Warn,
+            format!(
+                "no runner is running with state dir {}",
+                dirs.state.display()
+            ),
+            Some("start it: `runner run` or `runner service start`".to_owned()),
+        ),
+    }
+    service_check(&mut doctor);
+    let names: Vec<String> = tools::catalogue().into_iter().map(|t| t.name).collect();
+    doctor.ok("tools", machine, names.join(", "));
+
+    let first_failure = doctor.checks.iter().find(|c| c.outcome == Outcome::Fail);
+    let summary = match first_failure {
+        None => "all checks passed".to_owned(),
+        Some(check) if check.group == "reachability" => {
+            format!("can't reach the relay: {} failed", check.name)
+        }
+        Some(check) if check.group == "relay" => format!(
+            "reached the relay, but it refuses this runner: {} failed",
+            check.name
+        ),
+        Some(check) => format!(
+            "the relay is fine; this machine has a problem: {} failed",
+            check.name
+        ),
+    };
+    Report {
+        version: env!("CARGO_PKG_VERSION"),
+        ok: !doctor.failed(),
+        summary,
+        checks: doctor.checks,
+    }
+}
+
+async fn websocket_check(doctor: &mut Doctor, base: &str, token: &Secret) {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let Ok(url) = crate::agent::session::connect_url(base) else {
+        doctor.skip("websocket", "relay", "bad URL");
+        return;
+    };
+    let Ok(mut request) = url.as_str().into_client_request() else {
+        doctor.fail(
+            "websocket",
+            "relay",
+            format!("{url} is not a WebSocket URL"),
+            "check the relay URL",
+        );
+        return;
+    };
+    if let Ok(value) = format!("Bearer {}", token.expose()).parse() {
+        request.headers_mut().insert("authorization", value);
+    }
+    // Upgrade and close at once, without `hello`: the relay only replaces a
+    // connected runner after a `hello`, so this never disturbs it.
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default();
+    match tokio::time::timeout(PROBE_TIMEOUT, crate::agent::dial::dial(request, config)).await {
+        Ok(Ok(mut socket)) => {
+            let _ = socket.close(None).await;
+            doctor.ok("websocket", "relay", format!("{url} upgraded"));
+        }
+        Ok(Err(error)) => doctor.fail("websocket", "relay", format!("{url}: {error}"), "a proxy or load balancer in front of the relay must pass WebSocket upgrades (Connection: upgrade)"),
+        Err(_) => doctor.fail("websocket", "relay", format!("{url}: no upgrade in {}s", PROBE_TIMEOUT.as_secs()), "a proxy may be buffering the upgrade"),
+    }
+}
+
+fn clock_check(doctor: &mut Doctor, date: Option<&reqwest::header::HeaderValue>) {
+    let Some(relay_time) = date
+        .and_then(|d| d.to_str().ok())
+        .and_then(|d| httpdate_to_system(d))
+    else {
+        doctor.skip("clock", "relay", "the relay sent no Date header");
+        return;
+    };
+    let now = SystemTime::now();
+    let skew = now
+        .duration_since(relay_time)
+        .or_else(|e| Ok::<_, ()>(e.duration()))
+        .unwrap_or_default();
+    if skew > SKEW_WARNING {
+        doctor.add(
+            "clock",
+            "relay",
+            Outcome::Warn,
+            format!(
+                "this machine's clock is {}s off the relay's",
+                skew.as_secs()
+            ),
+            Some("enable time sync (chrony, systemd-timesyncd)".to_owned()),
+        );
+    } else {
+        doctor.ok(
+            "clock",
+            "relay",
+            format!("within {}s of the relay", skew.as_secs()),
+        );
+    }
+}
+
+/// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+fn httpdate_to_system(text: &str) -> Option<SystemTime> {
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    let [_, day, month, year, time, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| m == month)? as i64
+        + 1;
+    let (day, year): (i64, i64) = (day.parse().ok()?, year.parse().ok()?);
+    let hms: Vec<i64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let [h, m, s] = hms.as_slice() else {
+        return None;
+    };
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + m * 60 + s;
+    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).ok()?))
+}
+
+fn looks_like_tls(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    [
+        "certificate",
+        "tls",
+        "handshake",
+        "unknownissuer",
+        "notvalidforname",
+        "expired",
+    ]
+    .iter()
+    .any(|n| lower.contains(n))
+}
+
+fn tls_fix(text: &str) -> String {
+    let lower = text.to_lowercase();
+    if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
+        "the relay's certificate is signed by a CA this machine does not trust: add it with --ca-file / RUNNER_CA_FILE (a TLS-intercepting proxy causes this too); inside a trusted network only, --insecure-skip-tls-verify".to_owned()
+    } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
+        "the certificate does not name this host: use the URL's host name as it appears in the certificate".to_owned()
+    } else if lower.contains("expired") {
+        "the relay's certificate has expired (or this machine's clock is wrong): renew it"
+            .to_owned()
+    } else {
+        "check the relay's TLS setup; add its CA with --ca-file".to_owned()
+    }
+}
+
+fn workspace_writable(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(format!(".runner-doctor-{}", std::process::id()));
+    std::fs::write(&probe, b"ok")?;
+    std::fs::remove_file(&probe)
+}
+
+/// The PID in the state dir's lock file, if a live process holds the lock.
+fn lock_holder(state: &std::path::Path) -> Option<String> {
+    let path = state.join("runner.lock");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .ok()?;
+    match file.try_lock() {
+        Ok(()) => None,
+        Err(_) => std::fs::read_to_string(&path)
+            .ok()
+            .map(|s| s.trim().to_owned()),
+    }
+}
+
+fn service_check(doctor: &mut Doctor) {
+    if !cfg!(target_os = "linux") {
+        doctor.skip("service", "machine", "not checked on this OS");
+        return;
+    }
+    let installed = std::path::Path::new(crate::service::systemd::UNIT_PATH).exists();
+    if !installed {
+        doctor.skip(
+            "service",
+            "machine",
+            "not installed (`runner service install` sets it up)",
+        );
+        return;
+    }
+    let state = std::process::Command::new("systemctl")
+        .args(["is-active", crate::service::systemd::UNIT_NAME])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|_| "unknown".to_owned());
+    if state == "active" {
+        doctor.ok("service", "machine", "installed and active");
+    } else {
+        doctor.add(
+            "service",
+            "machine",
+            Outcome::Warn,
+            format!("installed, {state}"),
+            Some("`runner service start`; `runner service logs` shows why it stopped".to_owned()),
+        );
+    }
+}
+
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn print(report: &Report) -> Result<()> {
+    let colour = crate::use_colour_on_stdout();
+    let mut stdout = std::io::stdout().lock();
+    let mut group = "";
+    for check in &report.checks {
+        if check.group != group {
+            group = check.group;
+            let title = match group {
+                "reachability" => "Reaching the relay",
+                "relay" => "The relay and this runner",
+                _ => "This machine",
+            };
+            writeln!(stdout, "{title}")?;
+        }
+        let (mark, paint) = match check.outcome {
+            Outcome::Ok => ("✓", "32"),
+            Outcome::Warn => ("!", "33"),
+            Outcome::Fail => ("✗", "31"),
+            Outcome::Skip => ("-", "2"),
+        };
+        let mark = if colour {
+            format!("\x1b[{paint}m{mark}\x1b[0m")
+        } else {
+            mark.to_owned()
+        };
+        writeln!(stdout, "  {mark} {:<16} {}", check.name, check.detail)?;
+        if let (Some(fix), Outcome::Fail | Outcome::Warn) = (&check.fix, check.outcome) {
+            writeln!(stdout, "    {:<16} fix: {fix}", "")?;
+        }
+    }
+    writeln!(stdout)?;
+    writeln!(stdout, "{}", report.summary)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_dates_parse() {
+        let parsed = httpdate_to_system("Sun, 06 Nov 1994 08:49:37 GMT").expect("valid");
+        assert_eq!(
+            parsed
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .expect("after")
+                .as_secs(),
+            784_111_777
+        );
+        assert!(httpdate_to_system("yesterday").is_none());
+    }
+
+    #[test]
+    fn tls_failures_get_specific_fixes() {
+        assert!(tls_fix("invalid peer certificate: UnknownIssuer").contains("--ca-file"));
+        assert!(tls_fix("invalid peer certificate: NotValidForName").contains("host name"));
+        assert!(tls_fix("certificate expired").contains("renew"));
+    }
+}

@@ -1,0 +1,236 @@
+//! The one TLS trust configuration of this process (SPEC §5 "TLS").
+//!
+//! Certificate chain and hostname are verified by default against the
+//! system's roots plus an optional `--ca-file`. `--insecure-skip-tls-verify`
+//! turns verification off for the relay connection only, with a loud
+//! warning. The same `rustls::ClientConfig` serves the HTTP client (admin
+//! commands, register) and the runner's WebSocket, so they can never
+//! disagree about whom to trust.
+//!
+//! It is set once in `main` from the flags ([`configure`]) and read where
+//! connections are made ([`client_config`]): passing it through every
+//! command would thread one immutable value through every signature.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use anyhow::{Context, Result};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls_pki_types::pem::PemObject;
+
+use crate::exit::{self, ExitError};
+
+/// The trust settings from the command line / environment.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    pub ca_file: Option<PathBuf>,
+    pub insecure_skip_verify: bool,
+}
+
+static CONFIG: OnceLock<(TlsOptions, Arc<rustls::ClientConfig>)> = OnceLock::new();
+
+/// Builds the configuration from `options` and installs it for the process.
+pub fn configure(options: TlsOptions) -> Result<()> {
+    let config = build(&options)?;
+    if options.insecure_skip_verify {
+        tracing::warn!(
+            "TLS VERIFICATION IS OFF for the relay connection (--insecure-skip-tls-verify): \
+             anyone on the network path can impersonate the relay. Use only inside a trusted network."
+        );
+    }
+    let _ = CONFIG.set((options, config));
+    Ok(())
+}
+
+/// The configuration installed by [`configure`], or the verified default.
+pub fn client_config() -> Arc<rustls::ClientConfig> {
+    match CONFIG.get() {
+        Some((_, config)) => Arc::clone(config),
+        None => {
+            let config = build(&TlsOptions::default()).unwrap_or_else(|_| Arc::new(empty_roots()));
+            let _ = CONFIG.set((TlsOptions::default(), Arc::clone(&config)));
+            config
+        }
+    }
+}
+
+/// The options in force.
+pub fn options() -> TlsOptions {
+    CONFIG
+        .get()
+        .map(|(options, _)| options.clone())
+        .unwrap_or_default()
+}
+
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+fn empty_roots() -> rustls::ClientConfig {
+    rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map(|b| {
+            b.with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth()
+        })
+        .unwrap_or_else(|_| {
+            // The ring provider supports the default protocol versions; this
+            // branch exists only so a misbuilt provider cannot panic.
+            rustls::ClientConfig::builder()
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth()
+        })
+}
+
+/// Builds a client config: system roots (+ CA file), or no verification.
+pub fn build(options: &TlsOptions) -> Result<Arc<rustls::ClientConfig>> {
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .context("TLS protocol versions")?;
+    let mut config = if options.insecure_skip_verify {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
+            .with_no_client_auth()
+    } else {
+        builder
+            .with_root_certificates(root_store(options.ca_file.as_deref())?)
+            .with_no_client_auth()
+    };
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// System roots plus the CA file. A CA file that can't be read or holds no
+/// certificate is an error (silently trusting only the system would hide a
+/// typo until the first connection fails).
+pub fn root_store(ca_file: Option<&Path>) -> Result<rustls::RootCertStore> {
+    let mut roots = rustls::RootCertStore::empty();
+    let native = rustls_native_certs::load_native_certs();
+    for error in &native.errors {
+        tracing::debug!(%error, "some system certificates could not be loaded");
+    }
+    let (_added, _ignored) = roots.add_parsable_certificates(native.certs);
+    if let Some(path) = ca_file {
+        let certs = load_pem_certs(path)?;
+        for cert in certs {
+            roots.add(cert).map_err(|error| {
+                ExitError::new(
+                    exit::CONFIG,
+                    format!(
+                        "CA file {} holds a certificate rustls rejects: {error}",
+                        path.display()
+                    ),
+                )
+            })?;
+        }
+    }
+    Ok(roots)
+}
+
+/// Reads every certificate of a PEM file.
+pub fn load_pem_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
+    let bytes = fs_err::read(path).map_err(|error| {
+        ExitError::new(exit::CONFIG, format!("cannot read CA file: {error}"))
+            .with_hint("--ca-file / RUNNER_CA_FILE must name a PEM file of CA certificates")
+    })?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<_, _>>()
+        .map_err(|error| {
+            ExitError::new(
+                exit::CONFIG,
+                format!("CA file {} is not valid PEM: {error}", path.display()),
+            )
+        })?;
+    if certs.is_empty() {
+        return Err(ExitError::new(
+            exit::CONFIG,
+            format!("CA file {} contains no certificate", path.display()),
+        )
+        .into());
+    }
+    Ok(certs)
+}
+
+/// Accepts any certificate: `--insecure-skip-tls-verify` only. Signatures
+/// are still checked, so the handshake itself is sound; only *who* the peer
+/// is goes unverified.
+#[derive(Debug)]
+struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_or_empty_ca_file_is_a_config_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing = dir.path().join("nope.pem");
+        let error = root_store(Some(&missing)).expect_err("missing");
+        assert_eq!(
+            error.downcast_ref::<ExitError>().map(|e| e.code),
+            Some(exit::CONFIG)
+        );
+        let empty = dir.path().join("empty.pem");
+        std::fs::write(&empty, "not a certificate\n").expect("write");
+        let error = root_store(Some(&empty)).expect_err("empty");
+        assert!(format!("{error}").contains("no certificate"), "{error}");
+    }
+
+    #[test]
+    fn both_modes_build() {
+        assert!(build(&TlsOptions::default()).is_ok());
+        assert!(build(&TlsOptions {
+            ca_file: None,
+            insecure_skip_verify: true
+        })
+        .is_ok());
+    }
+}

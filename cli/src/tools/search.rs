@@ -1,0 +1,383 @@
+//! `list`, `glob` and `grep`: walking and searching the file system with
+//! ripgrep's crates (`ignore` for the walk with `.gitignore` rules and
+//! overrides, `globset` for patterns, `grep-searcher`/`grep-regex` for the
+//! search), inside the boundary of [`super::workspace`].
+//!
+//! The starting path goes through the boundary like any file path. The walk
+//! never follows symlinked directories; a symlinked file is listed as a
+//! symlink and only searched by `grep` when its target passes the boundary
+//! too, so a link cannot carry a search out of the workspace.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::{sinks::Lossy, BinaryDetection, SearcherBuilder};
+use ignore::overrides::OverrideBuilder;
+use ignore::{DirEntry, WalkBuilder};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    optional_bool_arg, optional_string_arg, optional_strings_arg, optional_u64_arg, string_arg,
+    CallScope, ToolContext, ToolOutcome,
+};
+
+/// Default number of entries or matches returned.
+pub const DEFAULT_RESULTS: u64 = 1000;
+/// Most entries or matches one call returns.
+pub const MAX_RESULTS: u64 = 10_000;
+/// A matching line longer than this is cut (minified files have megabyte lines).
+pub const MAX_LINE_CHARS: usize = 500;
+
+fn common_properties() -> serde_json::Map<String, Value> {
+    let properties = json!({
+        "path": {"type": "string", "description": "Where to start (default: the workspace root)"},
+        "hidden": {"type": "boolean", "description": "Include hidden files (default false)"},
+        "no_ignore": {"type": "boolean", "description": "Do not apply .gitignore/.ignore rules (default false)"},
+        "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS}
+    });
+    match properties {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    }
+}
+
+fn schema(required: &[&str], extra: Value) -> Value {
+    let mut properties = common_properties();
+    if let Value::Object(extra) = extra {
+        properties.extend(extra);
+    }
+    json!({"type": "object", "required": required, "additionalProperties": false, "properties": properties})
+}
+
+pub fn list_spec() -> runner_proto::ws::ToolSpec {
+    runner_proto::ws::ToolSpec {
+        name: "list".into(),
+        description: "List a directory (optionally recursive), honouring .gitignore; ignore patterns exclude more.".into(),
+        input_schema: schema(
+            &[],
+            json!({
+                "recursive": {"type": "boolean"},
+                "max_depth": {"type": "integer", "minimum": 1},
+                "ignore": {"type": "array", "items": {"type": "string"}, "description": "Glob patterns to leave out, e.g. \"target/\" or \"*.log\""}
+            }),
+        ),
+    }
+}
+
+pub fn glob_spec() -> runner_proto::ws::ToolSpec {
+    runner_proto::ws::ToolSpec {
+        name: "glob".into(),
+        description:
+            "Find files whose path (relative to `path`) matches a glob such as \"src/**/*.rs\"."
+                .into(),
+        input_schema: schema(&["pattern"], json!({"pattern": {"type": "string"}})),
+    }
+}
+
+pub fn grep_spec() -> runner_proto::ws::ToolSpec {
+    runner_proto::ws::ToolSpec {
+        name: "grep".into(),
+        description: "Search file contents for a regular expression (ripgrep's engine), honouring .gitignore; returns path, line number and line.".into(),
+        input_schema: schema(
+            &["pattern"],
+            json!({
+                "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)"},
+                "include": {"type": "array", "items": {"type": "string"}, "description": "Only files matching one of these globs, e.g. \"*.rs\""},
+                "case_insensitive": {"type": "boolean"},
+                "fixed_strings": {"type": "boolean", "description": "Treat the pattern as literal text"}
+            }),
+        ),
+    }
+}
+
+pub async fn list(args: Value, context: &ToolContext, scope: &CallScope) -> ToolOutcome {
+    blocking(args, context, scope, list_blocking).await
+}
+
+pub async fn glob(args: Value, context: &ToolContext, scope: &CallScope) -> ToolOutcome {
+    blocking(args, context, scope, glob_blocking).await
+}
+
+pub async fn grep(args: Value, context: &ToolContext, scope: &CallScope) -> ToolOutcome {
+    blocking(args, context, scope, grep_blocking).await
+}
+
+/// Walks block; keep them off the runtime's worker threads. They watch the
+/// call's cancellation and deadline between entries.
+async fn blocking(
+    args: Value,
+    context: &ToolContext,
+    scope: &CallScope,
+    work: fn(&Value, &ToolContext, &Stop) -> Result<Value, String>,
+) -> ToolOutcome {
+    let context = context.clone();
+    let stop = Stop {
+        cancel: scope.cancel.clone(),
+        deadline: Instant::now() + scope.timeout,
+    };
+    match tokio::task::spawn_blocking(move || work(&args, &context, &stop)).await {
+        Ok(result) => ToolOutcome::from_result(result),
+        Err(error) => ToolOutcome::error(format!("search failed: {error}")),
+    }
+}
+
+struct Stop {
+    cancel: CancellationToken,
+    deadline: Instant,
+}
+
+impl Stop {
+    fn check(&self) -> Result<(), String> {
+        if self.cancel.is_cancelled() {
+            return Err("cancelled".to_owned());
+        }
+        if Instant::now() >= self.deadline {
+            return Err("timed out before the walk finished".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// The starting point, resolved through the boundary, and how to show paths.
+struct Root {
+    raw: String,
+    real: PathBuf,
+    /// Relative starts show paths relative to the workspace.
+    workspace: Option<PathBuf>,
+}
+
+impl Root {
+    fn resolve(args: &Value, context: &ToolContext) -> Result<Root, String> {
+        let raw = optional_string_arg(args, "path")?.unwrap_or(".").to_owned();
+        let real = context
+            .boundary
+            .resolve_existing(&raw)
+            .map_err(|error| error.to_string())?;
+        let workspace = Path::new(&raw)
+            .is_relative()
+            .then(|| context.boundary.root().to_path_buf());
+        Ok(Root {
+            raw,
+            real,
+            workspace,
+        })
+    }
+
+    fn show(&self, path: &Path) -> String {
+        match &self.workspace {
+            Some(workspace) => {
+                let shown = super::process::display_path(workspace, path);
+                if shown.is_empty() {
+                    ".".to_owned()
+                } else {
+                    shown
+                }
+            }
+            None => path.display().to_string(),
+        }
+    }
+
+    fn walker(&self, args: &Value) -> Result<WalkBuilder, String> {
+        let hidden = optional_bool_arg(args, "hidden")?.unwrap_or(false);
+        let no_ignore = optional_bool_arg(args, "no_ignore")?.unwrap_or(false);
+        let mut walk = WalkBuilder::new(&self.real);
+        walk.hidden(!hidden)
+            .ignore(!no_ignore)
+            .git_ignore(!no_ignore)
+            .git_global(false)
+            .git_exclude(!no_ignore)
+            .parents(!no_ignore)
+            .require_git(false)
+            .follow_links(false)
+            .sort_by_file_name(|a, b| a.cmp(b));
+        Ok(walk)
+    }
+}
+
+fn limit(args: &Value) -> Result<usize, String> {
+    let wanted = optional_u64_arg(args, "max_results")?.unwrap_or(DEFAULT_RESULTS);
+    Ok(wanted.clamp(1, MAX_RESULTS) as usize)
+}
+
+fn kind(entry: &DirEntry) -> &'static str {
+    match entry.file_type() {
+        Some(kind) if kind.is_symlink() => "symlink",
+        Some(kind) if kind.is_dir() => "dir",
+        Some(kind) if kind.is_file() => "file",
+        _ => "other",
+    }
+}
+
+fn list_blocking(args: &Value, context: &ToolContext, stop: &Stop) -> Result<Value, String> {
+    let root = Root::resolve(args, context)?;
+    let recursive = optional_bool_arg(args, "recursive")?.unwrap_or(false);
+    let depth = optional_u64_arg(args, "max_depth")?;
+    let max = limit(args)?;
+    let mut walk = root.walker(args)?;
+    walk.max_depth(Some(match (recursive, depth) {
+        (false, _) => 1,
+        (true, Some(depth)) => depth.max(1) as usize,
+        (true, None) => usize::MAX,
+    }));
+    if let Some(patterns) = optional_strings_arg(args, "ignore")? {
+        let mut overrides = OverrideBuilder::new(&root.real);
+        for pattern in &patterns {
+            overrides
+                .add(&format!("!{pattern}"))
+                .map_err(|error| format!("ignore pattern {pattern:?}: {error}"))?;
+        }
+        let overrides = overrides
+            .build()
+            .map_err(|error| format!("ignore patterns: {error}"))?;
+        walk.overrides(overrides);
+    }
+    let mut entries = Vec::new();
+    let mut truncated = false;
+    for entry in walk.build() {
+        stop.check()?;
+        let Ok(entry) = entry else { continue };
+        if entry.depth() == 0 {
+            continue;
+        }
+        if entries.len() >= max {
+            truncated = true;
+            break;
+        }
+        let size = entry
+            .metadata()
+            .ok()
+            .filter(|meta| meta.is_file())
+            .map(|meta| meta.len());
+        entries.push(json!({
+            "path": root.show(entry.path()),
+            "type": kind(&entry),
+            "size": size,
+        }));
+    }
+    Ok(json!({"path": root.raw, "entries": entries, "truncated": truncated}))
+}
+
+fn glob_blocking(args: &Value, context: &ToolContext, stop: &Stop) -> Result<Value, String> {
+    let root = Root::resolve(args, context)?;
+    let pattern = string_arg(args, "pattern")?;
+    let matcher = Glob::new(pattern)
+        .map_err(|error| error.to_string())?
+        .compile_matcher();
+    let max = limit(args)?;
+    let mut matches = Vec::new();
+    let mut truncated = false;
+    for entry in root.walker(args)?.build() {
+        stop.check()?;
+        let Ok(entry) = entry else { continue };
+        let Ok(relative) = entry.path().strip_prefix(&root.real) else {
+            continue;
+        };
+        if entry.depth() == 0 || !matcher.is_match(relative) {
+            continue;
+        }
+        if matches.len() >= max {
+            truncated = true;
+            break;
+        }
+        matches.push(json!({"path": root.show(entry.path()), "type": kind(&entry)}));
+    }
+    Ok(json!({"pattern": pattern, "matches": matches, "truncated": truncated}))
+}
+
+fn include_set(args: &Value) -> Result<Option<GlobSet>, String> {
+    let Some(patterns) = optional_strings_arg(args, "include")? else {
+        return Ok(None);
+    };
+    let mut set = GlobSetBuilder::new();
+    for pattern in &patterns {
+        set.add(Glob::new(pattern).map_err(|error| error.to_string())?);
+    }
+    set.build().map(Some).map_err(|error| error.to_string())
+}
+
+fn grep_blocking(args: &Value, context: &ToolContext, stop: &Stop) -> Result<Value, String> {
+    let root = Root::resolve(args, context)?;
+    let pattern = string_arg(args, "pattern")?;
+    let fixed = optional_bool_arg(args, "fixed_strings")?.unwrap_or(false);
+    let matcher = RegexMatcherBuilder::new()
+        .case_insensitive(optional_bool_arg(args, "case_insensitive")?.unwrap_or(false))
+        .fixed_strings(fixed)
+        .build(pattern)
+        .map_err(|error| format!("pattern {pattern:?}: {error}"))?;
+    let include = include_set(args)?;
+    let max = limit(args)?;
+    let mut searcher = SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(BinaryDetection::quit(0))
+        .build();
+    let mut matches: Vec<Value> = Vec::new();
+    let mut files_searched = 0u64;
+    let mut skipped = Vec::new();
+    let mut truncated = false;
+    'walk: for entry in root.walker(args)?.build() {
+        stop.check()?;
+        let Ok(entry) = entry else { continue };
+        let Some(file_type) = entry.file_type() else {
+            continue;
+        };
+        if file_type.is_dir() {
+            continue;
+        }
+        let path = entry.path();
+        if let Some(include) = &include {
+            let name_matches = path.file_name().is_some_and(|name| include.is_match(name));
+            let relative = path.strip_prefix(&root.real).unwrap_or(path);
+            if !name_matches && !include.is_match(relative) {
+                continue;
+            }
+        }
+        if file_type.is_symlink() {
+            let allowed = path
+                .canonicalize()
+                .ok()
+                .filter(|real| real.is_file())
+                .is_some_and(|real| context.boundary.check_resolved(&root.raw, &real).is_ok());
+            if !allowed {
+                skipped.push(json!({"path": root.show(path), "reason": "symlink leads outside the allowed paths"}));
+                continue;
+            }
+        }
+        files_searched += 1;
+        let shown = root.show(path);
+        let result = searcher.search_path(
+            &matcher,
+            path,
+            Lossy(|line_number, line| {
+                if matches.len() >= max {
+                    truncated = true;
+                    return Ok(false);
+                }
+                let line = line.trim_end_matches(['\n', '\r']);
+                let text: String = line.chars().take(MAX_LINE_CHARS).collect();
+                matches.push(json!({
+                    "path": shown,
+                    "line": line_number,
+                    "text": text,
+                    "line_truncated": text.len() < line.len(),
+                }));
+                Ok(true)
+            }),
+        );
+        if let Err(error) = result {
+            skipped.push(json!({"path": shown, "reason": error.to_string()}));
+        }
+        if truncated {
+            break 'walk;
+        }
+    }
+    Ok(json!({
+        "pattern": pattern,
+        "matches": matches,
+        "files_searched": files_searched,
+        "truncated": truncated,
+        "skipped": skipped,
+    }))
+}

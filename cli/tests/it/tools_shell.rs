@@ -1,0 +1,249 @@
+//! `shell` completed: bounded output kept whole in a file, process trees
+//! stopped on timeout, streaming to the API caller (SSE and `runner invoke
+//! --stream`), and argument validation at the relay.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::{self, dev_env, runner_bin, Relay, Runner};
+use crate::tools_support::{invoke_events, peak_rss_kib};
+
+const FIFTY_MB: u64 = 50 * 1024 * 1024;
+
+#[tokio::test]
+async fn fifty_megabytes_of_output_arrive_whole_through_the_kept_file_with_bounded_memory() {
+    let relay = Relay::spawn().await;
+    let (env, runner) = Runner::online(&relay, dev_env()).await;
+    let pid = runner
+        .child
+        .as_ref()
+        .and_then(|child| child.id())
+        .expect("runner pid");
+    let before = peak_rss_kib(pid);
+
+    // 37-byte lines (36 characters and a newline), cut at exactly 50 MiB.
+    let command =
+        format!("yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c {FIFTY_MB}; echo finished >&2");
+    let started = Instant::now();
+    let (status, body) = relay
+        .invoke(
+            &env,
+            json!({"tool_name": "shell", "args": {"command": command}, "timeout_s": 300}),
+        )
+        .await;
+    let elapsed = started.elapsed();
+    assert_eq!(
+        status,
+        200,
+        "{}",
+        &body.to_string()[..body.to_string().len().min(2000)]
+    );
+    let result = &body["result"];
+    assert_eq!(body["exit_code"], 0);
+    assert_eq!(result["stdout_bytes"], FIFTY_MB);
+    assert_eq!(result["truncated"], true);
+    assert_eq!(result["stderr"], "finished\n", "stderr is kept apart");
+    let inline = result["stdout"].as_str().expect("stdout text");
+    assert!(
+        inline.len() < 1024 * 1024 + 200,
+        "inline output is bounded: {}",
+        inline.len()
+    );
+    assert!(inline.starts_with("abcdefghijklmnopqrstuvwxyz0123456789\n"));
+    assert!(
+        inline.contains("bytes truncated"),
+        "a marker where the middle was cut"
+    );
+
+    // Everything is in the kept file, named in the result (relative to the workspace).
+    let kept = result["stdout_file"].as_str().expect("stdout_file");
+    assert!(kept.starts_with(".runner/output/"), "{kept}");
+    let bytes = std::fs::read(runner.workspace().join(kept)).expect("kept file");
+    assert_eq!(bytes.len() as u64, FIFTY_MB);
+    let line = b"abcdefghijklmnopqrstuvwxyz0123456789\n";
+    assert!(
+        bytes
+            .chunks(line.len())
+            .all(|chunk| line.starts_with(chunk)),
+        "the kept file is the exact output"
+    );
+    // The tail of the inline text is the tail of the output.
+    let tail = String::from_utf8_lossy(&bytes[bytes.len() - 100..]).into_owned();
+    assert!(inline.ends_with(&tail));
+
+    // ...and file_read reaches it in pages.
+    let (_, page) = relay
+        .invoke(&env, json!({"tool_name": "file_read", "args": {"path": kept, "offset": FIFTY_MB - 37, "limit": 37}}))
+        .await;
+    assert_eq!(page["result"]["size"], FIFTY_MB, "{page}");
+
+    let after = peak_rss_kib(pid);
+    eprintln!(
+        "50 MiB of shell output: {:.2} s; runner peak RSS {} KiB before, {} KiB after",
+        elapsed.as_secs_f64(),
+        before,
+        after
+    );
+    // Holding the output would add at least 50 MiB to the peak.
+    assert!(
+        after - before < 24 * 1024,
+        "runner peak RSS grew from {before} KiB to {after} KiB"
+    );
+}
+
+#[tokio::test]
+async fn a_timeout_stops_grandchildren_and_processes_that_left_the_group() {
+    let relay = Relay::spawn().await;
+    let (env, _runner) = Runner::online(&relay, dev_env()).await;
+    let id = std::process::id();
+    // A background grandchild in the group, a `setsid` escapee in its own
+    // session and group, and the foreground sleep.
+    let grandchild = format!("41.{id}1");
+    let escapee = format!("41.{id}2");
+    let foreground = format!("41.{id}3");
+    let command = format!("(sleep {grandchild} &); setsid sleep {escapee} & sleep {foreground}");
+    let (status, body) = relay
+        .invoke(&env, json!({"tool_name": "shell", "args": {"command": command, "timeout_s": 1}, "timeout_s": 60}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let error = body["error"]
+        .as_str()
+        .expect("a timed-out call is an error");
+    assert!(error.contains("timed out after 1s"), "{error}");
+    let killed = body["result"]["killed"]["processes"]
+        .as_array()
+        .expect("what was killed");
+    let found_by = |how: &str| {
+        killed
+            .iter()
+            .any(|p| p["found_by"] == how && p["command"] == "sleep")
+    };
+    assert!(found_by("process_group"), "{killed:?}");
+    assert!(
+        found_by("call_marker"),
+        "the setsid escapee is found by the call marker: {killed:?}"
+    );
+    for marker in [&grandchild, &escapee, &foreground] {
+        support::wait_until(&format!("sleep {marker} is gone"), || {
+            !support::process_with(marker)
+        })
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_relay_timeout_cancels_the_escapees_too() {
+    let relay = Relay::spawn().await;
+    let (env, _runner) = Runner::online(&relay, dev_env()).await;
+    let marker = format!("42.{}", std::process::id());
+    let command = format!("setsid sleep {marker} & sleep {marker}");
+    let (status, body) = relay
+        .invoke(
+            &env,
+            json!({"tool_name": "shell", "args": {"command": command}, "timeout_s": 1}),
+        )
+        .await;
+    assert_eq!(status, 504, "{body}");
+    support::wait_until("the escaped sleep is gone", || {
+        !support::process_with(&marker)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn output_streams_as_server_sent_events_then_one_result() {
+    let relay = Relay::spawn().await;
+    let (env, _runner) = Runner::online(&relay, dev_env()).await;
+    let command = "echo first; echo oops >&2; sleep 2; printf 'second €\\n'; exit 7";
+    let (status, events) = invoke_events(
+        &relay,
+        &env,
+        json!({"tool_name": "shell", "args": {"command": command}}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (last, result, result_at) = events.last().cloned().expect("events");
+    assert_eq!(last, "result", "{events:?}");
+    assert_eq!(result["exit_code"], 7);
+    assert_eq!(result["result"]["stdout"], "first\nsecond €\n");
+    let outputs: Vec<_> = events
+        .iter()
+        .filter(|(name, _, _)| name == "output")
+        .collect();
+    let text = |stream: &str| -> String {
+        outputs
+            .iter()
+            .filter(|(_, data, _)| data["stream"] == stream)
+            .filter_map(|(_, data, _)| data["data"].as_str())
+            .collect()
+    };
+    assert_eq!(text("stdout"), "first\nsecond €\n");
+    assert_eq!(text("stderr"), "oops\n");
+    // The first line came while the command was still sleeping.
+    let first_at = outputs
+        .first()
+        .map(|(_, _, at)| *at)
+        .expect("output events");
+    assert!(
+        result_at - first_at >= Duration::from_millis(1500),
+        "output was not live"
+    );
+    assert_eq!(
+        events
+            .iter()
+            .filter(|(name, _, _)| name == "result")
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn invoke_stream_prints_output_live_and_exits_with_the_tools_code() {
+    let relay = Relay::spawn().await;
+    let (env, _runner) = Runner::online(&relay, dev_env()).await;
+    let mut command = tokio::process::Command::new(runner_bin());
+    command
+        .env("RUNNER_URL", &relay.url)
+        .env("RUNNER_API_KEY", &relay.admin_key)
+        .env("RUNNER_CONFIG_DIR", relay.dir.path().join("admin-config"))
+        .env("RUNNER_STATE_DIR", relay.dir.path().join("admin-state"))
+        .args(["invoke", &env, "shell", "--stream", "--arg"])
+        .arg("command=echo to-out; echo to-err >&2; exit 3");
+    let output = command.output().await.expect("runner invoke runs");
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "to-out\n");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("to-err\n"),
+        "{output:?}"
+    );
+}
+
+#[tokio::test]
+async fn arguments_are_checked_against_the_announced_schema() {
+    let relay = Relay::spawn().await;
+    let (env, _runner) = Runner::online(&relay, dev_env()).await;
+    for (args, field) in [
+        (json!({}), "args.command"),
+        (json!({"command": 5}), "args.command"),
+        (json!({"command": "true", "bogus": 1}), "args.bogus"),
+        (json!({"command": "true", "env": {"A": 1}}), "args.env.A"),
+        (json!({"command": "true", "timeout_s": 0}), "args.timeout_s"),
+    ] {
+        let (status, body) = relay
+            .invoke(&env, json!({"tool_name": "shell", "args": args}))
+            .await;
+        assert_eq!(status, 400, "{args}: {body}");
+        assert_eq!(body["error"]["code"], "invalid_arguments", "{body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(field), "{args}: {message}");
+    }
+    let (status, body) = relay
+        .invoke(&env, json!({"tool_name": "file_write", "args": {"path": "x", "content": "y", "mode": "truncate"}}))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("args.mode"));
+}

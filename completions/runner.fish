@@ -1,0 +1,478 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_runner_global_optspecs
+    string join \n config-dir= state-dir= ca-file= insecure-skip-tls-verify= log-format= h/help V/version
+end
+
+function __fish_runner_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_runner_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_runner_using_subcommand
+    set -l cmd (__fish_runner_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c runner -n "__fish_runner_needs_command" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_needs_command" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_needs_command" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_needs_command" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_needs_command" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c runner -n "__fish_runner_needs_command" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_needs_command" -f -a "register" -d 'Check a registration token against the relay and store it for `runner run`'
+complete -c runner -n "__fish_runner_needs_command" -f -a "unregister" -d 'Remove the stored registration (config and token)'
+complete -c runner -n "__fish_runner_needs_command" -f -a "run" -d 'Connect to the relay and execute tool calls until stopped'
+complete -c runner -n "__fish_runner_needs_command" -f -a "login" -d 'Store the relay URL and an API key for the admin commands'
+complete -c runner -n "__fish_runner_needs_command" -f -a "env" -d 'Create, list, show, update and delete execution environments'
+complete -c runner -n "__fish_runner_needs_command" -f -a "token" -d 'Generate, inspect and revoke an environment\'s registration token'
+complete -c runner -n "__fish_runner_needs_command" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
+complete -c runner -n "__fish_runner_needs_command" -f -a "status" -d 'Show an environment\'s status: pending, online, degraded or offline'
+complete -c runner -n "__fish_runner_needs_command" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
+complete -c runner -n "__fish_runner_needs_command" -f -a "doctor" -d 'Explain what is wrong when the runner can\'t connect'
+complete -c runner -n "__fish_runner_needs_command" -f -a "service" -d 'Install, start, stop and inspect the runner as a system service'
+complete -c runner -n "__fish_runner_needs_command" -f -a "update" -d 'Update this binary from the release mirror (default: the registered relay)'
+complete -c runner -n "__fish_runner_needs_command" -f -a "policy" -d 'Check commands against a permission file and lint permission files'
+complete -c runner -n "__fish_runner_needs_command" -f -a "generate-assets" -d 'Regenerate completions/ and man/ from these definitions (for developers)'
+complete -c runner -n "__fish_runner_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand register" -l url -d 'Base URL of the relay, e.g. https://relay.example.com' -r
+complete -c runner -n "__fish_runner_using_subcommand register" -l token -d 'The registration token (prefer RUNNER_TOKEN or --token-stdin)' -r
+complete -c runner -n "__fish_runner_using_subcommand register" -l credential-store -d 'Where to keep the token' -r -f -a "auto\t'The OS keychain when one answers, else a 0600 file'
+keyring\t'The OS keychain only (fails if none is usable)'
+file\t'A file readable by its owner only'"
+complete -c runner -n "__fish_runner_using_subcommand register" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand register" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand register" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand register" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand register" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand register" -l token-stdin -d 'Read the token from standard input'
+complete -c runner -n "__fish_runner_using_subcommand register" -l json -d 'Print the result as JSON'
+complete -c runner -n "__fish_runner_using_subcommand register" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c runner -n "__fish_runner_using_subcommand register" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand unregister" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand unregister" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand unregister" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand unregister" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand unregister" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand unregister" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand unregister" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand run" -l url -d 'Relay URL. With RUNNER_TOKEN also set in the environment, `run` needs no prior `register` (how the service and the container image run); otherwise the registration from `runner register` is used' -r
+complete -c runner -n "__fish_runner_using_subcommand run" -l workspace -d 'Root directory for relative paths of file tools and the default working directory of `shell` (default: STATE_DIR/workspace)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand run" -l permission-config -d 'Local permission file (YAML, key `permission`) checked before any command runs. Unset: every command is allowed. Set but missing or invalid: the runner refuses to start' -r -F
+complete -c runner -n "__fish_runner_using_subcommand run" -l max-concurrent-calls -d 'Calls executed at once; more wait in a queue (reported as backlog)' -r
+complete -c runner -n "__fish_runner_using_subcommand run" -l mcp-config -d 'MCP servers to start and relay (YAML, key `servers`); their tools are announced as SERVER__TOOL. Set but unusable: the runner refuses to start' -r -F
+complete -c runner -n "__fish_runner_using_subcommand run" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand run" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand run" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand run" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand run" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand run" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand run" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand login" -l url -d 'Base URL of the relay' -r
+complete -c runner -n "__fish_runner_using_subcommand login" -l credential-store -d 'Where to keep the API key' -r -f -a "auto\t'The OS keychain when one answers, else a 0600 file'
+keyring\t'The OS keychain only (fails if none is usable)'
+file\t'A file readable by its owner only'"
+complete -c runner -n "__fish_runner_using_subcommand login" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand login" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand login" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand login" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand login" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand login" -l api-key-stdin -d 'Read the API key from standard input'
+complete -c runner -n "__fish_runner_using_subcommand login" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c runner -n "__fish_runner_using_subcommand login" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "create" -d 'Create an environment'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "list" -d 'List the environments you can see'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "show" -d 'Show one environment'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "update" -d 'Change an environment\'s fields or policy'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "delete" -d 'Delete an environment (cannot be undone; its runner stops)'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l name -d 'Unique name (≤128 characters); blank: the first runner\'s hostname' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l description -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l scope -d '`shared` or `team:NAME`; fixed at creation' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l tier -r -f -a "production\t''
+development\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l tag -d 'Routing tag; repeat for several' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l allow-tool -d 'Allow this tool; repeat for several (replaces the list)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l file-path -d 'Directory under which file tools work (`*` for all); repeat for several' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l require-approval -d 'Tool that needs a person\'s approval; repeat for several' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l allow-all-tools -d 'Allow every tool the runner announces'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l name -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l description -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l tier -r -f -a "production\t''
+development\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l tag -d 'Replace the tags; repeat for several' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l allow-tool -d 'Allow this tool; repeat for several (replaces the list)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l file-path -d 'Directory under which file tools work (`*` for all); repeat for several' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l require-approval -d 'Tool that needs a person\'s approval; repeat for several' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l allow-all-tools -d 'Allow every tool the runner announces'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -s y -l yes -d 'Do not ask for confirmation'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create an environment'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "list" -d 'List the environments you can see'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "show" -d 'Show one environment'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "update" -d 'Change an environment\'s fields or policy'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "delete" -d 'Delete an environment (cannot be undone; its runner stops)'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -f -a "generate" -d 'Generate a new token (the previous one keeps working for the grace period)'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -f -a "status" -d 'Show the token\'s age, last use and days to expiry (never the token)'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l grace-hours -d 'Hours the previous token keeps working (0–168)' -r
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "generate" -d 'Generate a new token (the previous one keeps working for the grace period)'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show the token\'s age, last use and days to expiry (never the token)'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand tools" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand tools" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand tools" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand tools" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand tools" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand tools" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand tools" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand tools" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand tools" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand status" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand status" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand status" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand status" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand status" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand status" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand status" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand status" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand status" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l arg -d 'Argument as KEY=VALUE (a string) or KEY:=JSON (a number, bool, list…)' -r
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l args-json -d 'All arguments as one JSON object (merged under --arg)' -r
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l timeout -d 'Seconds before the relay gives up and cancels the call (1–3600)' -r
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l stream -d 'Print the tool\'s output as it is produced (stdout and stderr apart), then exit with the tool\'s exit code'
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand invoke" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c runner -n "__fish_runner_using_subcommand invoke" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l permission-config -d 'Permission file to validate (as `runner run` would load it)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l workspace -d 'Workspace to check (default: STATE_DIR/workspace)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l json -d 'Print the report as JSON'
+complete -c runner -n "__fish_runner_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c runner -n "__fish_runner_using_subcommand doctor" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "install" -d 'Write the service definition and /etc/runner/env, create the user, enable and start it'
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "uninstall" -d 'Stop and remove the service (keeps /etc/runner/env unless --purge)'
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "start" -d 'Start the service'
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "stop" -d 'Stop the service'
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "status" -d 'Show the service manager\'s view of the service'
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "logs" -d 'Show the service\'s logs'
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l run-as -d 'Run as this existing user instead of a dedicated `runner` user (for their kubeconfig or docker group); home protection is relaxed for that user\'s home only' -r
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l root -d 'Write every file under DIR instead of / and do not touch users or services (for packaging and tests)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l url -d 'Relay URL (default: this user\'s registration)' -r
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l binary -d 'Path of the installed runner binary the service starts' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l permission-config -d 'Permission file the service passes to `runner run`' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l dry-run -d 'Print what would be written and run, change nothing'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l root -d 'Remove files under DIR instead of /' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l purge -d 'Also remove /etc/runner/env'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from start" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from start" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from start" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from start" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from start" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from start" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from start" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from stop" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from stop" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from stop" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from stop" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from stop" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from stop" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from stop" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from status" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from status" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from status" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from status" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from status" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -s n -l lines -d 'How many recent lines to show' -r
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -s f -l follow -d 'Keep printing new lines'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "install" -d 'Write the service definition and /etc/runner/env, create the user, enable and start it'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "uninstall" -d 'Stop and remove the service (keeps /etc/runner/env unless --purge)'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "start" -d 'Start the service'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "stop" -d 'Stop the service'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show the service manager\'s view of the service'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "logs" -d 'Show the service\'s logs'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand update" -l mirror -d 'Release mirror serving releases/latest and releases/download/ (default: the registered relay URL)' -r
+complete -c runner -n "__fish_runner_using_subcommand update" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand update" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand update" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand update" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand update" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand update" -l check -d 'Only compare this version with the mirror\'s latest; change nothing. Exits 0 when up to date, 11 when an update is available'
+complete -c runner -n "__fish_runner_using_subcommand update" -l rollback -d 'Restore the binary the last update replaced (runner.previous)'
+complete -c runner -n "__fish_runner_using_subcommand update" -s y -l yes -d 'Do not ask for confirmation on a terminal'
+complete -c runner -n "__fish_runner_using_subcommand update" -l json -d 'Print the result as JSON'
+complete -c runner -n "__fish_runner_using_subcommand update" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c runner -n "__fish_runner_using_subcommand update" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -f -a "check" -d 'Check one command against a permission file: exit 0 allowed, 1 denied, 2 the file was refused'
+complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -f -a "lint" -d 'Load a permission file and report errors and rules that can never decide anything: exit 0 clean, 1 warnings, 2 refused'
+complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l config -d 'The permission file (YAML with a top-level `permission` mapping)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l json -d 'Print the decision as one JSON object on stdout'
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l stdin -d 'Read the command from standard input instead of the arguments'
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from lint" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from lint" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from lint" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from lint" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from lint" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from lint" -l json -d 'Print the result as one JSON object on stdout'
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from lint" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from lint" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from help" -f -a "check" -d 'Check one command against a permission file: exit 0 allowed, 1 denied, 2 the file was refused'
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from help" -f -a "lint" -d 'Load a permission file and report errors and rules that can never decide anything: exit 0 clean, 1 warnings, 2 refused'
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l out -d 'Repository root to write into' -r -F
+complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand generate-assets" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand generate-assets" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "register" -d 'Check a registration token against the relay and store it for `runner run`'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "unregister" -d 'Remove the stored registration (config and token)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "run" -d 'Connect to the relay and execute tool calls until stopped'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "login" -d 'Store the relay URL and an API key for the admin commands'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "env" -d 'Create, list, show, update and delete execution environments'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "token" -d 'Generate, inspect and revoke an environment\'s registration token'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "status" -d 'Show an environment\'s status: pending, online, degraded or offline'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "doctor" -d 'Explain what is wrong when the runner can\'t connect'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "service" -d 'Install, start, stop and inspect the runner as a system service'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "update" -d 'Update this binary from the release mirror (default: the registered relay)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "policy" -d 'Check commands against a permission file and lint permission files'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "generate-assets" -d 'Regenerate completions/ and man/ from these definitions (for developers)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "create" -d 'Create an environment'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "list" -d 'List the environments you can see'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "show" -d 'Show one environment'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "update" -d 'Change an environment\'s fields or policy'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "delete" -d 'Delete an environment (cannot be undone; its runner stops)'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "generate" -d 'Generate a new token (the previous one keeps working for the grace period)'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "status" -d 'Show the token\'s age, last use and days to expiry (never the token)'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "install" -d 'Write the service definition and /etc/runner/env, create the user, enable and start it'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "uninstall" -d 'Stop and remove the service (keeps /etc/runner/env unless --purge)'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "start" -d 'Start the service'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "stop" -d 'Stop the service'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "status" -d 'Show the service manager\'s view of the service'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "logs" -d 'Show the service\'s logs'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from policy" -f -a "check" -d 'Check one command against a permission file: exit 0 allowed, 1 denied, 2 the file was refused'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from policy" -f -a "lint" -d 'Load a permission file and report errors and rules that can never decide anything: exit 0 clean, 1 warnings, 2 refused'

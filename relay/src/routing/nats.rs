@@ -1,0 +1,873 @@
+//! Shared mode: several relays on one PostgreSQL, calls carried over NATS
+//! to the relay that holds the runner's socket.
+//!
+//! **Ownership.** A relay accepting a runner's socket increments the
+//! environment's session epoch in the store (one statement) and becomes its
+//! holder; it then serves `<prefix>.call.<env>.<epoch>` and broadcasts
+//! "superseded" so an older holder closes its socket. Every
+//! [`LEASE_REFRESH`] a relay refreshes the leases of all the sessions it
+//! holds in one batched statement (with the heartbeats seen meanwhile, so
+//! 10k runners cost one write per relay, not 10k); a session found taken
+//! over is closed. A holder that died leaves a lease nobody refreshes: after
+//! [`LEASE_TTL`] it no longer counts as connected.
+//!
+//! **Calls.** A call for a socket held here skips NATS. Otherwise it is a
+//! request on the epoch's subject; the holder acknowledges and streams
+//! output and the result (in parts well under NATS's payload limit) to the
+//! caller's inbox. "No responders" means the holder is gone or the runner
+//! moved: the caller re-reads the session and retries briefly, then reports
+//! "not connected". While it waits, the caller probes the holder every
+//! [`PROBE_INTERVAL`], so a holder killed mid-call is noticed at once.
+//!
+//! **Control.** Revocation, deletion, policy changes and cancels are
+//! broadcast on `<prefix>.ctl.<env>`; whichever relay holds the socket acts.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_nats::{Client, RequestErrorKind, Subscriber};
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use runner_proto::api::RunnerInfo;
+use runner_proto::ws::{Call, CallResult, Heartbeat, HostFacts, Output, Policy, ToolSpec};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::{CallHandle, CallRouter, LocalRouter, Presence, RouteError};
+use crate::clock::{from_unix, Clock};
+use crate::store::{LeaseRefresh, Store};
+
+/// Default first token of every subject.
+pub const DEFAULT_SUBJECT_PREFIX: &str = "runner";
+/// Time to connect to NATS at start.
+pub const NATS_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a caller waits for the holder to acknowledge a call.
+pub const ACK_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a caller keeps retrying while nobody serves the session's
+/// subject (holder gone, runner reconnecting elsewhere).
+pub const NO_RESPONDERS_RETRY: Duration = Duration::from_secs(3);
+/// Pause between those retries.
+pub const RETRY_DELAY: Duration = Duration::from_millis(100);
+/// How often a caller checks that the holder still has its call.
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+/// Time for a result already on its way when a probe says "unknown call".
+pub const PROBE_GRACE: Duration = Duration::from_millis(500);
+/// How often a relay refreshes the leases of the sessions it holds.
+pub const LEASE_REFRESH: Duration = Duration::from_secs(5);
+/// A lease not refreshed for this long belongs to a dead relay.
+pub const LEASE_TTL: time::Duration = time::Duration::seconds(20);
+/// A session closed no longer ago than this (counted from its last lease
+/// refresh) means the runner is probably reconnecting through another
+/// relay: lookups wait for it (up to [`NO_RESPONDERS_RETRY`]).
+pub const MOVING_WINDOW: time::Duration = time::Duration::seconds(8);
+/// Bound on one publish or flush.
+pub const PUBLISH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Bound on one store operation in the routing path.
+pub const STORE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest piece of output or result in one NATS message (the server's
+/// default limit is 1 MiB).
+pub const MAX_PART_BYTES: usize = 256 * 1024;
+/// Output chunks buffered per remote call for its reader.
+const OUTPUT_QUEUE: usize = 32;
+
+/// Settings of shared mode.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// `nats://host:port`.
+    pub nats_url: String,
+    /// First token of every subject, so deployments (or tests) sharing one
+    /// NATS do not cross.
+    pub subject_prefix: String,
+    /// This relay instance's id (unique per process).
+    pub relay_id: String,
+}
+
+/// Requests on a session's call subject.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum SessionRequest {
+    /// Run this call; stream output and the result to `reply`.
+    Call { call: Call, reply: String },
+    /// Is this call still waiting for its result here?
+    Probe { call_id: String },
+}
+
+/// Answers on a session's call subject.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum SessionAnswer {
+    Accepted,
+    NotConnected,
+    Known { known: bool },
+}
+
+/// Messages to a caller's inbox.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Reply {
+    Output(Output),
+    /// A piece of the JSON of the [`CallResult`]; the last one has `last`.
+    ResultPart {
+        data: String,
+        last: bool,
+    },
+    /// The runner's socket closed before the result.
+    Disconnected,
+}
+
+/// Broadcasts on `<prefix>.ctl.<env>`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Control {
+    /// A session with this epoch started: older ones close.
+    Superseded {
+        epoch: u64,
+        instance_id: String,
+    },
+    Disconnect {
+        code: u16,
+        reason: String,
+    },
+    Policy {
+        policy: Policy,
+    },
+    Cancel {
+        call_id: String,
+    },
+}
+
+/// What is stored of a presence besides the heartbeat.
+#[derive(Debug, Serialize, Deserialize)]
+struct Announcement {
+    session_id: String,
+    instance_id: String,
+    runner_version: String,
+    host: HostFacts,
+    tools: Vec<ToolSpec>,
+    connected_at: i64,
+}
+
+impl Announcement {
+    fn of(presence: &Presence) -> Self {
+        Self {
+            session_id: presence.session_id.clone(),
+            instance_id: presence.instance_id.clone(),
+            runner_version: presence.runner_version.clone(),
+            host: presence.host.clone(),
+            tools: presence.tools.clone(),
+            connected_at: presence.connected_at.unix_timestamp(),
+        }
+    }
+}
+
+/// Serialises one of our own wire values; they have string keys only.
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// JSON of a presence's announcement, as [`Store::claim_session`] takes it.
+pub fn announcement_json(presence: &Presence) -> String {
+    serde_json::to_string(&Announcement::of(presence)).unwrap_or_default()
+}
+
+/// A session as looked up in the store.
+enum Lookup {
+    /// Held by `holder` with a fresh lease: (holder, epoch, presence).
+    Live(Box<(String, u64, Presence)>),
+    /// Closed a moment ago: the runner is probably reconnecting elsewhere.
+    Moving,
+    /// No runner (never connected, gone for a while, or its relay died).
+    Gone,
+}
+
+/// Keeps a session's call subject served; dropping it unsubscribes.
+#[derive(Debug)]
+pub struct ServingGuard {
+    _stop: DropGuard,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    /// Heartbeats since the last lease refresh: when, and who.
+    seen: HashMap<String, (OffsetDateTime, RunnerInfo)>,
+    /// Environments whose catalogue changed since the last refresh.
+    catalogue_changed: Vec<String>,
+}
+
+/// Routes calls across relays over NATS, around this relay's sockets.
+#[derive(Debug)]
+pub struct NatsRouter {
+    client: Client,
+    local: Arc<LocalRouter>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    config: ClusterConfig,
+    pending: Mutex<Pending>,
+}
+
+impl NatsRouter {
+    /// Connects to NATS. [`NatsRouter::start`] then runs its background
+    /// tasks.
+    pub async fn connect(
+        config: ClusterConfig,
+        local: Arc<LocalRouter>,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Self>, async_nats::Error> {
+        let options = async_nats::ConnectOptions::new()
+            .name(format!("runner-relay {}", config.relay_id))
+            .connection_timeout(NATS_CONNECT_TIMEOUT)
+            .request_timeout(Some(ACK_TIMEOUT));
+        let client = tokio::time::timeout(
+            NATS_CONNECT_TIMEOUT,
+            options.connect(config.nats_url.as_str()),
+        )
+        .await
+        .map_err(|_elapsed| format!("connecting to NATS at {} timed out", config.nats_url))??;
+        Ok(Arc::new(Self {
+            client,
+            local,
+            store,
+            clock,
+            config,
+            pending: Mutex::new(Pending::default()),
+        }))
+    }
+
+    /// This relay's instance id.
+    pub fn relay_id(&self) -> &str {
+        &self.config.relay_id
+    }
+
+    fn pending(&self) -> MutexGuard<'_, Pending> {
+        // Single map operations: a poisoned lock still holds a usable map.
+        self.pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn call_subject(&self, environment_id: &str, epoch: u64) -> String {
+        format!(
+            "{}.call.{environment_id}.{epoch}",
+            self.config.subject_prefix
+        )
+    }
+
+    fn control_subject(&self, environment_id: &str) -> String {
+        format!("{}.ctl.{environment_id}", self.config.subject_prefix)
+    }
+
+    /// Subscribes to control broadcasts and starts the lease refresh; both
+    /// stop with `shutdown`.
+    pub async fn start(self: &Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let subject = format!("{}.ctl.*", self.config.subject_prefix);
+        let control = self.client.subscribe(subject.clone()).await?;
+        tokio::time::timeout(PUBLISH_TIMEOUT, self.client.flush())
+            .await
+            .map_err(|_elapsed| {
+                anyhow::anyhow!("NATS did not confirm the subscription to {subject}")
+            })??;
+        let router = self.clone();
+        let stop = shutdown.clone();
+        tokio::spawn(async move { router.serve_control(control, stop).await });
+        let router = self.clone();
+        tokio::spawn(async move { router.refresh_leases(shutdown).await });
+        Ok(())
+    }
+
+    async fn serve_control(self: Arc<Self>, mut control: Subscriber, shutdown: CancellationToken) {
+        loop {
+            let message = tokio::select! {
+                () = shutdown.cancelled() => return,
+                message = control.next() => match message {
+                    Some(message) => message,
+                    None => {
+                        tracing::error!("NATS control subscription ended");
+                        return;
+                    }
+                },
+            };
+            let Some(environment_id) = message.subject.rsplit('.').next() else {
+                continue;
+            };
+            let control: Control = match serde_json::from_slice(&message.payload) {
+                Ok(control) => control,
+                Err(error) => {
+                    tracing::warn!(%error, subject = %message.subject, "malformed control message");
+                    continue;
+                }
+            };
+            match control {
+                Control::Superseded { epoch, instance_id } => {
+                    self.local.supersede(environment_id, epoch, &instance_id);
+                }
+                Control::Disconnect { code, reason } => {
+                    if self.local.disconnect(environment_id, code, &reason).await {
+                        tracing::info!(environment_id, code, %reason, "runner disconnected at another relay's request");
+                    }
+                }
+                Control::Policy { policy } => {
+                    self.local.push_policy(environment_id, policy).await;
+                }
+                Control::Cancel { call_id } => {
+                    if self.local.has_call(environment_id, &call_id) {
+                        self.local.cancel(environment_id, &call_id).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every [`LEASE_REFRESH`]: one batched write for all sessions held
+    /// here; closes the ones taken over.
+    async fn refresh_leases(self: Arc<Self>, shutdown: CancellationToken) {
+        let mut tick = tokio::time::interval(LEASE_REFRESH);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            self.refresh_once().await;
+        }
+    }
+
+    /// One lease refresh (public for tests and the drain).
+    pub async fn refresh_once(&self) {
+        let sessions = self.local.sessions();
+        if sessions.is_empty() {
+            return;
+        }
+        let (mut seen, changed) = {
+            let mut pending = self.pending();
+            (
+                std::mem::take(&mut pending.seen),
+                std::mem::take(&mut pending.catalogue_changed),
+            )
+        };
+        let refreshes: Vec<LeaseRefresh> = sessions
+            .iter()
+            .map(|(environment_id, presence)| LeaseRefresh {
+                environment_id: environment_id.clone(),
+                epoch: presence.epoch,
+                heartbeat: serde_json::to_string(&presence.heartbeat).unwrap_or_default(),
+                presence: changed
+                    .contains(environment_id)
+                    .then(|| announcement_json(presence)),
+                seen: seen.remove(environment_id),
+            })
+            .collect();
+        let now = self.clock.now();
+        let refreshed = tokio::time::timeout(
+            STORE_TIMEOUT,
+            self.store
+                .refresh_sessions(&self.config.relay_id, &refreshes, now),
+        )
+        .await;
+        match refreshed {
+            Ok(Ok(lost)) => {
+                for environment_id in lost {
+                    let epoch = sessions
+                        .iter()
+                        .find(|(id, _)| *id == environment_id)
+                        .map(|(_, presence)| presence.epoch)
+                        .unwrap_or_default();
+                    if self.local.drop_epoch(&environment_id, epoch) {
+                        tracing::info!(%environment_id, epoch, "session taken over by a newer epoch; socket closed");
+                    }
+                }
+            }
+            Ok(Err(error)) => tracing::warn!(%error, "lease refresh failed"),
+            Err(_elapsed) => tracing::warn!("lease refresh timed out"),
+        }
+    }
+
+    /// Records a heartbeat, written with the next lease refresh.
+    pub fn heartbeat_seen(&self, environment_id: &str, at: OffsetDateTime, runner: RunnerInfo) {
+        self.pending()
+            .seen
+            .insert(environment_id.to_owned(), (at, runner));
+    }
+
+    /// The catalogue changed: stored with the next lease refresh.
+    pub fn catalogue_changed(&self, environment_id: &str) {
+        let mut pending = self.pending();
+        if !pending
+            .catalogue_changed
+            .iter()
+            .any(|id| id == environment_id)
+        {
+            pending.catalogue_changed.push(environment_id.to_owned());
+        }
+    }
+
+    /// Starts serving a session just attached here: subscribes to its call
+    /// subject (confirmed by the server before this returns, so callers
+    /// never see "no responders" for a live session), then tells every
+    /// relay that older sessions are superseded.
+    pub async fn serve_session(
+        self: &Arc<Self>,
+        environment_id: &str,
+        epoch: u64,
+        instance_id: &str,
+    ) -> anyhow::Result<ServingGuard> {
+        let subject = self.call_subject(environment_id, epoch);
+        let subscriber = self.client.subscribe(subject.clone()).await?;
+        tokio::time::timeout(PUBLISH_TIMEOUT, self.client.flush())
+            .await
+            .map_err(|_elapsed| {
+                anyhow::anyhow!("NATS did not confirm the subscription to {subject}")
+            })??;
+        let stop = CancellationToken::new();
+        let router = self.clone();
+        let environment_id = environment_id.to_owned();
+        let serving = stop.clone();
+        let env = environment_id.clone();
+        tokio::spawn(async move { router.serve_calls(subscriber, env, epoch, serving).await });
+        self.broadcast(
+            &environment_id,
+            &Control::Superseded {
+                epoch,
+                instance_id: instance_id.to_owned(),
+            },
+        )
+        .await;
+        Ok(ServingGuard {
+            _stop: stop.drop_guard(),
+        })
+    }
+
+    async fn serve_calls(
+        self: Arc<Self>,
+        mut subscriber: Subscriber,
+        environment_id: String,
+        epoch: u64,
+        stop: CancellationToken,
+    ) {
+        loop {
+            let message = tokio::select! {
+                () = stop.cancelled() => break,
+                message = subscriber.next() => match message {
+                    Some(message) => message,
+                    None => break,
+                },
+            };
+            let Some(reply_to) = message.reply.clone() else {
+                continue;
+            };
+            let request: SessionRequest = match serde_json::from_slice(&message.payload) {
+                Ok(request) => request,
+                Err(error) => {
+                    tracing::warn!(%error, "malformed call request");
+                    continue;
+                }
+            };
+            let answer = match request {
+                SessionRequest::Probe { call_id } => SessionAnswer::Known {
+                    known: self.local.has_call(&environment_id, &call_id),
+                },
+                SessionRequest::Call { mut call, reply } => {
+                    call.epoch = epoch;
+                    match self.local.start_call(&environment_id, call).await {
+                        Ok(handle) => {
+                            let router = self.clone();
+                            tokio::spawn(async move { router.forward(handle, reply).await });
+                            SessionAnswer::Accepted
+                        }
+                        Err(_) => SessionAnswer::NotConnected,
+                    }
+                }
+            };
+            self.publish(reply_to.to_string(), encode(&answer)).await;
+        }
+        if let Err(error) = subscriber.unsubscribe().await {
+            tracing::debug!(%error, "unsubscribing a session's call subject");
+        }
+    }
+
+    /// Holder side: streams a local call's output and result to the
+    /// caller's inbox.
+    async fn forward(self: Arc<Self>, mut handle: CallHandle, reply: String) {
+        let mut output_open = true;
+        let outcome = loop {
+            tokio::select! {
+                chunk = handle.output.recv(), if output_open => match chunk {
+                    Some(output) => {
+                        for piece in split_output(output) {
+                            self.publish(reply.clone(), encode(&Reply::Output(piece))).await;
+                        }
+                    }
+                    None => output_open = false,
+                },
+                result = &mut handle.result => break result.ok(),
+            }
+        };
+        match outcome {
+            Some(result) => {
+                let text = serde_json::to_string(&result).unwrap_or_default();
+                let parts = split_text(&text, MAX_PART_BYTES);
+                let count = parts.len();
+                for (index, data) in parts.into_iter().enumerate() {
+                    let part = Reply::ResultPart {
+                        data,
+                        last: index + 1 == count,
+                    };
+                    self.publish(reply.clone(), encode(&part)).await;
+                }
+            }
+            None => self.publish(reply, encode(&Reply::Disconnected)).await,
+        }
+    }
+
+    async fn publish(&self, subject: String, payload: Vec<u8>) {
+        match tokio::time::timeout(
+            PUBLISH_TIMEOUT,
+            self.client.publish(subject.clone(), payload.into()),
+        )
+        .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%error, %subject, "NATS publish failed"),
+            Err(_elapsed) => tracing::warn!(%subject, "NATS publish timed out"),
+        }
+    }
+
+    async fn broadcast(&self, environment_id: &str, control: &Control) {
+        self.publish(self.control_subject(environment_id), encode(control))
+            .await;
+        // Control messages must leave now, not with the next batch.
+        if tokio::time::timeout(PUBLISH_TIMEOUT, self.client.flush())
+            .await
+            .is_err()
+        {
+            tracing::warn!(environment_id, "flushing a control broadcast timed out");
+        }
+    }
+
+    /// The environment's session if some relay holds it with a fresh
+    /// lease. A runner that was connected a moment ago is probably moving
+    /// to another relay (drain, or its relay died): wait briefly for it.
+    async fn live_session(&self, environment_id: &str) -> Option<(String, u64, Presence)> {
+        let deadline = tokio::time::Instant::now() + NO_RESPONDERS_RETRY;
+        loop {
+            match self.lookup(environment_id).await {
+                Lookup::Live(session) => return Some(*session),
+                Lookup::Gone => return None,
+                Lookup::Moving if tokio::time::Instant::now() + RETRY_DELAY >= deadline => {
+                    return None
+                }
+                Lookup::Moving => tokio::time::sleep(RETRY_DELAY).await,
+            }
+        }
+    }
+
+    /// The environment's session as the store has it now.
+    async fn lookup(&self, environment_id: &str) -> Lookup {
+        let record =
+            match tokio::time::timeout(STORE_TIMEOUT, self.store.session(environment_id)).await {
+                Ok(Ok(Some(record))) => record,
+                Ok(Ok(None)) => return Lookup::Gone,
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, environment_id, "could not read the runner session");
+                    return Lookup::Gone;
+                }
+                Err(_elapsed) => {
+                    tracing::warn!(environment_id, "reading the runner session timed out");
+                    return Lookup::Gone;
+                }
+            };
+        let age = self.clock.now() - record.refreshed_at;
+        let fresh = age <= LEASE_TTL;
+        let Some(holder) = record.holder else {
+            return if age <= MOVING_WINDOW {
+                Lookup::Moving
+            } else {
+                Lookup::Gone
+            };
+        };
+        if !fresh {
+            return Lookup::Gone;
+        }
+        let Ok(announcement) = serde_json::from_str::<Announcement>(&record.presence) else {
+            tracing::warn!(environment_id, "corrupt stored presence");
+            return Lookup::Gone;
+        };
+        let heartbeat: Heartbeat = serde_json::from_str(&record.heartbeat).unwrap_or_default();
+        let presence = Presence {
+            session_id: announcement.session_id,
+            instance_id: announcement.instance_id,
+            runner_version: announcement.runner_version,
+            host: announcement.host,
+            tools: announcement.tools,
+            connected_at: from_unix(announcement.connected_at),
+            heartbeat,
+            epoch: record.epoch,
+        };
+        Lookup::Live(Box::new((holder, record.epoch, presence)))
+    }
+
+    /// Caller side: sends a call to the holder and waits for its answer.
+    async fn remote_call(
+        &self,
+        environment_id: &str,
+        mut call: Call,
+    ) -> Result<CallHandle, RouteError> {
+        let deadline = tokio::time::Instant::now() + NO_RESPONDERS_RETRY;
+        let not_connected = || RouteError::NotConnected(environment_id.to_owned());
+        let disconnected = || RouteError::Disconnected(environment_id.to_owned());
+        loop {
+            let (_holder, epoch, _presence) = match self.live_session(environment_id).await {
+                Some(session) => session,
+                None => return Err(not_connected()),
+            };
+            call.epoch = epoch;
+            let inbox = self.client.new_inbox();
+            let subscriber = self
+                .client
+                .subscribe(inbox.clone())
+                .await
+                .map_err(|_| disconnected())?;
+            let subject = self.call_subject(environment_id, epoch);
+            let request = SessionRequest::Call {
+                call: call.clone(),
+                reply: inbox,
+            };
+            let answer = tokio::time::timeout(
+                ACK_TIMEOUT,
+                self.client.request(subject, encode(&request).into()),
+            )
+            .await;
+            let retry = match answer {
+                Ok(Ok(message)) => {
+                    match serde_json::from_slice::<SessionAnswer>(&message.payload) {
+                        Ok(SessionAnswer::Accepted) => {
+                            return Ok(self.follow(
+                                environment_id,
+                                epoch,
+                                call.call_id,
+                                subscriber,
+                            ));
+                        }
+                        // The holder lost the socket: a newer session is coming.
+                        Ok(SessionAnswer::NotConnected) => true,
+                        Ok(SessionAnswer::Known { .. }) | Err(_) => return Err(disconnected()),
+                    }
+                }
+                Ok(Err(error)) if error.kind() == RequestErrorKind::NoResponders => true,
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, environment_id, "call request over NATS failed");
+                    return Err(disconnected());
+                }
+                Err(_elapsed) => return Err(disconnected()),
+            };
+            if retry && tokio::time::Instant::now() + RETRY_DELAY < deadline {
+                tracing::debug!(environment_id, epoch, "nobody serves the session; retrying");
+                tokio::time::sleep(RETRY_DELAY).await;
+                continue;
+            }
+            return Err(not_connected());
+        }
+    }
+
+    /// Caller side: turns the inbox into a [`CallHandle`], probing the
+    /// holder while the call runs.
+    fn follow(
+        &self,
+        environment_id: &str,
+        epoch: u64,
+        call_id: String,
+        mut inbox: Subscriber,
+    ) -> CallHandle {
+        let (output_tx, output) = mpsc::channel(OUTPUT_QUEUE);
+        let (mut result_tx, result) = oneshot::channel();
+        let client = self.client.clone();
+        let subject = self.call_subject(environment_id, epoch);
+        let probe = encode(&SessionRequest::Probe {
+            call_id: call_id.clone(),
+        });
+        let span = tracing::info_span!("remote_call", environment_id, epoch, %call_id);
+        let task = async move {
+            let mut parts = String::new();
+            let mut probes = tokio::time::interval(PROBE_INTERVAL);
+            probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            probes.tick().await;
+            let mut lost_at: Option<tokio::time::Instant> = None;
+            loop {
+                let grace = async {
+                    match lost_at {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = result_tx.closed() => break,
+                    () = grace => {
+                        tracing::warn!("the relay holding the runner's socket lost the call");
+                        break;
+                    }
+                    message = inbox.next() => {
+                        let Some(message) = message else { break };
+                        match serde_json::from_slice::<Reply>(&message.payload) {
+                            Ok(Reply::Output(chunk)) => {
+                                // Best effort, like local output.
+                                let _ = output_tx.try_send(chunk);
+                            }
+                            Ok(Reply::ResultPart { data, last }) => {
+                                parts.push_str(&data);
+                                if last {
+                                    match serde_json::from_str::<CallResult>(&parts) {
+                                        Ok(answer) => {
+                                            let _ = result_tx.send(answer);
+                                        }
+                                        Err(error) => tracing::warn!(%error, "malformed result from the holder"),
+                                    }
+                                    break;
+                                }
+                            }
+                            Ok(Reply::Disconnected) => break,
+                            Err(error) => tracing::warn!(%error, "malformed reply from the holder"),
+                        }
+                    }
+                    _ = probes.tick(), if lost_at.is_none() => {
+                        let answer = tokio::time::timeout(
+                            ACK_TIMEOUT,
+                            client.request(subject.clone(), probe.clone().into()),
+                        )
+                        .await;
+                        let known = match answer {
+                            Ok(Ok(message)) => !matches!(
+                                serde_json::from_slice::<SessionAnswer>(&message.payload),
+                                Ok(SessionAnswer::Known { known: false })
+                            ),
+                            Ok(Err(error)) => error.kind() != RequestErrorKind::NoResponders,
+                            // A slow holder is not a dead one.
+                            Err(_elapsed) => true,
+                        };
+                        if !known {
+                            lost_at = Some(tokio::time::Instant::now() + PROBE_GRACE);
+                        }
+                    }
+                }
+            }
+            if let Err(error) = inbox.unsubscribe().await {
+                tracing::debug!(%error, "unsubscribing a call inbox");
+            }
+        };
+        tokio::spawn(tracing::Instrument::instrument(task, span));
+        CallHandle {
+            call_id,
+            output,
+            result,
+        }
+    }
+}
+
+/// Cuts text into pieces of at most `max` bytes on character boundaries.
+fn split_text(text: &str, max: usize) -> Vec<String> {
+    if text.is_empty() {
+        return vec![String::new()];
+    }
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut end = rest.len().min(max.max(4));
+        while !rest.is_char_boundary(end) {
+            end -= 1;
+        }
+        pieces.push(rest[..end].to_owned());
+        rest = &rest[end..];
+    }
+    pieces
+}
+
+fn split_output(output: Output) -> Vec<Output> {
+    if output.data.len() <= MAX_PART_BYTES {
+        return vec![output];
+    }
+    split_text(&output.data, MAX_PART_BYTES)
+        .into_iter()
+        .map(|data| Output {
+            call_id: output.call_id.clone(),
+            stream: output.stream,
+            data,
+        })
+        .collect()
+}
+
+#[async_trait]
+impl CallRouter for NatsRouter {
+    async fn presence(&self, environment_id: &str) -> Option<Presence> {
+        if let Some(presence) = self.local.routable(environment_id) {
+            return Some(presence);
+        }
+        self.live_session(environment_id)
+            .await
+            .map(|(_, _, presence)| presence)
+    }
+
+    async fn start_call(&self, environment_id: &str, call: Call) -> Result<CallHandle, RouteError> {
+        if self.local.routable(environment_id).is_some() {
+            match self.local.start_call(environment_id, call.clone()).await {
+                // Detached a moment ago: the runner may be on another relay.
+                Err(RouteError::NotConnected(_)) => {}
+                other => return other,
+            }
+        }
+        self.remote_call(environment_id, call).await
+    }
+
+    async fn cancel(&self, environment_id: &str, call_id: &str) {
+        if self.local.has_call(environment_id, call_id) {
+            self.local.cancel(environment_id, call_id).await;
+        } else {
+            self.broadcast(
+                environment_id,
+                &Control::Cancel {
+                    call_id: call_id.to_owned(),
+                },
+            )
+            .await;
+        }
+    }
+
+    async fn disconnect(&self, environment_id: &str, code: u16, reason: &str) -> bool {
+        let remote = matches!(self.lookup(environment_id).await, Lookup::Live(_));
+        let here = self.local.disconnect(environment_id, code, reason).await;
+        self.broadcast(
+            environment_id,
+            &Control::Disconnect {
+                code,
+                reason: reason.to_owned(),
+            },
+        )
+        .await;
+        here || remote
+    }
+
+    async fn push_policy(&self, environment_id: &str, policy: Policy) -> bool {
+        let remote = matches!(self.lookup(environment_id).await, Lookup::Live(_));
+        let here = self.local.push_policy(environment_id, policy.clone()).await;
+        if !here {
+            self.broadcast(environment_id, &Control::Policy { policy })
+                .await;
+        }
+        here || remote
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_fit_and_rejoin() {
+        let text = "é".repeat(1000);
+        let parts = split_text(&text, 7);
+        assert!(parts.iter().all(|part| part.len() <= 7));
+        assert_eq!(parts.concat(), text);
+        assert_eq!(split_text("", 7), vec![String::new()]);
+    }
+}

@@ -1,0 +1,861 @@
+//! Shared mode: three real `runner-relay` processes on one fresh PostgreSQL
+//! database and NATS, a TCP round-robin "load balancer" in front of them
+//! for runners, and the real `runner` binary (or a fake runner where the
+//! test needs to hold two sockets at once).
+//!
+//! Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres) and NATS
+//! on 127.0.0.1:4222; `cargo build --workspace --bins` first (the runner
+//! binary is taken from the same target directory).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use runner_proto::close;
+use runner_proto::ws::{RelayMessage, RunnerMessage};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+use crate::support::{hello, Closed, FakeRunner, DEADLINE};
+
+const IGNORE: &str = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)";
+const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+const NATS_URL: &str = "nats://127.0.0.1:4222";
+/// Time for a relay process to print its address.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// Bound on one HTTP request of a test.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn random_suffix() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..12].to_owned()
+}
+
+/// A fresh database, dropped (with its connections) when this is.
+struct Database {
+    name: String,
+}
+
+impl Database {
+    async fn create() -> Database {
+        use sqlx::Connection;
+        let name = format!("relay_test_{}", random_suffix());
+        let mut admin = sqlx::PgConnection::connect(ADMIN_URL)
+            .await
+            .expect("PostgreSQL on 127.0.0.1:5432");
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut admin)
+            .await
+            .expect("create database");
+        Database { name }
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:5432/{}", self.name)
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        // Drop cannot await; psql is installed with the server.
+        let _ = std::process::Command::new("psql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-q",
+                "-c",
+            ])
+            .arg(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// The real binaries, next to this test binary's target directory.
+fn binary(name: &str) -> PathBuf {
+    if name == "runner-relay" {
+        return PathBuf::from(env!("CARGO_BIN_EXE_runner-relay"));
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} missing: run `cargo build --workspace --bins` first",
+        path.display()
+    );
+    path
+}
+
+/// One `runner-relay serve` process.
+struct RelayProcess {
+    name: String,
+    url: String,
+    address: SocketAddr,
+    child: Child,
+}
+
+impl RelayProcess {
+    async fn start(
+        name: &str,
+        database: &Database,
+        prefix: &str,
+    ) -> (RelayProcess, Option<String>) {
+        let mut child = Command::new(binary("runner-relay"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--drain-grace", "5"])
+            .args(["--database-url", &database.url()])
+            .args(["--nats-url", NATS_URL, "--nats-subject-prefix", prefix])
+            .args(["--instance-id", name])
+            .env("RUST_LOG", "runner_relay=info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("runner-relay starts");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let mut admin_key = None;
+        let address = tokio::time::timeout(START_TIMEOUT, async {
+            while let Some(line) = lines.next_line().await.expect("relay stdout") {
+                if let Some(key) = line.strip_prefix("admin API key (shown once): ") {
+                    admin_key = Some(key.to_owned());
+                }
+                if let Some(url) = line.strip_prefix("runner-relay listening on http://") {
+                    return url.parse::<SocketAddr>().expect("address");
+                }
+            }
+            panic!("relay {name} exited before listening");
+        })
+        .await
+        .expect("relay listens in time");
+        // Keep reading stdout so the pipe never fills.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let relay = RelayProcess {
+            name: name.to_owned(),
+            url: format!("http://{address}"),
+            address,
+            child,
+        };
+        (relay, admin_key)
+    }
+
+    fn kill_9(&mut self) {
+        self.child.start_kill().expect("SIGKILL");
+    }
+
+    fn terminate(&self) {
+        let pid = self.child.id().expect("running");
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(status.success());
+    }
+
+    async fn exited(&mut self) {
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("relay exits in time")
+            .expect("wait");
+    }
+}
+
+/// Round-robin TCP proxy: each new connection goes to the next backend
+/// that accepts it (a load balancer with connect-failure failover).
+#[derive(Clone)]
+struct Balancer {
+    url: String,
+    backends: Arc<Mutex<Vec<SocketAddr>>>,
+}
+
+impl Balancer {
+    async fn start(backends: Vec<SocketAddr>) -> Balancer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        let backends = Arc::new(Mutex::new(backends));
+        let shared = backends.clone();
+        tokio::spawn(async move {
+            let mut next = 0usize;
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    continue;
+                };
+                let candidates = shared.lock().expect("backends").clone();
+                next = next.wrapping_add(1);
+                tokio::spawn(async move {
+                    for offset in 0..candidates.len() {
+                        let backend = candidates[(next + offset) % candidates.len()];
+                        if let Ok(mut outbound) = TcpStream::connect(backend).await {
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Balancer { url, backends }
+    }
+
+    fn set(&self, backends: Vec<SocketAddr>) {
+        *self.backends.lock().expect("backends") = backends;
+    }
+}
+
+/// Three relays on one database and one NATS subject prefix.
+struct Cluster {
+    relays: Vec<RelayProcess>,
+    admin_key: String,
+    database: Database,
+    prefix: String,
+    http: reqwest::Client,
+}
+
+impl Cluster {
+    async fn start() -> Cluster {
+        let database = Database::create().await;
+        let prefix = format!("test_{}", random_suffix());
+        let (a, key) = RelayProcess::start("relay-a", &database, &prefix).await;
+        let admin_key = key.expect("the first relay on an empty database prints the admin key");
+        let (b, _) = RelayProcess::start("relay-b", &database, &prefix).await;
+        let (c, _) = RelayProcess::start("relay-c", &database, &prefix).await;
+        Cluster {
+            relays: vec![a, b, c],
+            admin_key,
+            database,
+            prefix,
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .timeout(REQUEST_TIMEOUT)
+                .build()
+                .expect("client"),
+        }
+    }
+
+    fn url(&self, index: usize) -> &str {
+        &self.relays[index].url
+    }
+
+    async fn request(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<Value>,
+    ) -> Result<(StatusCode, Value), reqwest::Error> {
+        let mut request = self.http.request(method, url).bearer_auth(&self.admin_key);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await?;
+        let status = response.status();
+        let text = response.text().await?;
+        Ok((
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        ))
+    }
+
+    async fn get(&self, base: &str, path: &str) -> (StatusCode, Value) {
+        self.request(reqwest::Method::GET, &format!("{base}{path}"), None)
+            .await
+            .expect("request")
+    }
+
+    async fn post(&self, base: &str, path: &str, body: Value) -> (StatusCode, Value) {
+        self.request(reqwest::Method::POST, &format!("{base}{path}"), Some(body))
+            .await
+            .expect("request")
+    }
+
+    async fn dev_env(&self, name: &str) -> (String, String) {
+        let base = self.url(0).to_owned();
+        let (status, env) = self
+            .post(
+                &base,
+                "/execution-environments",
+                json!({"name": name, "tier": "development"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{env}");
+        let id = env["id"].as_str().expect("id").to_owned();
+        let (status, token) = self
+            .post(
+                &base,
+                &format!("/execution-environments/{id}/generate-token"),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{token}");
+        (id, token["token"].as_str().expect("token").to_owned())
+    }
+
+    async fn invoke(&self, base: &str, env: &str, body: Value) -> (StatusCode, Value) {
+        self.post(
+            base,
+            &format!("/execution-environments/{env}/invoke-tool"),
+            body,
+        )
+        .await
+    }
+
+    /// Polls `relay`'s view of the environment until `check` holds.
+    async fn wait_status(&self, base: &str, env: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (_, status) = self
+                .get(base, &format!("/execution-environments/{env}/status"))
+                .await;
+            if check(&status) {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "status never matched: {status}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn wait_invocation(&self, base: &str, call_id: &str, state: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (status, entry) = self.get(base, &format!("/invocations/{call_id}")).await;
+            if status == StatusCode::OK && entry["state"] == state {
+                return entry;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "call {call_id} never {state}: {status} {entry}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// The real runner, started with `RUNNER_TOKEN` (no `register` step).
+struct RealRunner {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl RealRunner {
+    fn start(url: &str, token: &str) -> RealRunner {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for sub in ["config", "state", "workspace"] {
+            std::fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
+        }
+        let child = Command::new(binary("runner"))
+            .args(["run", "--url", url])
+            .env("RUNNER_TOKEN", token)
+            .env("RUNNER_CONFIG_DIR", dir.path().join("config"))
+            .env("RUNNER_STATE_DIR", dir.path().join("state"))
+            .env("RUNNER_WORKSPACE", dir.path().join("workspace"))
+            .env("RUNNER_CREDENTIAL_STORE", "file")
+            .env_remove("RUNNER_PERMISSION_CONFIG")
+            .env_remove("RUNNER_URL")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("runner starts");
+        RealRunner { child, dir }
+    }
+
+    /// A file in the runner's workspace that shell calls append to.
+    fn ledger(&self) -> PathBuf {
+        self.dir.path().join("workspace").join("ledger.txt")
+    }
+
+    fn ledger_lines(&self) -> Vec<String> {
+        std::fs::read_to_string(self.ledger())
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for RealRunner {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+fn append(runner: &RealRunner, line: &str, sleep_s: u32) -> Value {
+    json!({
+        "tool_name": "shell",
+        "args": { "command": format!("sleep {sleep_s}; echo {line} >> '{}'", runner.ledger().display()) },
+        "timeout_s": 60
+    })
+}
+
+fn connected(status: &Value) -> bool {
+    status["connected"] == true
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn invoke_through_one_relay_reaches_a_runner_on_another() {
+    let _ = IGNORE;
+    let cluster = Cluster::start().await;
+    let (env, token) = cluster.dev_env("cross").await;
+    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
+    let _runner = RealRunner::start(&balancer.url, &token);
+    cluster.wait_status(cluster.url(0), &env, connected).await;
+
+    let (status, body) = cluster
+        .invoke(
+            cluster.url(0),
+            &env,
+            json!({"tool_name": "ping", "args": {"n": 1}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"]["n"], 1, "{body}");
+    let call_id = body["call_id"].as_str().expect("call id");
+    let entry = cluster
+        .wait_invocation(cluster.url(2), call_id, "done")
+        .await;
+    assert!(
+        entry["epoch"].as_u64().is_some_and(|epoch| epoch >= 1),
+        "{entry}"
+    );
+
+    // Tools and status are visible from every relay.
+    let (status, tools) = cluster
+        .get(
+            cluster.url(2),
+            &format!("/execution-environments/{env}/tools"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(tools["runner_connected"], true, "{tools}");
+    let _ = &cluster.prefix;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn killing_the_holder_mid_call_fails_fast_and_the_late_result_is_kept() {
+    let mut cluster = Cluster::start().await;
+    let (env, token) = cluster.dev_env("killed").await;
+    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
+    let runner = RealRunner::start(&balancer.url, &token);
+    cluster.wait_status(cluster.url(0), &env, connected).await;
+
+    let call_id = format!("kill-{}", random_suffix());
+    let mut body = append(&runner, "late", 3);
+    body["call_id"] = json!(call_id);
+    let a = cluster.url(0).to_owned();
+    let caller = {
+        let http = cluster.http.clone();
+        let key = cluster.admin_key.clone();
+        let url = format!("{a}/execution-environments/{env}/invoke-tool");
+        tokio::spawn(async move {
+            let response = http
+                .post(url)
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .expect("sent");
+            let status = response.status();
+            (
+                status,
+                response.json::<Value>().await.expect("json"),
+                Instant::now(),
+            )
+        })
+    };
+    cluster.wait_invocation(&a, &call_id, "dispatched").await;
+
+    balancer.set(vec![cluster.relays[0].address, cluster.relays[2].address]);
+    let killed_at = Instant::now();
+    cluster.relays[1].kill_9();
+    let (status, answer, answered_at) = caller.await.expect("caller");
+    let waited = answered_at.duration_since(killed_at);
+    assert!(
+        status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::GATEWAY_TIMEOUT,
+        "{status} {answer}"
+    );
+    assert_eq!(answer["error"]["call_id"], call_id.as_str(), "{answer}");
+    assert!(waited < Duration::from_secs(5), "caller waited {waited:?}");
+    eprintln!("cluster: caller answered {status} {waited:?} after kill -9 of the holder");
+
+    // The runner comes back through A or C, finishes the call there, and
+    // its result is journalled.
+    cluster.wait_status(&a, &env, connected).await;
+    let entry = cluster
+        .wait_invocation(cluster.url(2), &call_id, "done")
+        .await;
+    assert_eq!(entry["exit_code"], 0, "{entry}");
+    assert_eq!(runner.ledger_lines(), vec!["late"]);
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn the_same_call_id_runs_once() {
+    let cluster = Cluster::start().await;
+    let (env, token) = cluster.dev_env("once").await;
+    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
+    let runner = RealRunner::start(&balancer.url, &token);
+    cluster.wait_status(cluster.url(0), &env, connected).await;
+
+    // Sequentially, through different relays.
+    let mut body = append(&runner, "first", 0);
+    body["call_id"] = json!("same-1");
+    let (status, one) = cluster.invoke(cluster.url(0), &env, body.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{one}");
+    for relay in [1, 2] {
+        let (status, again) = cluster.invoke(cluster.url(relay), &env, body.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{again}");
+        assert_eq!(again["exit_code"], one["exit_code"]);
+        assert_eq!(again["call_id"], "same-1");
+    }
+
+    // Concurrently, while the first is still running.
+    let mut body = append(&runner, "second", 1);
+    body["call_id"] = json!("same-2");
+    let (x, y) = tokio::join!(
+        cluster.invoke(cluster.url(0), &env, body.clone()),
+        cluster.invoke(cluster.url(2), &env, body.clone())
+    );
+    assert_eq!(x.0, StatusCode::OK, "{}", x.1);
+    assert_eq!(y.0, StatusCode::OK, "{}", y.1);
+    assert_eq!(runner.ledger_lines(), vec!["first", "second"]);
+
+    // The same id for another environment is refused.
+    let (other, _) = cluster.dev_env("other").await;
+    let (status, refused) = cluster.invoke(cluster.url(0), &other, body).await;
+    assert!(
+        status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE,
+        "{status} {refused}"
+    );
+}
+
+async fn fake_socket(url: &str, token: &str) -> crate::support::Socket {
+    let ws = format!("{}/runner/connect", url.replacen("http", "ws", 1));
+    let mut request = ws.into_client_request().expect("request");
+    request.headers_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("header"),
+    );
+    tokio_tungstenite::connect_async(request)
+        .await
+        .expect("socket")
+        .0
+}
+
+async fn fake_runner(url: &str, token: &str, instance: &str) -> FakeRunner {
+    use futures_util::SinkExt;
+    let mut socket = fake_socket(url, token).await;
+    let hello = RunnerMessage::Hello(hello("fake-host", instance, &["echo"]));
+    socket
+        .send(tokio_tungstenite::tungstenite::Message::text(
+            serde_json::to_string(&hello).expect("encode"),
+        ))
+        .await
+        .expect("hello");
+    let mut runner = FakeRunner::raw(socket);
+    match runner.next_frame().await {
+        RelayMessage::Welcome(welcome) => runner.welcome = welcome,
+        other => panic!("expected welcome, got {other:?}"),
+    }
+    runner
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn a_runner_reconnecting_elsewhere_never_gets_a_call_twice() {
+    let cluster = Cluster::start().await;
+    let (env, token) = cluster.dev_env("linger").await;
+    let mut old = fake_runner(cluster.url(1), &token, "same-process").await;
+    let mut new = fake_runner(cluster.url(2), &token, "same-process").await;
+    assert!(
+        new.welcome.epoch > old.welcome.epoch,
+        "{} {}",
+        new.welcome.epoch,
+        old.welcome.epoch
+    );
+
+    // The old socket is closed by its relay (superseded, same process:
+    // quietly), and never sees a call.
+    let closed = old.closed().await;
+    assert!(
+        matches!(closed, Closed::NoFrame | Closed::Code(..)),
+        "{closed:?}"
+    );
+
+    for (round, relay) in [0, 1, 2, 0, 1, 2].into_iter().enumerate() {
+        let base = cluster.url(relay).to_owned();
+        let caller = {
+            let http = cluster.http.clone();
+            let key = cluster.admin_key.clone();
+            let url = format!("{base}/execution-environments/{env}/invoke-tool");
+            let body = json!({"tool_name": "echo", "args": {"round": round}, "timeout_s": 10});
+            tokio::spawn(async move {
+                let response = http
+                    .post(url)
+                    .bearer_auth(key)
+                    .json(&body)
+                    .send()
+                    .await
+                    .expect("sent");
+                (
+                    response.status(),
+                    response.json::<Value>().await.expect("json"),
+                )
+            })
+        };
+        let call = new.next_call().await;
+        assert_eq!(call.args["round"], round);
+        assert_eq!(call.epoch, new.welcome.epoch);
+        new.answer(&call, 0).await;
+        let (status, body) = caller.await.expect("caller");
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    // Nothing else arrives on the new socket (no duplicate).
+    let extra = tokio::time::timeout(Duration::from_millis(500), new.next_call()).await;
+    assert!(extra.is_err(), "a call arrived twice: {extra:?}");
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn revoking_through_one_relay_disconnects_the_runner_on_another_at_once() {
+    let cluster = Cluster::start().await;
+    let (env, token) = cluster.dev_env("revoked").await;
+    let mut runner = fake_runner(cluster.url(2), &token, "fake").await;
+    cluster.wait_status(cluster.url(0), &env, connected).await;
+
+    let started = Instant::now();
+    let (status, body) = cluster
+        .post(
+            cluster.url(0),
+            &format!("/execution-environments/{env}/revoke-token"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["runner_disconnected"], true, "{body}");
+    let closed = runner.closed().await;
+    let took = started.elapsed();
+    assert_eq!(
+        crate::support::code(&closed),
+        Some(close::REVOKED),
+        "{closed:?}"
+    );
+    assert!(took < Duration::from_secs(2), "revocation took {took:?}");
+    eprintln!("cluster: revoke through A closed the socket on C in {took:?}");
+
+    // Policy pushes reach a runner on another relay too.
+    let (env, token) = cluster.dev_env("policy").await;
+    let mut runner = fake_runner(cluster.url(1), &token, "fake-2").await;
+    let policy = json!({"tools": {"mode": "list", "tools": ["echo"]}, "file_paths": []});
+    let (status, body) = cluster
+        .request(
+            reqwest::Method::PATCH,
+            &format!("{}/execution-environments/{env}", cluster.url(0)),
+            Some(json!({"policy": policy})),
+        )
+        .await
+        .expect("patch");
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let pushed = tokio::time::timeout(DEADLINE, async {
+        loop {
+            if let RelayMessage::Policy { policy } = runner.next_frame().await {
+                return policy;
+            }
+        }
+    })
+    .await
+    .expect("policy pushed");
+    assert_eq!(
+        serde_json::to_value(&pushed.tools).expect("json"),
+        json!({"mode": "list", "tools": ["echo"]})
+    );
+
+    // Deleting through C closes the runner on B with DELETED.
+    let (status, _) = cluster
+        .request(
+            reqwest::Method::DELETE,
+            &format!("{}/execution-environments/{env}", cluster.url(2)),
+            None,
+        )
+        .await
+        .expect("delete");
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        crate::support::code(&runner.closed().await),
+        Some(close::DELETED)
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn a_rolling_restart_under_load_loses_no_call_silently() {
+    let mut cluster = Cluster::start().await;
+    let (env, token) = cluster.dev_env("rolling").await;
+    let addresses: Vec<SocketAddr> = cluster.relays.iter().map(|r| r.address).collect();
+    let balancer = Balancer::start(addresses).await;
+    let runner = RealRunner::start(&balancer.url, &token);
+    cluster.wait_status(cluster.url(0), &env, connected).await;
+
+    // A steady stream of calls through the balancer, each with its own id.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let outcomes = Arc::new(Mutex::new(
+        Vec::<(String, Result<(u16, Value), String>)>::new(),
+    ));
+    let load = {
+        let http = cluster.http.clone();
+        let key = cluster.admin_key.clone();
+        let url = format!("{}/execution-environments/{env}/invoke-tool", balancer.url);
+        let ledger = runner.ledger();
+        let stop = stop.clone();
+        let outcomes = outcomes.clone();
+        tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.is_cancelled() {
+                n += 1;
+                let call_id = format!("roll-{n}");
+                let body = json!({
+                    "tool_name": "shell",
+                    "args": {"command": format!("echo {call_id} >> '{}'", ledger.display())},
+                    "timeout_s": 20,
+                    "call_id": call_id,
+                });
+                let sent = http.post(&url).bearer_auth(&key).json(&body).send().await;
+                let outcome = match sent {
+                    Ok(response) => {
+                        let status = response.status().as_u16();
+                        match response.json::<Value>().await {
+                            Ok(body) => Ok((status, body)),
+                            Err(error) => Err(error.to_string()),
+                        }
+                    }
+                    Err(error) => Err(error.to_string()),
+                };
+                outcomes.lock().expect("outcomes").push((call_id, outcome));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+
+    let prefix = cluster.prefix.clone();
+    for index in 0..3 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let name = cluster.relays[index].name.clone();
+        cluster.relays[index].terminate();
+        cluster.relays[index].exited().await;
+        let (restarted, _) = RelayProcess::start(&name, &cluster.database, &prefix).await;
+        let mut backends: Vec<SocketAddr> = cluster.relays.iter().map(|r| r.address).collect();
+        backends[index] = restarted.address;
+        balancer.set(backends);
+        cluster.relays[index] = restarted;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.cancel();
+    load.await.expect("load");
+
+    let outcomes = outcomes.lock().expect("outcomes").clone();
+    let ledger = runner.ledger_lines();
+    let mut succeeded = 0;
+    let mut failed = 0;
+    for (call_id, outcome) in &outcomes {
+        let ran = ledger.iter().filter(|line| *line == call_id).count();
+        assert!(ran <= 1, "{call_id} ran {ran} times");
+        match outcome {
+            Ok((200, body)) => {
+                succeeded += 1;
+                assert_eq!(ran, 1, "{call_id} answered 200 but did not run: {body}");
+            }
+            Ok((status, body)) => {
+                failed += 1;
+                // A clear error: JSON with a code; if it ran, its result is
+                // in the journal.
+                assert!(
+                    body["error"]["code"].is_string(),
+                    "{call_id}: {status} {body}"
+                );
+                eprintln!("cluster: {call_id}: {status} {}", body["error"]["code"]);
+                if ran == 1 {
+                    cluster
+                        .wait_invocation(cluster.url(0), call_id, "done")
+                        .await;
+                }
+            }
+            Err(error) => {
+                failed += 1;
+                eprintln!("cluster: {call_id}: transport error {error}");
+                // The connection to a stopping relay broke: the caller knows,
+                // and the journal tells whether it ran.
+                if ran == 1 {
+                    cluster
+                        .wait_invocation(cluster.url(0), call_id, "done")
+                        .await;
+                }
+                eprintln!("cluster: {call_id}: transport error {error}");
+            }
+        }
+    }
+    eprintln!(
+        "cluster: rolling restart: {succeeded} calls answered, {failed} clear errors, {} sent",
+        outcomes.len()
+    );
+    assert!(succeeded > 0);
+    assert!(
+        ledger
+            .iter()
+            .all(|line| outcomes.iter().any(|(id, _)| id == line)),
+        "unknown line in the ledger"
+    );
+}
+
+/// Cross-relay vs same-relay `ping` round trips (printed; see the report).
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn ping_round_trips_across_and_within_relays() {
+    let cluster = Cluster::start().await;
+    let (env, token) = cluster.dev_env("ping").await;
+    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
+    let _runner = RealRunner::start(&balancer.url, &token);
+    cluster.wait_status(cluster.url(0), &env, connected).await;
+    const ROUNDS: usize = 300;
+    for (label, relay) in [("same relay (B)", 1), ("cross relay (A→B)", 0)] {
+        let mut times = Vec::with_capacity(ROUNDS);
+        for n in 0..ROUNDS + 20 {
+            let started = Instant::now();
+            let (status, body) = cluster
+                .invoke(
+                    cluster.url(relay),
+                    &env,
+                    json!({"tool_name": "ping", "args": {"n": n}}),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            if n >= 20 {
+                times.push(started.elapsed());
+            }
+        }
+        times.sort();
+        let p50 = times[times.len() / 2];
+        let p99 = times[times.len() * 99 / 100];
+        eprintln!(
+            "cluster: ping {label}: p50 {:.2} ms, p99 {:.2} ms over {ROUNDS} calls",
+            p50.as_secs_f64() * 1e3,
+            p99.as_secs_f64() * 1e3
+        );
+    }
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the system packages the test suite uses, only where missing.
+# Idempotent and quiet when everything is present.
+set -euo pipefail
+missing=()
+need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
+need python3 python3
+need shellcheck shellcheck
+need openssl openssl
+need systemd-analyze systemd
+need git git
+need curl curl
+# The browser tool's test drives a real headless Chromium.
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
+python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing packages: ${missing[*]} (run as root, or install them)" >&2
+    exit 1
+  fi
+  echo "installing: ${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
