@@ -315,7 +315,7 @@ pub fn connect_url(base: &str) -> Result<String, String> {
 }
 
 async fn connect(config: &SessionConfig) -> Result<Socket, SessionEnd> {
-    let url = connect_url(&config.url).map_err(|reason| SessionEnd::Unauthorized(reason))?;
+    let url = connect_url(&config.url).map_err(SessionEnd::Unauthorized)?;
     let mut request = url
         .as_str()
         .into_client_request()

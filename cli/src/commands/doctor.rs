@@ -538,7 +538,7 @@ async fn websocket_check(doctor: &mut Doctor, base: &str, token: &Secret) {
 fn clock_check(doctor: &mut Doctor, date: Option<&reqwest::header::HeaderValue>) {
     let Some(relay_time) = date
         .and_then(|d| d.to_str().ok())
-        .and_then(|d| httpdate_to_system(d))
+        .and_then(httpdate_to_system)
     else {
         doctor.skip("clock", "relay", "the relay sent no Date header");
         return;

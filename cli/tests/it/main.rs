@@ -7,6 +7,7 @@ mod cli;
 mod install;
 mod invoke;
 mod runner;
+mod service;
 mod tls;
 mod tools_argv;
 mod tools_browser;

@@ -156,3 +156,38 @@ async fn the_token_never_appears_in_the_runner_logs_or_config() {
     let config = std::fs::read_to_string(runner.config_dir().join("config.yaml")).expect("config");
     assert!(!config.contains(secret_part), "token in config.yaml");
 }
+
+#[tokio::test]
+async fn a_second_runner_replaces_the_first_which_stops_without_fighting_back() {
+    let relay = Relay::spawn().await;
+    let env = relay.create_env(dev_env()).await;
+    let token = relay.token(&env).await;
+    let mut first = Runner::register(&relay, &token).await;
+    first.start(&[]);
+    relay.wait_status(&env, "online").await;
+    let mut second = Runner::register(&relay, &token).await;
+    second.start(&[]);
+    let child = first.child.take().expect("running");
+    let (code, stderr) = support::wait_output(child).await;
+    assert_eq!(code, Some(10), "{stderr}");
+    assert!(stderr.contains("replaced"), "{stderr}");
+    let host = nix::unistd::gethostname()
+        .expect("hostname")
+        .into_string()
+        .expect("utf-8");
+    assert!(
+        stderr.contains(&host),
+        "names the host that replaced it: {stderr}"
+    );
+    // The newer runner serves the environment.
+    relay.wait_status(&env, "online").await;
+    let (_, body) = relay
+        .invoke(
+            &env,
+            json!({"tool_name": "ping", "args": {"who": "second"}}),
+        )
+        .await;
+    assert_eq!(body["result"]["who"], "second", "{body}");
+    let (code, _) = second.stop().await;
+    assert_eq!(code, Some(0));
+}

@@ -1,0 +1,328 @@
+//! Section 1: invoke round trip of a trivial call, against the local spawn
+//! floor and ssh.
+//!
+//! Methods are measured interleaved in batches (a batch of each in turn,
+//! until every method has its count), so drift in the shared machine's load
+//! hits them all alike. Two families, compared like with like:
+//!
+//! * persistent: the HTTP API from a keep-alive client (`shell` `true`,
+//!   `file_read` of 1 KiB, `ping`) against `ssh` over a warm ControlMaster;
+//! * one process per call: `runner invoke` against `ssh` (warm and cold).
+//!
+//! The floor (a) is `bash -c true` spawned locally; every method is also
+//! reported as a ratio of its p50/p99 to the floor's.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use serde_json::{json, Map, Value};
+
+use crate::procs::{self, Bins, Relay};
+use crate::ssh::Sshd;
+use crate::stats::Summary;
+use crate::{note, round, RunArgs};
+
+/// Calls per batch before moving to the next method.
+const BATCH: usize = 50;
+/// Unmeasured calls per method before measuring.
+const WARMUP: usize = 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    LocalSpawn,
+    ApiShellTrue,
+    ApiFileRead,
+    ApiPing,
+    SshWarm,
+    SshCold,
+    RunnerInvokeProcess,
+}
+
+impl Method {
+    fn key(self) -> &'static str {
+        match self {
+            Method::LocalSpawn => "local_spawn_bash_true",
+            Method::ApiShellTrue => "api_shell_true",
+            Method::ApiFileRead => "api_file_read_1k",
+            Method::ApiPing => "api_ping",
+            Method::SshWarm => "ssh_controlmaster_true",
+            Method::SshCold => "ssh_cold_true",
+            Method::RunnerInvokeProcess => "runner_invoke_process_shell_true",
+        }
+    }
+
+    fn family(self) -> &'static str {
+        match self {
+            Method::LocalSpawn => "floor",
+            Method::ApiShellTrue | Method::ApiFileRead | Method::ApiPing => "persistent client",
+            Method::SshWarm => "process per call over a warm connection",
+            Method::SshCold | Method::RunnerInvokeProcess => "process per call",
+        }
+    }
+}
+
+struct Setup<'a> {
+    bins: &'a Bins,
+    relay: &'a Relay,
+    env: String,
+    runner_home: &'a std::path::Path,
+    http: reqwest::Client,
+    sshd: Option<&'a Sshd>,
+}
+
+pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
+    let data = tempfile::Builder::new()
+        .prefix("runner-bench-invoke-")
+        .tempdir()?;
+    let relay = Relay::spawn(bins, &data.path().join("relay"), "127.0.0.1:0", None).await?;
+    let (envs, runners) = procs::online_runners(bins, &relay, 1).await?;
+    let runner = runners.first().context("no runner")?;
+    fs_err::write(runner.workspace().join("one-kib.txt"), "x".repeat(1024))?;
+
+    let mut sshd_error = None;
+    let sshd = match Sshd::start().await {
+        Ok(mut sshd) => match sshd.open_master().await {
+            Ok(()) => Some(sshd),
+            Err(error) => {
+                sshd_error = Some(format!("{error:#}"));
+                None
+            }
+        },
+        Err(error) => {
+            sshd_error = Some(format!("{error:#}"));
+            None
+        }
+    };
+    if let Some(error) = &sshd_error {
+        note(&format!("ssh comparisons skipped: {error}"));
+    }
+    let setup = Setup {
+        bins,
+        relay: &relay,
+        env: envs[0].clone(),
+        runner_home: runner.home.path(),
+        http: procs::http_client(4)?,
+        sshd: sshd.as_ref(),
+    };
+
+    let mut plan = vec![
+        (Method::LocalSpawn, args.invoke_calls),
+        (Method::ApiShellTrue, args.invoke_calls),
+        (Method::ApiFileRead, args.invoke_calls),
+        (Method::ApiPing, args.invoke_calls),
+        (Method::RunnerInvokeProcess, args.process_calls),
+    ];
+    if sshd.is_some() {
+        plan.push((Method::SshWarm, args.invoke_calls));
+        plan.push((Method::SshCold, args.process_calls));
+    }
+    for &(method, _) in &plan {
+        for _ in 0..WARMUP.min(args.process_calls) {
+            once(&setup, method)
+                .await
+                .with_context(|| format!("warming up {}", method.key()))?;
+        }
+    }
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); plan.len()];
+    let mut errors = vec![0usize; plan.len()];
+    let mut first_error: Vec<Option<String>> = vec![None; plan.len()];
+    loop {
+        let mut progressed = false;
+        for (index, &(method, count)) in plan.iter().enumerate() {
+            let batch = BATCH.min(count.saturating_sub(samples[index].len() + errors[index]));
+            for _ in 0..batch {
+                progressed = true;
+                match once(&setup, method).await {
+                    Ok(elapsed) => samples[index].push(elapsed),
+                    Err(error) => {
+                        errors[index] += 1;
+                        first_error[index].get_or_insert_with(|| format!("{error:#}"));
+                    }
+                }
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+
+    let floor = Summary::of(&samples[0]);
+    let mut methods = Map::new();
+    for (index, &(method, _)) in plan.iter().enumerate() {
+        let summary = Summary::of(&samples[index]);
+        let mut entry = summary.to_json();
+        entry["family"] = json!(method.family());
+        entry["errors"] = json!(errors[index]);
+        if let Some(error) = &first_error[index] {
+            entry["first_error"] = json!(error);
+        }
+        if floor.p50_us > 0.0 {
+            entry["ratio_p50_to_floor"] = json!(round(summary.p50_us / floor.p50_us, 2));
+            entry["ratio_p99_to_floor"] = json!(round(summary.p99_us / floor.p99_us, 2));
+            entry["p50_minus_floor_us"] = json!(round(summary.p50_us - floor.p50_us, 1));
+        }
+        methods.insert(method.key().into(), entry);
+    }
+    let p50 = |key: &str| methods.get(key).and_then(|m| m["p50_us"].as_f64());
+    let mut derived = Map::new();
+    if let (Some(ssh), Some(shell)) = (p50("ssh_controlmaster_true"), p50("api_shell_true")) {
+        derived.insert(
+            "ssh_controlmaster_over_api_shell_p50".into(),
+            json!(round(ssh / shell, 1)),
+        );
+    }
+    if let (Some(ssh), Some(shell)) = (p50("ssh_cold_true"), p50("api_shell_true")) {
+        derived.insert(
+            "ssh_cold_over_api_shell_p50".into(),
+            json!(round(ssh / shell, 1)),
+        );
+    }
+    if let (Some(ssh), Some(invoke)) = (
+        p50("ssh_cold_true"),
+        p50("runner_invoke_process_shell_true"),
+    ) {
+        derived.insert(
+            "ssh_cold_over_runner_invoke_process_p50".into(),
+            json!(round(ssh / invoke, 2)),
+        );
+    }
+    if let (Some(ssh), Some(invoke)) = (
+        p50("ssh_controlmaster_true"),
+        p50("runner_invoke_process_shell_true"),
+    ) {
+        derived.insert(
+            "ssh_controlmaster_over_runner_invoke_process_p50".into(),
+            json!(round(ssh / invoke, 2)),
+        );
+    }
+    drop(sshd);
+    Ok(json!({
+        "methods": methods,
+        "derived": derived,
+        "ssh_available": sshd_error.is_none(),
+        "ssh_error": sshd_error,
+        "batch": BATCH,
+        "warmup_per_method": WARMUP,
+    }))
+}
+
+async fn once(setup: &Setup<'_>, method: Method) -> anyhow::Result<Duration> {
+    match method {
+        Method::LocalSpawn => tokio::task::spawn_blocking(|| {
+            let start = Instant::now();
+            let status = std::process::Command::new("bash")
+                .args(["-c", "true"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .context("spawning bash")?;
+            let elapsed = start.elapsed();
+            if !status.success() {
+                bail!("bash -c true: {status}");
+            }
+            Ok(elapsed)
+        })
+        .await
+        .context("joining the spawn task")?,
+        Method::ApiShellTrue => {
+            api_call(
+                setup,
+                json!({"tool_name": "shell", "args": {"command": "true"}}),
+                |body| body["exit_code"] == json!(0),
+            )
+            .await
+        }
+        Method::ApiFileRead => {
+            api_call(
+                setup,
+                json!({"tool_name": "file_read", "args": {"path": "one-kib.txt"}}),
+                |body| {
+                    body["result"]["content"]
+                        .as_str()
+                        .is_some_and(|c| c.len() == 1024)
+                },
+            )
+            .await
+        }
+        Method::ApiPing => {
+            api_call(
+                setup,
+                json!({"tool_name": "ping", "args": {"n": 1}}),
+                |body| body["result"]["n"] == json!(1),
+            )
+            .await
+        }
+        Method::SshWarm | Method::SshCold => {
+            let sshd = setup.sshd.context("no sshd")?;
+            let mut command = sshd.command(method == Method::SshWarm, "true");
+            command.stdout(Stdio::null()).stderr(Stdio::piped());
+            let start = Instant::now();
+            let output = tokio::time::timeout(Duration::from_secs(30), command.output())
+                .await
+                .context("ssh took over 30 s")?
+                .context("running ssh")?;
+            let elapsed = start.elapsed();
+            if !output.status.success() {
+                bail!(
+                    "ssh: {} {}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr).trim()
+                );
+            }
+            Ok(elapsed)
+        }
+        Method::RunnerInvokeProcess => {
+            let mut command = tokio::process::Command::new(&setup.bins.runner);
+            command
+                .args(["invoke", &setup.env, "shell", "--arg", "command=true"])
+                .env("RUNNER_URL", &setup.relay.url)
+                .env("RUNNER_API_KEY", &setup.relay.admin_key)
+                .env("RUNNER_CONFIG_DIR", setup.runner_home.join("invoke-config"))
+                .env("RUNNER_STATE_DIR", setup.runner_home.join("invoke-state"))
+                .env("RUNNER_CREDENTIAL_STORE", "file")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true);
+            let start = Instant::now();
+            let output = tokio::time::timeout(Duration::from_secs(30), command.output())
+                .await
+                .context("runner invoke took over 30 s")?
+                .context("running runner invoke")?;
+            let elapsed = start.elapsed();
+            if !output.status.success() {
+                bail!(
+                    "runner invoke: {} {}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr).trim()
+                );
+            }
+            Ok(elapsed)
+        }
+    }
+}
+
+async fn api_call(
+    setup: &Setup<'_>,
+    body: Value,
+    ok: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Duration> {
+    let path = Relay::invoke_path(&setup.env);
+    let start = Instant::now();
+    let (status, answer) = procs::api(
+        &setup.http,
+        &setup.relay.url,
+        &setup.relay.admin_key,
+        reqwest::Method::POST,
+        &path,
+        Some(&body),
+    )
+    .await?;
+    let elapsed = start.elapsed();
+    if status != 200 || !ok(&answer) {
+        bail!("HTTP {status}: {}", crate::compact_str(&answer.to_string()));
+    }
+    Ok(elapsed)
+}

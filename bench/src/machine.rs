@@ -1,0 +1,94 @@
+//! Facts about the machine and its limits, recorded with every result.
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+/// The open-file limits after [`raise_nofile_limit`]: (soft, hard).
+#[derive(Debug, Clone, Copy)]
+pub struct NoFile {
+    pub soft: u64,
+    pub hard: u64,
+}
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit (children inherit it:
+/// the relay and the load generator each need one descriptor per socket).
+/// Raising the hard limit needs CAP_SYS_RESOURCE; it is tried, not required.
+pub fn raise_nofile_limit() -> NoFile {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap_or((1024, 1024));
+    let wanted: u64 = 1_100_000;
+    if hard < wanted && setrlimit(Resource::RLIMIT_NOFILE, wanted, wanted).is_ok() {
+        return NoFile {
+            soft: wanted,
+            hard: wanted,
+        };
+    }
+    if setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        return NoFile { soft: hard, hard };
+    }
+    NoFile { soft, hard }
+}
+
+pub fn facts(nofile: NoFile) -> Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|line| line.strip_prefix("model name"))
+        .and_then(|rest| rest.split(':').nth(1))
+        .map(|model| model.trim().to_owned())
+        .unwrap_or_default();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_total_kib = meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(0);
+    json!({
+        "nproc": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "cpu_model": cpu_model,
+        "mem_total_mib": mem_total_kib / 1024,
+        "kernel": read_trimmed("/proc/sys/kernel/osrelease"),
+        "loadavg_at_end": read_trimmed("/proc/loadavg"),
+        "nofile_soft": nofile.soft,
+        "nofile_hard": nofile.hard,
+        "ip_local_port_range": read_trimmed("/proc/sys/net/ipv4/ip_local_port_range"),
+        "rustc": command_line("rustc", &["--version"]),
+    })
+}
+
+pub fn git_commit() -> String {
+    let commit = command_line("git", &["rev-parse", "--short=12", "HEAD"]);
+    let dirty = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .output()
+        .map(|out| !out.stdout.is_empty())
+        .unwrap_or(false);
+    if dirty {
+        format!("{commit}+dirty")
+    } else {
+        commit
+    }
+}
+
+fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|text| text.trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn command_line(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .unwrap_or_default()
+}

@@ -1,0 +1,404 @@
+//! `runner-bench report FILE`: the figures of one result file as the
+//! Markdown tables of BENCHMARKS.md, against the targets of issue 7.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+
+use anyhow::Context;
+use serde_json::Value;
+
+pub fn run(path: &Path) -> anyhow::Result<()> {
+    let text = fs_err::read_to_string(path)?;
+    let results: Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let markdown = render(&results).context("formatting the report")?;
+    std::io::stdout().lock().write_all(markdown.as_bytes())?;
+    Ok(())
+}
+
+fn number(value: &Value) -> String {
+    match value.as_f64() {
+        Some(n) if n.abs() >= 100.0 || n.fract() == 0.0 => format!("{n:.0}"),
+        Some(n) => format!("{n:.1}"),
+        None if value.is_null() => "–".to_owned(),
+        None => value.to_string(),
+    }
+}
+
+fn met(ok: Option<bool>) -> &'static str {
+    match ok {
+        Some(true) => "met",
+        Some(false) => "**missed**",
+        None => "not measured",
+    }
+}
+
+fn render(r: &Value) -> Result<String, std::fmt::Error> {
+    let mut out = String::new();
+    let s = &r["sections"];
+    let m = &r["machine"];
+    writeln!(
+        out,
+        "Run: commit `{}`, quick = {}.",
+        r["git_commit"].as_str().unwrap_or("?"),
+        r["quick"]
+    )?;
+    writeln!(
+        out,
+        "Machine: {} × {}, {} MiB RAM, kernel {}, RLIMIT_NOFILE {}/{}, load average at the end {}.\n",
+        m["nproc"], m["cpu_model"].as_str().unwrap_or("?"), m["mem_total_mib"],
+        m["kernel"].as_str().unwrap_or("?"), m["nofile_soft"], m["nofile_hard"],
+        m["loadavg_at_end"].as_str().unwrap_or("?")
+    )?;
+
+    let invoke = &s["invoke"]["methods"];
+    if invoke.is_object() {
+        writeln!(out, "### 1. Invoke round trip (µs)\n")?;
+        writeln!(
+            out,
+            "| method | family | n | p50 | p90 | p99 | p50 / floor | p99 / floor |"
+        )?;
+        writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|")?;
+        for key in [
+            "local_spawn_bash_true",
+            "api_ping",
+            "api_shell_true",
+            "api_file_read_1k",
+            "ssh_controlmaster_true",
+            "runner_invoke_process_shell_true",
+            "ssh_cold_true",
+        ] {
+            let row = &invoke[key];
+            if row.is_null() {
+                continue;
+            }
+            writeln!(
+                out,
+                "| `{key}` | {} | {} | {} | {} | {} | {} | {} |",
+                row["family"].as_str().unwrap_or(""),
+                row["count"],
+                number(&row["p50_us"]),
+                number(&row["p90_us"]),
+                number(&row["p99_us"]),
+                number(&row["ratio_p50_to_floor"]),
+                number(&row["ratio_p99_to_floor"])
+            )?;
+        }
+        let d = &s["invoke"]["derived"];
+        writeln!(
+            out,
+            "\nssh over a warm ControlMaster / API `shell true` (p50): {}×; cold ssh / API `shell true`: {}×; cold ssh / `runner invoke` process: {}×; warm-master ssh process / `runner invoke` process: {}×.\n",
+            number(&d["ssh_controlmaster_over_api_shell_p50"]), number(&d["ssh_cold_over_api_shell_p50"]),
+            number(&d["ssh_cold_over_runner_invoke_process_p50"]),
+            number(&d["ssh_controlmaster_over_runner_invoke_process_p50"])
+        )?;
+    }
+
+    let cells = &s["throughput"]["cells"];
+    if let Some(map) = cells.as_object() {
+        writeln!(out, "### 2. Throughput (`ping`)\n")?;
+        writeln!(
+            out,
+            "| runners | concurrency | invokes/s | p50 µs | p99 µs | errors | relay CPU avg % |"
+        )?;
+        writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|")?;
+        for runners in [1, 16] {
+            for concurrency in [1, 16, 256] {
+                if let Some(row) = map.get(&format!("runners_{runners}_concurrency_{concurrency}"))
+                {
+                    writeln!(
+                        out,
+                        "| {runners} | {concurrency} | {} | {} | {} | {} | {} |",
+                        number(&row["invokes_per_s"]),
+                        number(&row["p50_us"]),
+                        number(&row["p99_us"]),
+                        row["errors"],
+                        number(&row["relay_cpu_average_percent"])
+                    )?;
+                }
+            }
+        }
+        writeln!(out)?;
+    }
+
+    let idle = &s["fleet"]["idle"];
+    if let Some(stages) = idle["stages"].as_object() {
+        writeln!(out, "### 3. Idle fleet\n")?;
+        writeln!(
+            out,
+            "| runners | relay RSS KiB | KiB / connection | ramp s | new sessions/s |"
+        )?;
+        writeln!(out, "|---:|---:|---:|---:|---:|")?;
+        let mut rows: Vec<&Value> = stages.values().collect();
+        rows.sort_by_key(|row| row["runners"].as_u64().unwrap_or(0));
+        for row in rows {
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                row["runners"],
+                row["relay_rss_kib"],
+                number(&row["relay_rss_per_connection_kib"]),
+                number(&row["ramp_seconds"]),
+                number(&row["new_connections_per_s"])
+            )?;
+        }
+        writeln!(
+            out,
+            "\nLimit: {}. Provisioning: {} environments+tokens/s. Hold {} s: {} heartbeat acks/s, relay CPU avg {} % (peak {} %), still connected {}.\n",
+            idle["limit_reason"].as_str().unwrap_or("?"), number(&idle["provision_environments_per_s"]),
+            idle["hold_seconds"], number(&idle["hold_heartbeat_acks_per_s"]),
+            number(&idle["hold_relay_cpu_average_percent"]), number(&idle["hold_relay_cpu_peak_percent"]),
+            idle["hold_still_connected"]
+        )?;
+    }
+
+    let storm = &s["fleet"]["storm"];
+    if storm.is_object() {
+        writeln!(out, "### 4. Reconnect storm\n")?;
+        writeln!(out, "| figure | value |\n|---|---:|")?;
+        for (label, key) in [
+            ("runners", "runners"),
+            ("relay restart (kill → listening), ms", "relay_restart_ms"),
+            (
+                "all online again after the kill, ms",
+                "all_online_after_kill_ms",
+            ),
+            (
+                "all online again after listening, ms",
+                "all_online_after_listen_ms",
+            ),
+            (
+                "relay CPU peak % (250 ms samples)",
+                "relay_cpu_peak_percent",
+            ),
+            ("relay CPU average %", "relay_cpu_average_percent"),
+            (
+                "duplicate sessions (REPLACED closes)",
+                "duplicate_sessions_replaced_closes",
+            ),
+            (
+                "runners welcomed more than once",
+                "runners_welcomed_more_than_once",
+            ),
+            (
+                "shortest lost → retry, ms (floor 250)",
+                "min_lost_to_retry_ms",
+            ),
+            (
+                "shortest gap between attempts, ms",
+                "min_gap_between_attempts_ms",
+            ),
+        ] {
+            writeln!(out, "| {label} | {} |", number(&storm[key]))?;
+        }
+        let spread = &storm["online_after_listen"];
+        writeln!(
+            out,
+            "| online after listening p50 / p90 / p99, ms | {} / {} / {} |",
+            number(&Value::from(
+                spread["p50_us"].as_f64().unwrap_or(0.0) / 1000.0
+            )),
+            number(&Value::from(
+                spread["p90_us"].as_f64().unwrap_or(0.0) / 1000.0
+            )),
+            number(&Value::from(
+                spread["p99_us"].as_f64().unwrap_or(0.0) / 1000.0
+            ))
+        )?;
+        writeln!(
+            out,
+            "| attempts per runner | {} |\n",
+            storm["attempts_per_runner"]
+        )?;
+    }
+
+    let output = &s["output"];
+    if output.is_object() {
+        writeln!(
+            out,
+            "### 5. Large output ({} bytes of stdout)\n",
+            output["bytes"]
+        )?;
+        writeln!(out, "| path | MB/s | bytes delivered |\n|---|---:|---:|")?;
+        writeln!(
+            out,
+            "| local pipe (floor) | {} | {} |",
+            number(&output["local_pipe_mb_per_s"]),
+            output["bytes"]
+        )?;
+        writeln!(
+            out,
+            "| ssh, warm ControlMaster | {} | {} |",
+            number(&output["ssh_controlmaster_mb_per_s"]),
+            output["bytes"]
+        )?;
+        writeln!(
+            out,
+            "| relay `shell` (runner consumes all, answers head+tail) | {} | {} |",
+            number(&output["relay_produced_mb_per_s"]),
+            output["relay_answer_bytes_delivered"]
+        )?;
+        writeln!(
+            out,
+            "\nPeak RSS while it flows: runner {} KiB (idle {}), relay {} KiB (idle {}).\n",
+            output["runner_peak_rss_kib"],
+            output["runner_rss_before_kib"],
+            output["relay_peak_rss_kib"],
+            output["relay_rss_before_kib"]
+        )?;
+    }
+
+    let policy = &s["policy"]["cases"];
+    if policy.is_object() {
+        writeln!(out, "### 6. Policy check (100 rules, µs)\n")?;
+        writeln!(out, "| command | bytes | p50 | p99 |\n|---|---:|---:|---:|")?;
+        for key in [
+            "simple_command",
+            "pipeline_5_stage",
+            "pipeline_5_stage_quoted",
+            "script_4k",
+        ] {
+            let row = &policy[key];
+            writeln!(
+                out,
+                "| {key} | {} | {} | {} |",
+                row["bytes"],
+                number(&row["p50_us"]),
+                number(&row["p99_us"])
+            )?;
+        }
+        writeln!(out)?;
+    }
+
+    let footprint = &s["footprint"];
+    if footprint.is_object() {
+        writeln!(out, "### 7. Runner footprint\n")?;
+        writeln!(out, "| figure | value |\n|---|---:|")?;
+        writeln!(
+            out,
+            "| runner binary (release, line tables) bytes | {} |",
+            footprint["runner_binary_bytes"]
+        )?;
+        writeln!(
+            out,
+            "| runner binary stripped bytes | {} |",
+            footprint["runner_binary_stripped_bytes"]
+        )?;
+        writeln!(
+            out,
+            "| relay binary stripped bytes | {} |",
+            footprint["relay_binary_stripped_bytes"]
+        )?;
+        writeln!(
+            out,
+            "| runner idle RSS KiB | {} |",
+            number(&footprint["runner_idle_rss_kib"])
+        )?;
+        writeln!(
+            out,
+            "| start → \"connected\" log line, ms p50 | {} |",
+            number(&footprint["start_to_connected_log_ms_p50"])
+        )?;
+        writeln!(
+            out,
+            "| start → API `online`, ms p50 | {} |\n",
+            number(&footprint["start_to_api_online_ms_p50"])
+        )?;
+    }
+
+    writeln!(out, "### Targets\n")?;
+    writeln!(out, "| target | measured | verdict |\n|---|---|---|")?;
+    let ping = &invoke["api_ping"];
+    if !ping.is_null() {
+        let ok = ping["p50_us"]
+            .as_f64()
+            .zip(ping["p99_us"].as_f64())
+            .map(|(p50, p99)| p50 <= 200.0 && p99 <= 1000.0);
+        writeln!(
+            out,
+            "| ping p50 ≤ 200 µs, p99 ≤ 1 ms | p50 {} µs, p99 {} µs | {} |",
+            number(&ping["p50_us"]),
+            number(&ping["p99_us"]),
+            met(ok)
+        )?;
+    }
+    let shell = &invoke["api_shell_true"];
+    if !shell.is_null() {
+        let over = shell["p50_minus_floor_us"].as_f64();
+        writeln!(
+            out,
+            "| shell true ≤ floor + 300 µs (p50) | floor + {} µs | {} |",
+            number(&shell["p50_minus_floor_us"]),
+            met(over.map(|o| o <= 300.0))
+        )?;
+        let d = &s["invoke"]["derived"];
+        let warm = d["ssh_controlmaster_over_api_shell_p50"].as_f64();
+        writeln!(
+            out,
+            "| ≥ 20× faster than ssh over a warm master | {}× | {} |",
+            number(&d["ssh_controlmaster_over_api_shell_p50"]),
+            met(warm.map(|w| w >= 20.0))
+        )?;
+        let cold = d["ssh_cold_over_api_shell_p50"].as_f64();
+        writeln!(
+            out,
+            "| ≥ 500× faster than cold ssh | {}× | {} |",
+            number(&d["ssh_cold_over_api_shell_p50"]),
+            met(cold.map(|c| c >= 500.0))
+        )?;
+    }
+    if let Some(row) = cells
+        .get("runners_16_concurrency_256")
+        .or_else(|| cells.get("runners_16_concurrency_16"))
+    {
+        let ok = row["invokes_per_s"]
+            .as_f64()
+            .zip(row["p99_us"].as_f64())
+            .map(|(rate, p99)| rate >= 10_000.0 && p99 < 10_000.0);
+        writeln!(out, "| ≥ 10,000 ping/s across 16 runners at p99 < 10 ms | best cell shown in §2; 16 runners × 256: {} /s, p99 {} µs | {} |", number(&row["invokes_per_s"]), number(&row["p99_us"]), met(ok))?;
+    }
+    if let Some(stages) = idle["stages"].as_object() {
+        let largest = stages
+            .values()
+            .max_by_key(|row| row["runners"].as_u64().unwrap_or(0));
+        if let Some(row) = largest {
+            let ok = row["runners"]
+                .as_u64()
+                .zip(row["relay_rss_per_connection_kib"].as_f64())
+                .map(|(n, kib)| n >= 50_000 && kib <= 16.0);
+            writeln!(out, "| ≥ 50,000 idle runners at ≤ 16 KiB each | {} runners (fd limit), {} KiB each | {} |", row["runners"], number(&row["relay_rss_per_connection_kib"]), met(ok))?;
+        }
+    }
+    if storm.is_object() {
+        let ok = storm["all_online_after_listen_ms"]
+            .as_f64()
+            .map(|ms| ms <= 10_500.0)
+            .zip(storm["duplicate_sessions_replaced_closes"].as_u64())
+            .map(|(fast, dups)| fast && dups == 0);
+        writeln!(out, "| reconnect storm: all online within jitter (0.5 s) + 10 s, no duplicates | {} runners in {} ms after listening, {} duplicates | {} |", storm["runners"], number(&storm["all_online_after_listen_ms"]), storm["duplicate_sessions_replaced_closes"], met(ok))?;
+    }
+    if output.is_object() {
+        let ok = output["relay_produced_mb_per_s"]
+            .as_f64()
+            .zip(output["relay_over_ssh"].as_f64())
+            .map(|(rate, ratio)| rate >= 500.0 && ratio >= 3.0);
+        writeln!(out, "| large output ≥ 500 MB/s and ≥ 3× ssh, bounded memory | {} MB/s consumed ({}× ssh) but only {} bytes delivered | {} |", number(&output["relay_produced_mb_per_s"]), number(&output["relay_over_ssh"]), output["relay_answer_bytes_delivered"], "**missed** (nothing streams to the caller)")?;
+        let _ = ok;
+    }
+    let quoted = &policy["pipeline_5_stage_quoted"];
+    if !quoted.is_null() {
+        let ok = quoted["p99_us"]
+            .as_f64()
+            .zip(policy["pipeline_5_stage"]["p99_us"].as_f64())
+            .map(|(a, b)| a <= 10.0 && b <= 10.0);
+        writeln!(
+            out,
+            "| policy 5-stage pipeline p99 ≤ 10 µs | plain {} µs, quoted {} µs | {} |",
+            number(&policy["pipeline_5_stage"]["p99_us"]),
+            number(&quoted["p99_us"]),
+            met(ok)
+        )?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,133 @@
+//! Section 2: `ping` invokes per second through the relay at concurrency 1,
+//! 16 and 256, across 1 and 16 real runner processes.
+//!
+//! Each cell runs for a fixed time; worker `w` sends its `i`-th call to
+//! runner `(w + i) % runners`. The load generator shares the machine's cores
+//! with the relay and the runners, so the figures are a floor of what the
+//! relay does on its own.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde_json::{json, Map, Value};
+
+use crate::procs::{self, Bins, Relay};
+use crate::stats::Summary;
+use crate::{round, RunArgs};
+
+const CONCURRENCIES: [usize; 3] = [1, 16, 256];
+const RUNNER_COUNTS: [usize; 2] = [1, 16];
+/// Unmeasured time at the start of each cell (connections open, caches warm).
+const WARMUP: Duration = Duration::from_millis(300);
+
+pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
+    let data = tempfile::Builder::new()
+        .prefix("runner-bench-throughput-")
+        .tempdir()?;
+    let relay = Relay::spawn(bins, &data.path().join("relay"), "127.0.0.1:0", None).await?;
+    let max_runners = RUNNER_COUNTS.iter().copied().max().unwrap_or(1);
+    let (envs, runners) = procs::online_runners(bins, &relay, max_runners).await?;
+    let http = procs::http_client(CONCURRENCIES.iter().copied().max().unwrap_or(1))?;
+    let seconds = Duration::from_secs_f64(args.throughput_seconds.max(0.2));
+    let relay_pid = relay.pid()?;
+
+    let mut cells = Map::new();
+    for runner_count in RUNNER_COUNTS {
+        for concurrency in CONCURRENCIES {
+            let envs = Arc::new(envs[..runner_count].to_vec());
+            let sampler = procs::CpuSampler::start(relay_pid, Duration::from_millis(250));
+            let cell = cell(&http, &relay, envs, concurrency, seconds).await?;
+            let (peak_cpu, average_cpu) = sampler.finish().await;
+            let mut value = cell;
+            value["relay_cpu_average_percent"] = json!(round(average_cpu, 0));
+            value["relay_cpu_peak_percent"] = json!(round(peak_cpu, 0));
+            cells.insert(
+                format!("runners_{runner_count}_concurrency_{concurrency}"),
+                value,
+            );
+        }
+    }
+    drop(runners);
+    Ok(json!({
+        "cells": cells,
+        "seconds_per_cell": seconds.as_secs_f64(),
+        "tool": "ping",
+        "runner_max_concurrent_calls": "default (32)",
+    }))
+}
+
+async fn cell(
+    http: &reqwest::Client,
+    relay: &Relay,
+    envs: Arc<Vec<String>>,
+    concurrency: usize,
+    seconds: Duration,
+) -> anyhow::Result<Value> {
+    let start = Instant::now();
+    let measure_from = start + WARMUP;
+    let end = measure_from + seconds;
+    let mut workers = Vec::with_capacity(concurrency);
+    for worker in 0..concurrency {
+        let http = http.clone();
+        let url = relay.url.clone();
+        let key = relay.admin_key.clone();
+        let envs = Arc::clone(&envs);
+        workers.push(tokio::spawn(async move {
+            let mut samples = Vec::new();
+            let mut errors = 0usize;
+            let mut first_error = None;
+            let body = json!({"tool_name": "ping", "args": {"worker": worker}});
+            let mut i = 0usize;
+            loop {
+                let now = Instant::now();
+                if now >= end {
+                    break;
+                }
+                let env = &envs[(worker + i) % envs.len()];
+                i += 1;
+                let call = procs::api(&http, &url, &key, reqwest::Method::POST, &Relay::invoke_path(env), Some(&body)).await;
+                let elapsed = now.elapsed();
+                let ok = matches!(&call, Ok((200, answer)) if answer["result"]["worker"] == json!(worker));
+                if now < measure_from {
+                    continue;
+                }
+                if ok {
+                    samples.push(elapsed);
+                } else {
+                    errors += 1;
+                    if first_error.is_none() {
+                        first_error = Some(match call {
+                            Ok((status, answer)) => format!("HTTP {status}: {}", crate::compact_str(&answer.to_string())),
+                            Err(error) => format!("{error:#}"),
+                        });
+                    }
+                }
+            }
+            (samples, errors, first_error)
+        }));
+    }
+    let mut samples = Vec::new();
+    let mut errors = 0;
+    let mut first_error = None;
+    for worker in workers {
+        let (mut s, e, f) = worker.await.context("a load worker failed")?;
+        samples.append(&mut s);
+        errors += e;
+        if first_error.is_none() {
+            first_error = f;
+        }
+    }
+    let measured = Instant::now()
+        .saturating_duration_since(measure_from)
+        .as_secs_f64()
+        .max(1e-9);
+    let summary = Summary::of(&samples);
+    let mut value = summary.to_json();
+    value["invokes_per_s"] = json!(round(samples.len() as f64 / measured, 0));
+    value["errors"] = json!(errors);
+    if let Some(error) = first_error {
+        value["first_error"] = json!(error);
+    }
+    Ok(value)
+}

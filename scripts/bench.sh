@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The one command behind BENCHMARKS.md: builds the release binaries, makes
+# sure sshd is installed (for the ssh comparisons; the harness starts its own
+# on 127.0.0.1 with throwaway keys), runs the harness and writes
+# bench/results/<date>-<commit>.json, then prints the comparison with the
+# previous result file when there is one.
+#
+#   scripts/bench.sh                      # everything (~15-25 min on 2 cores)
+#   scripts/bench.sh --quick              # smoke run, small counts
+#   scripts/bench.sh --sections invoke,policy
+#
+# Extra arguments go to `runner-bench run` (see `runner-bench run --help`).
+# CARGO_TARGET_DIR is honoured (default: target/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+target="${CARGO_TARGET_DIR:-target}"
+cargo build --release --locked --workspace --bins
+
+if ! command -v sshd >/dev/null 2>&1 && [ ! -x /usr/sbin/sshd ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null \
+      || echo "bench.sh: could not install openssh-server; ssh comparisons will be skipped" >&2
+  else
+    echo "bench.sh: sshd not found; ssh comparisons will be skipped" >&2
+  fi
+fi
+
+mkdir -p bench/results
+previous="$(ls -1t bench/results/*.json 2>/dev/null | head -n 1 || true)"
+commit="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+out="bench/results/$(date -u +%Y%m%dT%H%M%SZ)-${commit}.json"
+
+"$target/release/runner-bench" run --bin-dir "$target/release" --out "$out" "$@"
+
+echo "bench.sh: results in $out; the tables for BENCHMARKS.md:" >&2
+"$target/release/runner-bench" report "$out"
+if [ -n "$previous" ]; then
+  "$target/release/runner-bench" compare "$previous" "$out"
+fi
