@@ -6,6 +6,7 @@ mod environments;
 pub mod error;
 mod invocations;
 pub mod invoke;
+mod members;
 pub mod openapi;
 mod runner;
 mod tokens;
@@ -34,6 +35,8 @@ pub const REVOKE_TOKEN: &str = "/execution-environments/{id}/revoke-token";
 pub const TOOLS: &str = "/execution-environments/{id}/tools";
 pub const INVOKE_TOOL: &str = "/execution-environments/{id}/invoke-tool";
 pub const INVOCATION: &str = "/invocations/{call_id}";
+pub const TEAMS: &str = "/teams";
+pub const MEMBERS: &str = "/members";
 pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
 pub const OPENAPI: &str = "/openapi.json";
@@ -56,6 +59,8 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::GET, INVOCATION),
     (Method::POST, runner_proto::RUNNER_REGISTER_PATH),
     (Method::GET, runner_proto::RUNNER_CONNECT_PATH),
+    (Method::POST, TEAMS),
+    (Method::POST, MEMBERS),
     (Method::GET, HEALTHZ),
     (Method::GET, READYZ),
     (Method::GET, OPENAPI),
@@ -83,6 +88,8 @@ pub fn router(state: AppState) -> Router {
         .route(INVOCATION, get(invocations::get))
         .route(runner_proto::RUNNER_REGISTER_PATH, post(runner::register))
         .route(runner_proto::RUNNER_CONNECT_PATH, get(runner::connect))
+        .route(TEAMS, post(members::create_team))
+        .route(MEMBERS, post(members::create_member))
         .route(HEALTHZ, get(healthz))
         .route(READYZ, get(readyz))
         .route(OPENAPI, get(openapi_document))

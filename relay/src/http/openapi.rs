@@ -321,6 +321,20 @@ pub fn document() -> Value {
                     "responses": { "200": json_response("the call", "Invocation"), "401": unauthorized, "404": error_response("no such call, or its environment is not visible to the caller") }
                 }
             },
+            "/teams": {
+                "post": {
+                    "summary": "Create a team (organisation admins)",
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" } } } } } },
+                    "responses": { "201": { "description": "created" }, "400": error_response("bad name"), "401": unauthorized, "403": error_response("not an organisation admin") }
+                }
+            },
+            "/members": {
+                "post": {
+                    "summary": "Create a member with an API key, shown once (organisation admins)",
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" }, "admin": { "type": "boolean" }, "teams": { "type": "array", "items": { "type": "string" } } } } } } },
+                    "responses": { "201": { "description": "the member and its API key" }, "400": error_response("bad name or unknown team"), "401": unauthorized, "403": error_response("not an organisation admin") }
+                }
+            },
             "/runner/register": {
                 "post": {
                     "summary": "Check a registration token (runner register)",

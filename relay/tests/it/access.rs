@@ -158,3 +158,63 @@ async fn invalid_scope_is_400() {
         .unwrap_or("")
         .contains("scope"));
 }
+
+#[tokio::test]
+async fn admins_create_teams_and_members_over_the_api_and_others_cannot() {
+    let relay = spawn_relay().await;
+    let (status, body) = relay
+        .post("/teams", serde_json::json!({"name": "payments"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = relay
+        .post(
+            "/members",
+            serde_json::json!({"name": "bob", "teams": ["payments"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let key = body["api_key"].as_str().expect("key shown once").to_owned();
+    assert!(key.starts_with("rnrk_"), "{body}");
+    assert_eq!(body["teams"], serde_json::json!(["payments"]));
+
+    // Bob works in his team's environments, but is no admin.
+    let (status, body) = relay
+        .request(
+            reqwest::Method::POST,
+            "/execution-environments",
+            Some(&key),
+            Some(serde_json::json!({"name": "pay-box", "scope": "team:payments"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, _) = relay
+        .request(
+            reqwest::Method::POST,
+            "/teams",
+            Some(&key),
+            Some(serde_json::json!({"name": "x"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = relay
+        .request(
+            reqwest::Method::POST,
+            "/members",
+            Some(&key),
+            Some(serde_json::json!({"name": "eve", "admin": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // An unknown team and a bad name are 400s.
+    let (status, _) = relay
+        .post(
+            "/members",
+            serde_json::json!({"name": "c", "teams": ["nope"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = relay
+        .post("/teams", serde_json::json!({"name": "has space"}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
