@@ -137,6 +137,19 @@ impl ApiClient {
 
     /// Finds an environment by id, or else by exact name.
     pub async fn resolve_env(&self, id_or_name: &str) -> Result<Environment> {
+        // An id is one request; only names need the whole list.
+        if id_or_name.starts_with("env_") {
+            match self
+                .get::<Environment>(&format!("/execution-environments/{id_or_name}"))
+                .await
+            {
+                Ok(found) => return Ok(found),
+                Err(error)
+                    if error.downcast_ref::<ExitError>().map(|e| e.code)
+                        == Some(exit::NOT_FOUND) => {}
+                Err(error) => return Err(error),
+            }
+        }
         let list: EnvironmentList = self.get("/execution-environments").await?;
         if let Some(found) = list.environments.iter().find(|env| env.id == id_or_name) {
             return Ok(found.clone());
