@@ -383,7 +383,7 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
             .as_f64()
             .zip(output["relay_over_ssh"].as_f64())
             .map(|(rate, ratio)| rate >= 500.0 && ratio >= 3.0);
-        writeln!(out, "| large output ≥ 500 MB/s and ≥ 3× ssh, bounded memory | {} MB/s consumed ({}× ssh) but only {} bytes delivered | {} |", number(&output["relay_produced_mb_per_s"]), number(&output["relay_over_ssh"]), output["relay_answer_bytes_delivered"], "**missed** (nothing streams to the caller)")?;
+        writeln!(out, "| large output ≥ 500 MB/s and ≥ 3× ssh, bounded memory | {} MB/s consumed ({}× ssh) but only {} bytes delivered | **missed** (nothing streams to the caller) |", number(&output["relay_produced_mb_per_s"]), number(&output["relay_over_ssh"]), output["relay_answer_bytes_delivered"])?;
         let _ = ok;
     }
     let quoted = &policy["pipeline_5_stage_quoted"];
