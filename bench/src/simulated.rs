@@ -4,11 +4,10 @@
 //! `tokio::time::interval` does), `ping` calls answered, terminal close
 //! codes obeyed, and reconnection with the real runner's backoff.
 //!
-//! The backoff below replicates `cli/src/agent/backoff.rs` (base 500 ms, cap
-//! 60 s, equal jitter: each delay uniform in [d/2, d], reset after a session
-//! of 30 s) and the timeouts of `cli/src/agent/session.rs`; `bench` does
-//! not depend on the CLI crate, so the constants are copied and must be
-//! kept in step.
+//! Reconnection uses the runner's own backoff (`runner_cli::agent::backoff`:
+//! base 500 ms, cap 60 s, equal jitter in [d/2, d], reset after a 30 s
+//! session) and its connect and welcome timeouts, imported from the CLI
+//! crate so the simulation can never drift from the real runner.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -27,51 +26,11 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
-/// `cli/src/agent/backoff.rs::BASE`.
-pub const BACKOFF_BASE: Duration = Duration::from_millis(500);
-/// `cli/src/agent/backoff.rs::CAP`.
-pub const BACKOFF_CAP: Duration = Duration::from_secs(60);
-/// `cli/src/agent/backoff.rs::HEALTHY_SESSION`.
-pub const HEALTHY_SESSION: Duration = Duration::from_secs(30);
-/// `cli/src/agent/session.rs::CONNECT_TIMEOUT`.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-/// `cli/src/agent/session.rs::WELCOME_TIMEOUT`.
-const WELCOME_TIMEOUT: Duration = Duration::from_secs(15);
+pub use runner_cli::agent::backoff::{Backoff, BASE as BACKOFF_BASE, HEALTHY_SESSION};
+use runner_cli::agent::session::{CONNECT_TIMEOUT, WELCOME_TIMEOUT};
 /// Socket buffers of the load generator itself: small, so that its own
 /// memory does not limit the fleet (it is not what is measured).
 const LOADGEN_BUFFER_BYTES: usize = 4 * 1024;
-
-/// The real runner's backoff, step for step.
-#[derive(Debug, Clone, Default)]
-pub struct Backoff {
-    attempt: u32,
-}
-
-impl Backoff {
-    pub fn reset(&mut self) {
-        self.attempt = 0;
-    }
-
-    pub fn ceiling(&self) -> Duration {
-        let factor = 1u32.checked_shl(self.attempt.min(16)).unwrap_or(u32::MAX);
-        BACKOFF_BASE.saturating_mul(factor).min(BACKOFF_CAP)
-    }
-
-    pub fn next_delay(&mut self) -> Duration {
-        let ceiling = self.ceiling();
-        self.attempt = self.attempt.saturating_add(1);
-        let half = ceiling / 2;
-        half + half.mul_f64(random_unit())
-    }
-}
-
-fn random_unit() -> f64 {
-    let mut bytes = [0u8; 8];
-    match getrandom::fill(&mut bytes) {
-        Ok(()) => (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64,
-        Err(_) => 0.5,
-    }
-}
 
 /// What happened to a simulated runner, with its time since [`Fleet::epoch`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -447,25 +406,5 @@ async fn welcomed(fleet: &Fleet, socket: Socket, interval: Duration) -> Ended {
                 fleet.heartbeats_sent.fetch_add(1, Ordering::Relaxed);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_matches_the_runner() {
-        let mut backoff = Backoff::default();
-        assert_eq!(backoff.ceiling(), Duration::from_millis(500));
-        let first = backoff.next_delay();
-        assert!(first >= Duration::from_millis(250) && first <= Duration::from_millis(500));
-        assert_eq!(backoff.ceiling(), Duration::from_secs(1));
-        for _ in 0..20 {
-            backoff.next_delay();
-        }
-        assert_eq!(backoff.ceiling(), BACKOFF_CAP);
-        backoff.reset();
-        assert_eq!(backoff.ceiling(), BACKOFF_BASE);
     }
 }
