@@ -224,7 +224,8 @@ pub fn unreachable(url: &str, error: &reqwest::Error) -> anyhow::Error {
     .into()
 }
 
-fn error_chain(error: &dyn std::error::Error) -> String {
+/// `error: cause: cause…` on one line.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

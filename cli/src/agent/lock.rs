@@ -61,6 +61,23 @@ pub fn acquire(state_dir: &Path) -> Result<InstanceLock> {
     Ok(InstanceLock { _file: file, path })
 }
 
+/// The PID of the runner holding the lock in `state_dir`, if one does.
+pub fn holder(state_dir: &Path) -> Option<String> {
+    let path = state_dir.join("runner.lock");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .ok()?;
+    match file.try_lock() {
+        // We got it: nobody holds it (ours is released when `file` drops).
+        Ok(()) => None,
+        Err(_) => std::fs::read_to_string(&path)
+            .ok()
+            .map(|pid| pid.trim().to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,7 +91,9 @@ mod tests {
             format!("{error:#}").contains(&format!("PID {}", std::process::id())),
             "{error:#}"
         );
+        assert_eq!(holder(dir.path()), Some(std::process::id().to_string()));
         drop(first);
+        assert_eq!(holder(dir.path()), None);
         acquire(dir.path()).expect("free again after drop");
     }
 }

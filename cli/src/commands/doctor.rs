@@ -332,7 +332,7 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
                     clock_check(&mut doctor, response.headers().get("date"));
                 }
                 Err(error) => {
-                    let text = chain(&error);
+                    let text = client::error_chain(&error);
                     if base.starts_with("https://") && looks_like_tls(&text) {
                         doctor.fail("tls", reach, text.clone(), tls_fix(&text));
                         doctor.skip("relay", reach, "TLS failed");
@@ -407,7 +407,7 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
                     doctor.fail(
                         "token accepted",
                         relay,
-                        chain(&error),
+                        client::error_chain(&error),
                         "retry; if it persists, see the relay's logs",
                     );
                     doctor.skip("websocket", relay, "token check failed");
@@ -460,7 +460,7 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
             "create it and make it writable by the runner's user",
         ),
     }
-    match lock_holder(&dirs.state) {
+    match crate::agent::lock::holder(&dirs.state) {
         Some(pid) => doctor.ok(
             "runner process",
             machine,
@@ -635,22 +635,6 @@ fn workspace_writable(dir: &std::path::Path) -> std::io::Result<()> {
     std::fs::remove_file(&probe)
 }
 
-/// The PID in the state dir's lock file, if a live process holds the lock.
-fn lock_holder(state: &std::path::Path) -> Option<String> {
-    let path = state.join("runner.lock");
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-        .ok()?;
-    match file.try_lock() {
-        Ok(()) => None,
-        Err(_) => std::fs::read_to_string(&path)
-            .ok()
-            .map(|s| s.trim().to_owned()),
-    }
-}
-
 fn service_check(doctor: &mut Doctor) {
     if !cfg!(target_os = "linux") {
         doctor.skip("service", "machine", "not checked on this OS");
@@ -681,17 +665,6 @@ fn service_check(doctor: &mut Doctor) {
             Some("`runner service start`; `runner service logs` shows why it stopped".to_owned()),
         );
     }
-}
-
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn print(report: &Report) -> Result<()> {
