@@ -114,8 +114,17 @@ pub enum Command {
     /// List the tools an environment offers (its runner's catalogue, filtered by policy).
     Tools(EnvTarget),
 
-    /// Show an environment's status: pending, online, degraded or offline.
-    Status(EnvTarget),
+    /// Show an environment's status (pending, online, degraded, offline), or
+    /// with --local this machine's runner as it sees itself.
+    ///
+    ///   runner status prod-box              # the relay's view, needs an API key
+    ///   runner status --local               # the local runner: no relay, no key
+    ///   runner status --local --json        # for scripts and watchdogs
+    ///
+    /// With --local, exits 0 when the runner is connected (degraded
+    /// included: busy is not broken) and 69 when it is not running or not
+    /// connected; the reason is printed either way.
+    Status(StatusArgs),
 
     /// Run a tool on an environment's runner and print its output.
     ///
@@ -230,6 +239,18 @@ pub struct RunArgs {
     /// announced as SERVER__TOOL. Set but unusable: the runner refuses to start.
     #[arg(long, env = env_vars::MCP_CONFIG, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
+
+    /// Serve /healthz (200 when connected, 503 otherwise) and /status.json
+    /// on this address, e.g. 127.0.0.1:9464, for load balancers and
+    /// watchdogs. `runner status --local` works without it.
+    #[arg(long, env = env_vars::HEALTH_ADDR, value_name = "ADDR")]
+    pub health_addr: Option<std::net::SocketAddr>,
+
+    /// Install newer releases the relay announces (signature and SHA-256
+    /// verified, rolled back if the new binary does not connect). `false`
+    /// only logs that an update exists.
+    #[arg(long, env = env_vars::AUTO_UPDATE, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub auto_update: bool,
 }
 
 #[derive(Debug, Args)]
@@ -314,6 +335,14 @@ pub struct UpdateArgs {
     #[arg(long, conflicts_with = "check")]
     pub rollback: bool,
 
+    /// The root half of a service's self-update, run by the systemd unit's
+    /// `ExecStartPre=` before each start: install the release the runner
+    /// asked for (verified again, newer only), or roll back an update that
+    /// failed its probation. Does nothing when nothing was asked. Always
+    /// exits 0, so it can never keep the service from starting.
+    #[arg(long, conflicts_with_all = ["check", "rollback"], hide_short_help = true)]
+    pub service_step: bool,
+
     /// Release mirror serving releases/latest and releases/download/
     /// (default: the registered relay URL).
     #[arg(long, env = crate::update::MIRROR_ENV, value_name = "URL")]
@@ -359,6 +388,21 @@ pub struct ApiArgs {
 pub struct EnvTarget {
     /// Environment id or name.
     pub env: String,
+
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Environment id or name (not with --local).
+    #[arg(required_unless_present = "local", conflicts_with = "local")]
+    pub env: Option<String>,
+
+    /// Report the runner of this machine (its state directory): connected
+    /// or not and why, relay, version, calls in flight and queued.
+    #[arg(long)]
+    pub local: bool,
 
     #[command(flatten)]
     pub api: ApiArgs,

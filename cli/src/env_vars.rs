@@ -21,3 +21,7 @@ pub const INSECURE_SKIP_TLS_VERIFY: &str = "RUNNER_INSECURE_SKIP_TLS_VERIFY";
 pub const UPDATE_MIRROR: &str = "RUNNER_UPDATE_MIRROR";
 /// Debug builds only: overrides the built-in release key (tests).
 pub const RELEASE_PUBKEY: &str = "RUNNER_RELEASE_PUBKEY";
+pub const HEALTH_ADDR: &str = "RUNNER_HEALTH_ADDR";
+pub const AUTO_UPDATE: &str = "RUNNER_AUTO_UPDATE";
+/// Seconds an updated binary gets to connect before it is rolled back.
+pub const UPDATE_PROBATION_SECS: &str = "RUNNER_UPDATE_PROBATION_SECS";

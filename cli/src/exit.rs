@@ -24,6 +24,9 @@ pub const UPDATE_AVAILABLE: u8 = 11;
 /// `update`: the download failed verification (signature, checksum, length,
 /// architecture) or could not be installed; the old binary is untouched.
 pub const UPDATE_FAILED: u8 = 12;
+/// `runner run` installed a verified update and exits for the service
+/// manager to start the new binary (by hand it re-executes instead).
+pub const RESTART_FOR_UPDATE: u8 = 13;
 /// The relay refused the request as malformed (HTTP 400).
 pub const BAD_REQUEST: u8 = 64;
 /// No or a bad API key / token (HTTP 401).
@@ -80,11 +83,12 @@ pub const TABLE: &[(u8, &str)] = &[
     (STOPPED_BY_RELAY, "`run` was stopped by the relay: replaced by another runner, token revoked, or environment deleted"),
     (UPDATE_AVAILABLE, "`update --check`: a newer release is available"),
     (UPDATE_FAILED, "`update`: the release failed verification or could not be installed; the installed binary is unchanged"),
+    (RESTART_FOR_UPDATE, "`run` under a service manager: a verified update is ready; exits to be restarted into it (`run` started by hand re-executes itself instead)"),
     (BAD_REQUEST, "the relay refused the request as malformed (HTTP 400)"),
     (UNAUTHORIZED, "missing or bad API key or token (HTTP 401)"),
     (FORBIDDEN, "refused by the environment's policy or needs approval (HTTP 403)"),
     (NOT_FOUND, "no such environment or tool (HTTP 404)"),
-    (NO_RUNNER, "no runner connected to the environment (HTTP 503)"),
+    (NO_RUNNER, "no runner connected to the environment (HTTP 503); `status --local`: this machine's runner is not running or not connected"),
     (TIMEOUT, "the call timed out and was cancelled on the runner (HTTP 504)"),
     (UNREACHABLE, "the relay could not be reached or answered unexpectedly"),
     (CONFIG, "bad local configuration: not registered, not logged in, bad permission file"),

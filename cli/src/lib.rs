@@ -69,7 +69,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Env(command) => commands::env::run(&dirs, command).await?,
         Command::Token(command) => commands::token::run(&dirs, command).await?,
         Command::Tools(target) => commands::tools::run(&dirs, target).await?,
-        Command::Status(target) => commands::status::run(&dirs, target).await?,
+        Command::Status(args) => return commands::status::run(&dirs, args).await,
         Command::Doctor(args) => return commands::doctor::run(&dirs, args).await,
         Command::Service(command) => commands::service::run(&dirs, command).await?,
         Command::Invoke(args) => return commands::invoke::run(&dirs, args).await,

@@ -21,6 +21,8 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::sync::CancellationToken;
 
+use super::autoupdate::AutoUpdate;
+use super::health::Health;
 use crate::secret::Secret;
 use crate::tools::{self, workspace::Boundary, CallScope, ToolContext, Toolbox};
 
@@ -45,6 +47,10 @@ pub struct SessionConfig {
     /// The machine's tools; `hello` announces its catalogue of the moment,
     /// and changes are announced while connected.
     pub toolbox: Arc<Toolbox>,
+    /// What `runner status --local` and the health endpoint report.
+    pub health: Arc<Health>,
+    /// Self-update on the relay's word (`None`: off).
+    pub auto_update: Option<Arc<AutoUpdate>>,
 }
 
 /// How a session ended.
@@ -60,6 +66,9 @@ pub enum SessionEnd {
     Retry { welcomed: bool, reason: String },
     /// The relay is draining (`go_away`): reconnect at once, no backoff.
     GoAway { reason: String },
+    /// A verified update was installed and no call is running: restart
+    /// into it.
+    Restart { version: String },
 }
 
 /// How many recent call ids a runner remembers so as never to run a call
@@ -80,10 +89,10 @@ pub struct Carry {
 }
 
 impl Carry {
-    pub fn new(max_concurrent_calls: usize) -> Carry {
+    pub fn new(max_concurrent_calls: usize, health: &Health) -> Carry {
         let (out_tx, out_rx) = mpsc::channel::<RunnerMessage>(256);
         Carry {
-            calls: Calls::new(max_concurrent_calls),
+            calls: Calls::new(max_concurrent_calls, health),
             out_tx,
             out_rx: tokio::sync::Mutex::new(out_rx),
             recent: Mutex::default(),
@@ -160,6 +169,14 @@ pub async fn run(
         session = %welcome.session_id,
         "connected to the relay"
     );
+    config.health.connected(
+        &welcome.environment.id,
+        &welcome.environment.name,
+        &welcome.session_id,
+    );
+    if let Some(auto_update) = &config.auto_update {
+        auto_update.welcomed();
+    }
     super::notify::notify(&format!(
         "READY=1\nSTATUS=connected to {} as environment {}",
         config.url, welcome.environment.id
@@ -208,8 +225,10 @@ pub async fn run(
                             context.policy = Arc::new(policy);
                         }
                         Ok(RelayMessage::HeartbeatAck(ack)) => {
-                            if let Some(latest) = ack.latest_version {
-                                tracing::debug!(%latest, "a newer runner version is available");
+                            // Also rewrites the status file: once per heartbeat.
+                            config.health.latest_version(ack.latest_version.as_deref());
+                            if let (Some(latest), Some(auto_update)) = (&ack.latest_version, &config.auto_update) {
+                                auto_update.offer(latest);
                             }
                         }
                         Ok(RelayMessage::Welcome(_)) | Ok(RelayMessage::Unknown) => {}
@@ -224,6 +243,21 @@ pub async fn run(
             Some(message) = out_rx.recv() => {
                 if let Err(error) = send(&mut sink, &message).await {
                     break retry(true, format!("sending to the relay: {error}"));
+                }
+                if matches!(message, RunnerMessage::Result(_)) {
+                    if let Some(version) = update_to_restart_into(config, calls) {
+                        break restart_for_update(&mut sink, version).await;
+                    }
+                }
+            }
+            () = async {
+                match &config.auto_update {
+                    Some(auto_update) => auto_update.ready_notify.notified().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                if let Some(version) = update_to_restart_into(config, calls) {
+                    break restart_for_update(&mut sink, version).await;
                 }
             }
             refreshed = async {
@@ -245,6 +279,9 @@ pub async fn run(
                 }
             }
             _ = heartbeat.tick() => {
+                if let Some(version) = update_to_restart_into(config, calls) {
+                    break restart_for_update(&mut sink, version).await;
+                }
                 if last_heard.elapsed() > silence_limit {
                     break retry(true, format!("no word from the relay for {}s", silence_limit.as_secs()));
                 }
@@ -291,6 +328,29 @@ pub async fn run(
         calls.cancel_all();
     }
     end
+}
+
+/// The version to restart into: an update is ready and no call is running
+/// or queued (a call is never cut short for an update).
+fn update_to_restart_into(config: &SessionConfig, calls: &Calls) -> Option<String> {
+    let ready = config.auto_update.as_ref()?.ready()?;
+    calls
+        .lock()
+        .is_empty()
+        .then(|| ready.version().to_owned())
+}
+
+/// Closes the socket cleanly (the relay shows the runner offline for the
+/// moment of the restart, not "lost") and ends the session.
+async fn restart_for_update(sink: &mut Sink, version: String) -> SessionEnd {
+    tracing::info!(%version, "no call running: restarting into the update");
+    let _ = sink
+        .send(Message::Close(Some(CloseFrame {
+            code: CloseCode::Normal,
+            reason: "runner restarting for an update".into(),
+        })))
+        .await;
+    SessionEnd::Restart { version }
 }
 
 type Socket = super::dial::Socket;
@@ -408,12 +468,13 @@ struct Calls {
 }
 
 impl Calls {
-    fn new(max_concurrent: usize) -> Calls {
+    /// The counters are the health's own, so status readers see them live.
+    fn new(max_concurrent: usize, health: &Health) -> Calls {
         Calls {
             running: Arc::default(),
             slots: Arc::new(Semaphore::new(max_concurrent.max(1))),
-            in_flight: Arc::default(),
-            backlog: Arc::default(),
+            in_flight: Arc::clone(&health.in_flight),
+            backlog: Arc::clone(&health.backlog),
         }
     }
 

@@ -7,7 +7,9 @@ use runner_proto::ws::{Hello, HostFacts};
 use runner_proto::PROTOCOL_VERSION;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{self, lock, session::SessionConfig};
+use crate::agent::autoupdate::{self, AutoUpdate};
+use crate::agent::health::{self, Health};
+use crate::agent::{self, lock, session::SessionConfig, Probation};
 use crate::args::RunArgs;
 use crate::client;
 use crate::config::{ConfigFile, Dirs, SecretLocation};
@@ -16,6 +18,7 @@ use crate::env_vars;
 use crate::exit::{self, ExitError};
 use crate::secret::Secret;
 use crate::tools::{self, workspace::Boundary};
+use crate::update;
 
 pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
     let (url, token_source) = connection_settings(dirs, &args)?;
@@ -77,6 +80,21 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
         workspace = %boundary.root().display(),
         "starting"
     );
+    let health = Arc::new(Health::new(
+        &url,
+        args.max_concurrent_calls,
+        Some(&dirs.state),
+    ));
+    health.publish();
+    if let Some(addr) = args.health_addr {
+        health::serve(addr, Arc::clone(&health)).await.map_err(|error| {
+            ExitError::new(
+                exit::CONFIG,
+                format!("refusing to start: cannot serve the health endpoint on {addr}: {error}"),
+            )
+        })?;
+    }
+    let (auto_update, probation) = self_update(dirs, &args, &url, &health);
     let session = SessionConfig {
         url,
         token,
@@ -85,10 +103,53 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
         permissions,
         max_concurrent_calls: args.max_concurrent_calls,
         toolbox,
+        health,
+        auto_update,
     };
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
-    agent::run_forever(session, shutdown).await
+    agent::run_forever(session, shutdown, probation).await
+}
+
+/// Self-update for this run (unless `--auto-update false`), and the
+/// probation of this binary if an update just installed it.
+fn self_update(
+    dirs: &Dirs,
+    args: &RunArgs,
+    url: &str,
+    health: &Arc<Health>,
+) -> (Option<Arc<AutoUpdate>>, Option<Probation>) {
+    let exe = match update::current_exe() {
+        Ok(exe) => exe,
+        Err(error) => {
+            tracing::warn!(error = %client::error_chain(&error), "self-update off: cannot find this executable");
+            return (None, None);
+        }
+    };
+    // Only a marker for this very executable puts it on probation; one
+    // left by another install is not ours to judge.
+    let probation = update::pending(&dirs.state)
+        .filter(|pending| pending.path == exe)
+        .map(|pending| {
+            let window = autoupdate::probation();
+            tracing::info!(version = %pending.version, previous = %pending.previous_version, window_s = window.as_secs(), "running an update on probation: it must connect in time or it is rolled back");
+            Probation {
+                pending,
+                state_dir: dirs.state.clone(),
+                deadline: tokio::time::Instant::now() + window,
+            }
+        });
+    if !args.auto_update {
+        tracing::info!("automatic updates are off (--auto-update false)");
+        return (None, probation);
+    }
+    let mirror = std::env::var(env_vars::UPDATE_MIRROR)
+        .ok()
+        .map(|m| m.trim().to_owned())
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| url.to_owned());
+    let auto_update = AutoUpdate::new(&dirs.state, &mirror, exe, Arc::clone(health));
+    (Some(Arc::new(auto_update)), probation)
 }
 
 /// Where the token comes from.

@@ -10,6 +10,7 @@ use std::io::IsTerminal;
 use anyhow::Result;
 use serde_json::json;
 
+use crate::agent::autoupdate::{self, StepOutcome};
 use crate::args::UpdateArgs;
 use crate::config::{ConfigFile, Dirs};
 use crate::exit::{self, ExitError};
@@ -19,6 +20,9 @@ use crate::update::{self, Mirror, Progress, UpdateError, CURRENT_VERSION};
 pub async fn run(dirs: &Dirs, args: UpdateArgs) -> Result<u8> {
     if args.rollback {
         return rollback(&args);
+    }
+    if args.service_step {
+        return service_step(dirs, &args).await;
     }
     let mirror = Mirror::new(&mirror_url(dirs, &args)?)
         .map_err(|error| failed(error, "no usable mirror"))?;
@@ -137,6 +141,46 @@ fn rollback(args: &UpdateArgs) -> Result<u8> {
             "restored the previous binary at {}",
             restored.display()
         ));
+    }
+    Ok(exit::OK)
+}
+
+/// `--service-step`: see [`autoupdate::service_step`]. The mirror is
+/// --mirror / RUNNER_UPDATE_MIRROR, else RUNNER_URL (both come from the
+/// unit's EnvironmentFile), else the registration.
+async fn service_step(dirs: &Dirs, args: &UpdateArgs) -> Result<u8> {
+    let exe = match update::current_exe() {
+        Ok(exe) => exe,
+        Err(error) => {
+            tracing::error!(error = %crate::client::error_chain(&error), "service step: cannot find this executable");
+            return Ok(exit::OK);
+        }
+    };
+    let mirror = args
+        .mirror
+        .clone()
+        .or_else(|| std::env::var(crate::env_vars::URL).ok())
+        .or_else(|| {
+            ConfigFile::load(dirs)
+                .ok()
+                .and_then(|config| config.registration.map(|r| r.url))
+        })
+        .filter(|m| !m.trim().is_empty());
+    let outcome = autoupdate::service_step(&dirs.state, &exe, mirror.as_deref()).await;
+    match &outcome {
+        StepOutcome::Nothing => {}
+        StepOutcome::Installed { version } => {
+            tracing::info!(%version, path = %exe.display(), "service step: update installed; starting it on probation")
+        }
+        StepOutcome::RolledBack { version, reason } => {
+            tracing::error!(%version, %reason, "service step: update rolled back")
+        }
+        StepOutcome::Refused { version, reason } => {
+            tracing::error!(%version, %reason, "service step: update not installed")
+        }
+    }
+    if args.json {
+        output::json(&outcome)?;
     }
     Ok(exit::OK)
 }

@@ -39,6 +39,14 @@ pub fn unit(spec: &ServiceSpec) -> String {
     // READY=1 is sent once the first session with the relay is up.
     line("Type=notify");
     line("NotifyAccess=main");
+    // Self-update under `ProtectSystem=strict`: the unprivileged runner
+    // verifies a release and asks; this root step (`+`: full privileges;
+    // `-`: its failure never blocks the start) installs it, verifying it
+    // again, or rolls back one that failed its probation.
+    line(&format!(
+        "ExecStartPre=-+{} update --service-step",
+        spec.binary.display()
+    ));
     line(&format!("ExecStart={} run", spec.binary.display()));
     line(&format!("User={user}"));
     line(&format!("EnvironmentFile={}", spec.env_file.display()));
@@ -125,6 +133,7 @@ mod tests {
             "RestartPreventExitStatus=10 78\n",
             "EnvironmentFile=/etc/runner/env\n",
             "Type=notify\n",
+            "ExecStartPre=-+/usr/local/bin/runner update --service-step\n",
         ] {
             assert!(text.contains(needle), "missing {needle:?} in\n{text}");
         }

@@ -22,6 +22,10 @@ pub struct PendingUpdate {
     pub previous_version: String,
     /// The executable that was replaced.
     pub path: PathBuf,
+    /// Starts of the service counted by its root step while on probation
+    /// (a binary that keeps failing to start is rolled back).
+    #[serde(default)]
+    pub starts: u32,
 }
 
 fn marker(state_dir: &Path) -> PathBuf {
@@ -70,6 +74,7 @@ mod tests {
             version: "0.2.0".into(),
             previous_version: "0.1.0".into(),
             path: "/usr/local/bin/runner".into(),
+            starts: 0,
         };
         mark_pending(dir.path(), &update).expect("mark");
         assert_eq!(pending(dir.path()), Some(update));

@@ -107,6 +107,9 @@ pub fn rollback(exe: &Path) -> Result<PathBuf, UpdateError> {
         asset: previous.display().to_string(),
         reason,
     })?;
+    // It was executable when it was kept; make sure it still is, or the
+    // restart after the rollback would fail.
+    make_executable(&previous)?;
     std::fs::rename(&previous, exe).map_err(io_error(exe))?;
     sync_dir(exe);
     Ok(exe.to_path_buf())

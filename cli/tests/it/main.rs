@@ -3,7 +3,9 @@
 
 mod support;
 
+mod autoupdate;
 mod cli;
+mod health;
 mod install;
 mod invoke;
 mod runner;
