@@ -1525,7 +1525,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__run)
-            opts="-h -V --url --workspace --permission-config --max-concurrent-calls --mcp-config --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version"
+            opts="-h -V --url --workspace --permission-config --max-concurrent-calls --mcp-config --health-addr --auto-update --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1549,6 +1549,14 @@ _runner() {
                     ;;
                 --mcp-config)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --health-addr)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --auto-update)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
                 --config-dir)
@@ -1961,7 +1969,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__status)
-            opts="-h -V --url --json --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version"
+            opts="-h -V --local --url --json --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2293,7 +2301,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__update)
-            opts="-y -h -V --check --rollback --mirror --yes --json --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version"
+            opts="-y -h -V --check --rollback --service-step --mirror --yes --json --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -40,7 +40,7 @@ complete -c runner -n "__fish_runner_needs_command" -f -a "login" -d 'Store the 
 complete -c runner -n "__fish_runner_needs_command" -f -a "env" -d 'Create, list, show, update and delete execution environments'
 complete -c runner -n "__fish_runner_needs_command" -f -a "token" -d 'Generate, inspect and revoke an environment\'s registration token'
 complete -c runner -n "__fish_runner_needs_command" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
-complete -c runner -n "__fish_runner_needs_command" -f -a "status" -d 'Show an environment\'s status: pending, online, degraded or offline'
+complete -c runner -n "__fish_runner_needs_command" -f -a "status" -d 'Show an environment\'s status (pending, online, degraded, offline), or with --local this machine\'s runner as it sees itself'
 complete -c runner -n "__fish_runner_needs_command" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
 complete -c runner -n "__fish_runner_needs_command" -f -a "doctor" -d 'Explain what is wrong when the runner can\'t connect'
 complete -c runner -n "__fish_runner_needs_command" -f -a "service" -d 'Install, start, stop and inspect the runner as a system service'
@@ -78,6 +78,9 @@ complete -c runner -n "__fish_runner_using_subcommand run" -l workspace -d 'Root
 complete -c runner -n "__fish_runner_using_subcommand run" -l permission-config -d 'Local permission file (YAML, key `permission`) checked before any command runs. Unset: every command is allowed. Set but missing or invalid: the runner refuses to start' -r -F
 complete -c runner -n "__fish_runner_using_subcommand run" -l max-concurrent-calls -d 'Calls executed at once; more wait in a queue (reported as backlog)' -r
 complete -c runner -n "__fish_runner_using_subcommand run" -l mcp-config -d 'MCP servers to start and relay (YAML, key `servers`); their tools are announced as SERVER__TOOL. Set but unusable: the runner refuses to start' -r -F
+complete -c runner -n "__fish_runner_using_subcommand run" -l health-addr -d 'Serve /healthz (200 when connected, 503 otherwise) and /status.json on this address, e.g. 127.0.0.1:9464, for load balancers and watchdogs. `runner status --local` works without it' -r
+complete -c runner -n "__fish_runner_using_subcommand run" -l auto-update -d 'Install newer releases the relay announces (signature and SHA-256 verified, rolled back if the new binary does not connect). `false` only logs that an update exists' -r -f -a "true\t''
+false\t''"
 complete -c runner -n "__fish_runner_using_subcommand run" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand run" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand run" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -267,8 +270,9 @@ complete -c runner -n "__fish_runner_using_subcommand status" -l insecure-skip-t
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand status" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand status" -l local -d 'Report the runner of this machine (its state directory): connected or not and why, relay, version, calls in flight and queued'
 complete -c runner -n "__fish_runner_using_subcommand status" -l json -d 'Print machine-readable JSON instead of text'
-complete -c runner -n "__fish_runner_using_subcommand status" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c runner -n "__fish_runner_using_subcommand status" -s V -l version -d 'Print version'
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l arg -d 'Argument as KEY=VALUE (a string) or KEY:=JSON (a number, bool, list…)' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l args-json -d 'All arguments as one JSON object (merged under --arg)' -r
@@ -394,6 +398,7 @@ complete -c runner -n "__fish_runner_using_subcommand update" -l log-format -d '
 json\t''"
 complete -c runner -n "__fish_runner_using_subcommand update" -l check -d 'Only compare this version with the mirror\'s latest; change nothing. Exits 0 when up to date, 11 when an update is available'
 complete -c runner -n "__fish_runner_using_subcommand update" -l rollback -d 'Restore the binary the last update replaced (runner.previous)'
+complete -c runner -n "__fish_runner_using_subcommand update" -l service-step -d 'The root half of a service\'s self-update, run by the systemd unit\'s `ExecStartPre=` before each start: install the release the runner asked for (verified again, newer only), or roll back an update that failed its probation. Does nothing when nothing was asked. Always exits 0, so it can never keep the service from starting'
 complete -c runner -n "__fish_runner_using_subcommand update" -s y -l yes -d 'Do not ask for confirmation on a terminal'
 complete -c runner -n "__fish_runner_using_subcommand update" -l json -d 'Print the result as JSON'
 complete -c runner -n "__fish_runner_using_subcommand update" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -452,7 +457,7 @@ complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "env" -d 'Create, list, show, update and delete execution environments'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "token" -d 'Generate, inspect and revoke an environment\'s registration token'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "status" -d 'Show an environment\'s status: pending, online, degraded or offline'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "status" -d 'Show an environment\'s status (pending, online, degraded, offline), or with --local this machine\'s runner as it sees itself'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "doctor" -d 'Explain what is wrong when the runner can\'t connect'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "service" -d 'Install, start, stop and inspect the runner as a system service'
