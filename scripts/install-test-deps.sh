@@ -10,6 +10,7 @@ need openssl openssl
 need systemd-analyze systemd
 need git git
 need curl curl
+need keyctl keyutils
 # The browser tool's test drives a real headless Chromium.
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
 python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml)

@@ -22,6 +22,8 @@ use rustls_pki_types::pem::PemObject;
 
 use crate::exit::{self, ExitError};
 
+pub mod peer;
+
 /// The trust settings from the command line / environment.
 #[derive(Debug, Clone, Default)]
 pub struct TlsOptions {
@@ -89,18 +91,38 @@ pub fn build(options: &TlsOptions) -> Result<Arc<rustls::ClientConfig>> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .context("TLS protocol versions")?;
-    let mut config = if options.insecure_skip_verify {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
-            .with_no_client_auth()
-    } else {
-        builder
-            .with_root_certificates(root_store(options.ca_file.as_deref())?)
-            .with_no_client_auth()
-    };
+    let mut config = builder
+        .dangerous()
+        .with_custom_certificate_verifier(verifier(options)?)
+        .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// The certificate verifier `options` ask for. [`build`] installs it, and
+/// `runner doctor`'s own handshake ([`peer::handshake`]) judges with it, so
+/// doctor's verdict is the runner's.
+fn verifier(options: &TlsOptions) -> Result<Arc<dyn ServerCertVerifier>> {
+    if options.insecure_skip_verify {
+        return Ok(Arc::new(FixedVerdict {
+            provider: provider(),
+            accept: true,
+        }));
+    }
+    let roots = root_store(options.ca_file.as_deref())?;
+    if roots.is_empty() {
+        // webpki's builder refuses an empty store; with nothing to trust,
+        // every chain is from an unknown issuer, which is what this says.
+        return Ok(Arc::new(FixedVerdict {
+            provider: provider(),
+            accept: false,
+        }));
+    }
+    let verifier =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .context("building the certificate verifier")?;
+    Ok(verifier)
 }
 
 /// System roots plus the CA file. A CA file that can't be read or holds no
@@ -154,13 +176,16 @@ pub fn load_pem_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     Ok(certs)
 }
 
-/// Accepts any certificate: `--insecure-skip-tls-verify` only. Signatures
-/// are still checked, so the handshake itself is sound; only *who* the peer
-/// is goes unverified.
+/// Accepts any certificate (`accept`: `--insecure-skip-tls-verify` only),
+/// or none (no trust anchor at all). Signatures are still checked, so the
+/// handshake itself is sound; only *who* the peer is goes unverified.
 #[derive(Debug)]
-struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
+struct FixedVerdict {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    accept: bool,
+}
 
-impl ServerCertVerifier for NoVerification {
+impl ServerCertVerifier for FixedVerdict {
     fn verify_server_cert(
         &self,
         _end_entity: &CertificateDer<'_>,
@@ -169,7 +194,13 @@ impl ServerCertVerifier for NoVerification {
         _ocsp_response: &[u8],
         _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        if self.accept {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer,
+            ))
+        }
     }
 
     fn verify_tls12_signature(
@@ -182,7 +213,7 @@ impl ServerCertVerifier for NoVerification {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -196,12 +227,14 @@ impl ServerCertVerifier for NoVerification {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

@@ -118,8 +118,9 @@ pub async fn dial(request: Request, config: WebSocketConfig) -> Result<Socket, E
     Ok(socket)
 }
 
-/// Opens a CONNECT tunnel to `host:port` through `proxy`.
-async fn tunnel(proxy: &Proxy, host: &str, port: u16) -> Result<TcpStream, Error> {
+/// Opens a CONNECT tunnel to `host:port` through `proxy`. Public so that
+/// `runner doctor` inspects the relay's certificate over the same tunnel.
+pub async fn tunnel(proxy: &Proxy, host: &str, port: u16) -> Result<TcpStream, Error> {
     let mut stream = TcpStream::connect((proxy.host.as_str(), proxy.port)).await?;
     let authority = if host.contains(':') {
         format!("[{host}]:{port}")

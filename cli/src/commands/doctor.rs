@@ -42,6 +42,31 @@ pub struct Check {
     pub detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
+    /// On the `tls` check: the certificate that actually arrived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<SeenCertificate>,
+}
+
+/// The leaf certificate the relay's address presented to this machine, over
+/// the path the runner's WebSocket takes. Behind a TLS-intercepting proxy it
+/// is the proxy's certificate, which is the point of showing it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeenCertificate {
+    /// RFC 4514 (`CN=…,O=…`).
+    pub issuer: String,
+    pub subject: String,
+    /// Certificates presented, the leaf included.
+    pub chain_length: usize,
+    /// `host:port` of the proxy the handshake went through; absent when
+    /// the connection was direct.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
+}
+
+/// What doctor's own handshake saw.
+struct Inspection {
+    certificate: SeenCertificate,
+    verdict: Result<(), rustls::Error>,
 }
 
 #[derive(Debug, Serialize)]
@@ -71,6 +96,7 @@ impl Doctor {
             outcome,
             detail: detail.into(),
             fix,
+            certificate: None,
         });
     }
     fn ok(&mut self, name: &'static str, group: &'static str, detail: impl Into<String>) {
@@ -228,6 +254,8 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
         ))
     });
     let mut reachable = false;
+    // `None` when the URL is not https or the relay's address is unreachable.
+    let mut inspection: Option<Result<Inspection, String>> = None;
     if let Some((host, port, scheme)) = &target {
         let proxy = super::super::agent::dial::proxy_for(
             if scheme == "https" { "wss" } else { "ws" },
@@ -279,6 +307,9 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
                 "check the resolver",
             ),
         }
+        if reachable && scheme == "https" {
+            inspection = Some(inspect_certificate(host, *port, proxy.as_ref()).await);
+        }
     } else {
         for name in ["proxy", "dns", "tcp"] {
             doctor.skip(name, reach, "no URL");
@@ -293,11 +324,30 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
             let url = format!("{base}/healthz");
             match http.get(&url).timeout(PROBE_TIMEOUT).send().await {
                 Ok(response) => {
-                    if base.starts_with("https://") {
+                    let rejected = match &inspection {
+                        Some(Ok(Inspection {
+                            verdict: Err(error),
+                            ..
+                        })) => Some(error.to_string()),
+                        _ => None,
+                    };
+                    if let Some(error) = rejected {
+                        // The HTTP request got through, but the WebSocket's
+                        // path (the one the runner lives on) did not.
+                        let text = format!("the WebSocket's TLS handshake failed: {error}");
+                        let seen = seen_certificate(&inspection);
+                        doctor.fail("tls", reach, text.clone(), tls_fix(&text, seen));
+                    } else if base.starts_with("https://") {
                         let mode = if tls::options().insecure_skip_verify {
                             "verification OFF (--insecure-skip-tls-verify)"
                         } else {
                             "chain and hostname verified"
+                        };
+                        let detail = match &inspection {
+                            Some(Err(error)) => {
+                                format!("{mode}; the certificate was not inspected: {error}")
+                            }
+                            _ => mode.to_owned(),
                         };
                         doctor.add(
                             "tls",
@@ -307,7 +357,7 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
                             } else {
                                 Outcome::Ok
                             },
-                            mode,
+                            detail,
                             None,
                         );
                     } else {
@@ -334,7 +384,8 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
                 Err(error) => {
                     let text = client::error_chain(&error);
                     if base.starts_with("https://") && looks_like_tls(&text) {
-                        doctor.fail("tls", reach, text.clone(), tls_fix(&text));
+                        let seen = seen_certificate(&inspection);
+                        doctor.fail("tls", reach, text.clone(), tls_fix(&text, seen));
                         doctor.skip("relay", reach, "TLS failed");
                     } else {
                         doctor.ok("tls", reach, "not reached");
@@ -354,6 +405,12 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
                 doctor.skip(name, reach, "not reachable");
             }
             doctor.skip("clock", relay, "relay not reached");
+        }
+    }
+
+    if let Some(seen) = seen_certificate(&inspection) {
+        if let Some(check) = doctor.checks.iter_mut().find(|c| c.name == "tls") {
+            check.certificate = Some(seen.clone());
         }
     }
 
@@ -504,6 +561,55 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
     }
 }
 
+/// Handshakes with the relay's host over the WebSocket's path (the proxy's
+/// CONNECT tunnel when one applies) and records the certificate presented.
+async fn inspect_certificate(
+    host: &str,
+    port: u16,
+    proxy: Option<&crate::agent::dial::Proxy>,
+) -> Result<Inspection, String> {
+    let probe = async {
+        let stream = match proxy {
+            Some(proxy) => crate::agent::dial::tunnel(proxy, host, port)
+                .await
+                .map_err(|error| error.to_string())?,
+            None => tokio::net::TcpStream::connect((host, port))
+                .await
+                .map_err(|error| format!("{host}:{port}: {error}"))?,
+        };
+        tls::peer::handshake(stream, host)
+            .await
+            .map_err(|error| format!("{error:#}"))
+    };
+    let peer = tokio::time::timeout(PROBE_TIMEOUT, probe)
+        .await
+        .map_err(|_| format!("no TLS handshake in {}s", PROBE_TIMEOUT.as_secs()))??;
+    let names = peer.chain.first().and_then(tls::peer::names);
+    let (issuer, subject) = match names {
+        Some(names) => (names.issuer, names.subject),
+        None => {
+            let unreadable = "(not a readable X.509 certificate)".to_owned();
+            (unreadable.clone(), unreadable)
+        }
+    };
+    Ok(Inspection {
+        certificate: SeenCertificate {
+            issuer,
+            subject,
+            chain_length: peer.chain.len(),
+            proxy: proxy.map(|p| format!("{}:{}", p.host, p.port)),
+        },
+        verdict: peer.verdict,
+    })
+}
+
+fn seen_certificate(inspection: &Option<Result<Inspection, String>>) -> Option<&SeenCertificate> {
+    match inspection {
+        Some(Ok(inspection)) => Some(&inspection.certificate),
+        _ => None,
+    }
+}
+
 async fn websocket_check(doctor: &mut Doctor, base: &str, token: &Secret) {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let Ok(url) = crate::agent::session::connect_url(base) else {
@@ -614,10 +720,24 @@ fn looks_like_tls(text: &str) -> bool {
     .any(|n| lower.contains(n))
 }
 
-fn tls_fix(text: &str) -> String {
+/// The fix for a TLS failure described by `text`; `seen` is the certificate
+/// that arrived, when doctor's own handshake got one.
+fn tls_fix(text: &str, seen: Option<&SeenCertificate>) -> String {
     let lower = text.to_lowercase();
     if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
-        "the relay's certificate is signed by a CA this machine does not trust: add it with --ca-file / RUNNER_CA_FILE (a TLS-intercepting proxy causes this too); inside a trusted network only, --insecure-skip-tls-verify".to_owned()
+        match seen {
+            Some(SeenCertificate {
+                issuer,
+                proxy: Some(proxy),
+                ..
+            }) => format!(
+                "TLS interception by the proxy {proxy} is the likely cause: the certificate seen through it was issued by {issuer:?}, a CA this machine does not trust. If the interception is sanctioned, add that proxy's CA with --ca-file / RUNNER_CA_FILE; otherwise have the proxy pass the relay through untouched, or bypass it with NO_PROXY"
+            ),
+            Some(SeenCertificate { issuer, .. }) => format!(
+                "the relay's certificate was issued by {issuer:?}, a CA this machine does not trust: add that CA with --ca-file / RUNNER_CA_FILE (a TLS-intercepting middlebox causes this too); inside a trusted network only, --insecure-skip-tls-verify"
+            ),
+            None => "the relay's certificate is signed by a CA this machine does not trust: add it with --ca-file / RUNNER_CA_FILE (a TLS-intercepting proxy causes this too); inside a trusted network only, --insecure-skip-tls-verify".to_owned(),
+        }
     } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
         "the certificate does not name this host: use the URL's host name as it appears in the certificate".to_owned()
     } else if lower.contains("expired") {
@@ -693,6 +813,17 @@ fn print(report: &Report) -> Result<()> {
             mark.to_owned()
         };
         writeln!(stdout, "  {mark} {:<16} {}", check.name, check.detail)?;
+        if let Some(seen) = &check.certificate {
+            let path = match &seen.proxy {
+                Some(proxy) => format!("through the proxy {proxy}"),
+                None => "directly".to_owned(),
+            };
+            writeln!(
+                stdout,
+                "    {:<16} certificate seen {path}: issuer {}, subject {}, chain of {}",
+                "", seen.issuer, seen.subject, seen.chain_length
+            )?;
+        }
         if let (Some(fix), Outcome::Fail | Outcome::Warn) = (&check.fix, check.outcome) {
             writeln!(stdout, "    {:<16} fix: {fix}", "")?;
         }
@@ -721,8 +852,22 @@ mod tests {
 
     #[test]
     fn tls_failures_get_specific_fixes() {
-        assert!(tls_fix("invalid peer certificate: UnknownIssuer").contains("--ca-file"));
-        assert!(tls_fix("invalid peer certificate: NotValidForName").contains("host name"));
-        assert!(tls_fix("certificate expired").contains("renew"));
+        assert!(tls_fix("invalid peer certificate: UnknownIssuer", None).contains("--ca-file"));
+        assert!(tls_fix("invalid peer certificate: NotValidForName", None).contains("host name"));
+        assert!(tls_fix("certificate expired", None).contains("renew"));
+        let mut seen = SeenCertificate {
+            issuer: "CN=Corp Inspection CA".to_owned(),
+            subject: "CN=relay.example.com".to_owned(),
+            chain_length: 1,
+            proxy: None,
+        };
+        let direct = tls_fix("invalid peer certificate: UnknownIssuer", Some(&seen));
+        assert!(direct.contains("CN=Corp Inspection CA"), "{direct}");
+        assert!(!direct.contains("proxy 10.0.0.1"), "{direct}");
+        seen.proxy = Some("10.0.0.1:3128".to_owned());
+        let proxied = tls_fix("invalid peer certificate: UnknownIssuer", Some(&seen));
+        assert!(proxied.contains("TLS interception"), "{proxied}");
+        assert!(proxied.contains("CN=Corp Inspection CA"), "{proxied}");
+        assert!(proxied.contains("--ca-file"), "{proxied}");
     }
 }

@@ -5,9 +5,11 @@ mod support;
 
 mod autoupdate;
 mod cli;
+mod doctor_proxy;
 mod health;
 mod install;
 mod invoke;
+mod reboot;
 mod runner;
 mod service;
 mod tls;

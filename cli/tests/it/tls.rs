@@ -8,12 +8,17 @@ use std::process::Command as StdCommand;
 use crate::support::{runner_bin, Relay};
 
 /// A CA and a server certificate for 127.0.0.1/localhost, made with openssl.
-struct TestPki {
+pub(crate) struct TestPki {
     dir: tempfile::TempDir,
 }
 
 impl TestPki {
     fn new() -> TestPki {
+        TestPki::with_ca_name("runner test CA")
+    }
+
+    /// A PKI whose CA is called `ca_name` (tests that tell two CAs apart).
+    pub(crate) fn with_ca_name(ca_name: &str) -> TestPki {
         let dir = tempfile::tempdir().expect("tempdir");
         let run = |args: &[&str]| {
             let output = StdCommand::new("openssl")
@@ -42,7 +47,7 @@ impl TestPki {
             "-days",
             "2",
             "-subj",
-            "/CN=runner test CA",
+            &format!("/CN={ca_name}"),
         ]);
         run(&[
             "req",
@@ -82,7 +87,7 @@ impl TestPki {
         ]);
         TestPki { dir }
     }
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 }
