@@ -75,6 +75,16 @@ impl Copy {
             .kill_on_drop(true);
         command
     }
+
+    /// `runner run` from the copy, with extra environment.
+    fn run(&self, runner: &Runner, env: &[(&str, &str)]) -> tokio::process::Child {
+        self.command(runner)
+            .arg("run")
+            .envs(env.iter().copied())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn the copy")
+    }
 }
 
 fn history(state: &Path) -> Value {
@@ -104,12 +114,7 @@ async fn the_runner_installs_an_announced_release_restarts_into_it_and_confirms_
     let relay = Relay::spawn_with(&["--releases-dir", &releases.display().to_string()]).await;
     let (env, runner) = registered(&relay).await;
 
-    let mut child = copy
-        .command(&runner)
-        .arg("run")
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the copy");
+    let mut child = copy.run(&runner, &[]);
     let pid = child.id().expect("pid");
 
     let exe = copy.exe.clone();
@@ -149,12 +154,7 @@ async fn a_release_that_cannot_start_is_rolled_back_at_once_and_the_runner_carri
     let relay = Relay::spawn_with(&["--releases-dir", &releases.display().to_string()]).await;
     let (env, runner) = registered(&relay).await;
 
-    let mut child = copy
-        .command(&runner)
-        .arg("run")
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the copy");
+    let mut child = copy.run(&runner, &[]);
     let state = runner.state_dir();
     wait_until("the release is rejected", || {
         listed(&history(&state), "rejected", NEWER)
@@ -194,13 +194,7 @@ async fn an_update_that_cannot_connect_is_rolled_back_after_its_probation() {
     });
     std::fs::write(state.join("update-pending.json"), marker.to_string()).expect("marker");
 
-    let mut child = copy
-        .command(&runner)
-        .arg("run")
-        .env("RUNNER_UPDATE_PROBATION_SECS", "2")
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the copy");
+    let mut child = copy.run(&runner, &[("RUNNER_UPDATE_PROBATION_SECS", "2")]);
     let exe = copy.exe.clone();
     let original = copy.original.clone();
     wait_until("the old binary is restored", || {
