@@ -81,6 +81,8 @@ complete -c runner -n "__fish_runner_using_subcommand run" -l mcp-config -d 'MCP
 complete -c runner -n "__fish_runner_using_subcommand run" -l health-addr -d 'Serve /healthz (200 when connected, 503 otherwise) and /status.json on this address, e.g. 127.0.0.1:9464, for load balancers and watchdogs. `runner status --local` works without it' -r
 complete -c runner -n "__fish_runner_using_subcommand run" -l auto-update -d 'Install newer releases the relay announces (signature and SHA-256 verified, rolled back if the new binary does not connect). `false` only logs that an update exists' -r -f -a "true\t''
 false\t''"
+complete -c runner -n "__fish_runner_using_subcommand run" -l call-cgroups -d 'Give each process-running call a cgroup of its own where cgroup v2 is writable (the service unit delegates one), so that stopping the call also stops processes that left its process group and wiped their environment (`env -i setsid …`). Costs about 1 ms per call (a wrapper `sh` exec); `false` keeps to the process group and the RUNNER_CALL_ID marker' -r -f -a "true\t''
+false\t''"
 complete -c runner -n "__fish_runner_using_subcommand run" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand run" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand run" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F

@@ -23,5 +23,6 @@ pub const UPDATE_MIRROR: &str = "RUNNER_UPDATE_MIRROR";
 pub const RELEASE_PUBKEY: &str = "RUNNER_RELEASE_PUBKEY";
 pub const HEALTH_ADDR: &str = "RUNNER_HEALTH_ADDR";
 pub const AUTO_UPDATE: &str = "RUNNER_AUTO_UPDATE";
+pub const CALL_CGROUPS: &str = "RUNNER_CALL_CGROUPS";
 /// Seconds an updated binary gets to connect before it is rolled back.
 pub const UPDATE_PROBATION_SECS: &str = "RUNNER_UPDATE_PROBATION_SECS";

@@ -103,6 +103,11 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
         permissions,
         max_concurrent_calls: args.max_concurrent_calls,
         toolbox,
+        isolation: if args.call_cgroups {
+            tools::process::Isolation::CgroupIfAvailable
+        } else {
+            tools::process::Isolation::ProcessGroup
+        },
         health,
         auto_update,
     };

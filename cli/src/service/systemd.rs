@@ -90,7 +90,10 @@ pub fn unit(spec: &ServiceSpec) -> String {
     line("ProtectKernelTunables=true");
     line("ProtectKernelModules=true");
     line("ProtectKernelLogs=true");
-    line("ProtectControlGroups=true");
+    // The runner puts each call in a cgroup of its own (so processes that
+    // leave the process group are still found and stopped): it needs its
+    // subtree delegated and writable. It can write nothing outside it.
+    line("Delegate=yes");
     line("ProtectClock=true");
     line("ProtectHostname=true");
     line("RestrictSUIDSGID=true");

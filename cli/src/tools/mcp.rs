@@ -1,29 +1,36 @@
-//! Relayed MCP servers: the runner starts the MCP servers listed in its
-//! local config, lists their tools, announces each as `server__tool`, and
-//! relays calls to them through the official Rust SDK (`rmcp`).
+//! Relayed MCP servers: the runner starts (or reaches) the MCP servers
+//! listed in its local config, lists their tools, announces each as
+//! `server__tool`, and relays calls to them through the official Rust SDK
+//! (`rmcp`).
 //!
 //! Config (`--mcp-config FILE` / `RUNNER_MCP_CONFIG`), YAML:
 //!
 //! ```yaml
 //! servers:
 //!   files:                       # tools appear as files__<tool>
-//!     command: npx
+//!     command: npx               # a server over stdio, started by the runner
 //!     args: ["-y", "@modelcontextprotocol/server-filesystem", "/srv"]
 //!     env: {LOG_LEVEL: warn}
 //!     cwd: /srv                  # optional
+//!   tracker:                     # a server already listening (streamable HTTP)
+//!     url: http://127.0.0.1:8931/mcp
+//!     headers: {Authorization: "Bearer …"}   # optional, sent with every request
 //! ```
 //!
-//! Each server has a supervisor task: it starts the process, performs the
-//! MCP handshake, lists the tools, and waits for the server to end. A server
-//! that exits or crashes loses its tools from the catalogue at once and is
-//! started again after a backoff (reset after a healthy run); when it is back
-//! its tools are announced again. Both changes notify the toolbox, so the
-//! session re-announces the catalogue without reconnecting.
+//! Each server has a supervisor task: it starts the process (or connects to
+//! the URL), performs the MCP handshake, lists the tools, and waits for the
+//! server to end. A stdio server ends when its process exits. An HTTP server
+//! has no process of ours to watch, so its tool list is fetched again every
+//! [`HEALTH_INTERVAL`] (and at once after a call fails on the transport):
+//! a refused or failed request, or [`HEALTH_STRIKES`] listings in a row
+//! that time out, mean it went away; a changed list is announced. A server
+//! that ended loses its tools from the catalogue at once and is started (or
+//! reconnected) again after a backoff (reset after a healthy run); when it
+//! is back its tools are announced again. Every change notifies the
+//! toolbox, so the session re-announces the catalogue without reconnecting.
 //!
-//! Servers reached by URL (streamable HTTP) are not supported by this build:
-//! the SDK's HTTP client brings a second major version of reqwest, which
-//! the compile-time budget does not allow yet. Such an entry is refused at
-//! start with a message saying so.
+//! The HTTP requests go through [`super::mcp_http`], over the workspace's
+//! reqwest (the SDK's own HTTP client would bring a second major version).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,7 +40,8 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, ContentBlock};
 use rmcp::service::{Peer, RoleClient};
-use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt as _;
 use runner_proto::ws::ToolSpec;
 use serde::Deserialize;
@@ -41,7 +49,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{oneshot, Notify};
 
-use super::{CallScope, ToolOutcome};
+use super::{mcp_http, CallScope, ToolOutcome};
 
 /// Between a server's name and its tool's name in the catalogue.
 pub const SEPARATOR: &str = "__";
@@ -55,6 +63,13 @@ pub const RESTART_MIN: Duration = Duration::from_millis(200);
 pub const RESTART_MAX: Duration = Duration::from_secs(60);
 /// A server that ran this long is healthy: its next restart is quick again.
 pub const HEALTHY_RUN: Duration = Duration::from_secs(60);
+/// How often the tools of an HTTP server are listed again (liveness and
+/// changes).
+pub const HEALTH_INTERVAL: Duration = Duration::from_secs(5);
+/// Time for one such listing; a busy server may be slow, so only
+/// [`HEALTH_STRIKES`] slow answers in a row count as gone.
+pub const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
+pub const HEALTH_STRIKES: u32 = 3;
 
 /// Why the MCP config cannot be used. The runner refuses to start on any of
 /// these (like a broken permission file: fail closed, say why).
@@ -73,8 +88,8 @@ struct ConfigFile {
     servers: BTreeMap<String, ServerConfig>,
 }
 
-/// One server of the config.
-#[derive(Debug, Clone, Deserialize)]
+/// One server of the config: `command` (stdio) or `url` (streamable HTTP).
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
     pub command: Option<String>,
@@ -84,6 +99,23 @@ pub struct ServerConfig {
     pub env: BTreeMap<String, String>,
     pub cwd: Option<PathBuf>,
     pub url: Option<String>,
+    /// Sent with every HTTP request (e.g. `Authorization`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Environment and header values are where credentials go: names only.
+        f.debug_struct("ServerConfig")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .field("url", &self.url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// Reads and checks the config file.
@@ -112,19 +144,58 @@ fn parse_config(text: &str) -> Result<BTreeMap<String, ServerConfig>, String> {
             ));
         }
         match (&server.command, &server.url) {
-            (Some(command), None) if !command.trim().is_empty() => {}
-            (None, Some(url)) => {
+            (Some(command), None) if !command.trim().is_empty() => {
+                if !server.headers.is_empty() {
+                    return Err(format!(
+                        "server {name:?}: headers are for url servers, not command ones"
+                    ));
+                }
+            }
+            (None, Some(url)) => check_url_server(name, url, server)?,
+            (Some(_), Some(_)) => {
                 return Err(format!(
-                    "server {name:?}: url servers ({url}) are not supported by this runner build; run the server over stdio (command) instead"
+                    "server {name:?}: give either command or url, not both"
                 ))
             }
-            (Some(_), Some(_)) => {
-                return Err(format!("server {name:?}: give either command or url, not both"))
-            }
-            _ => return Err(format!("server {name:?} needs a command")),
+            _ => return Err(format!("server {name:?} needs a command or a url")),
         }
     }
     Ok(file.servers)
+}
+
+fn check_url_server(name: &str, url: &str, server: &ServerConfig) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|error| format!("server {name:?}: url {url:?} is not valid: {error}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "server {name:?}: url {url:?} must be http:// or https://"
+        ));
+    }
+    if parsed.password().is_some() {
+        // It would show in error messages and logs: headers are not printed.
+        return Err(format!(
+            "server {name:?}: put credentials in headers (Authorization), not in the url"
+        ));
+    }
+    if !server.args.is_empty() || !server.env.is_empty() || server.cwd.is_some() {
+        return Err(format!(
+            "server {name:?}: args, env and cwd are for command servers, not url ones"
+        ));
+    }
+    for header in server.headers.keys() {
+        if mcp_http::RESERVED_HEADERS
+            .iter()
+            .any(|reserved| header.eq_ignore_ascii_case(reserved))
+        {
+            return Err(format!(
+                "server {name:?}: header {header:?} is set by the MCP protocol itself"
+            ));
+        }
+    }
+    // Names and values are checked the way the client will use them.
+    mcp_http::HttpClient::new(&server.headers)
+        .map(drop)
+        .map_err(|error| format!("server {name:?}: {error}"))
 }
 
 /// A running server's peer and its tools.
@@ -137,6 +208,9 @@ struct ServerState {
     name: String,
     config: ServerConfig,
     live: Mutex<Option<Live>>,
+    /// A call failed on the transport: check an HTTP server now rather
+    /// than at the next [`HEALTH_INTERVAL`].
+    suspect: Notify,
 }
 
 impl ServerState {
@@ -165,6 +239,7 @@ impl Manager {
                 name: name.clone(),
                 config,
                 live: Mutex::new(None),
+                suspect: Notify::new(),
             });
             let (ready, first) = oneshot::channel();
             first_attempts.push(first);
@@ -250,7 +325,15 @@ impl Manager {
                     error,
                 }
             }
-            Err(error) => ToolOutcome::error(format!("MCP server {server:?}: {error}")),
+            Err(error) => {
+                if matches!(
+                    error,
+                    rmcp::ServiceError::TransportSend(_) | rmcp::ServiceError::TransportClosed
+                ) {
+                    state.suspect.notify_one();
+                }
+                ToolOutcome::error(format!("MCP server {server:?}: {error}"))
+            }
         }
     }
 }
@@ -269,10 +352,17 @@ async fn supervise(state: Arc<ServerState>, changed: Arc<Notify>, ready: oneshot
                 if let Some(ready) = ready.take() {
                     let _ = ready.send(());
                 }
-                let reason = running.waiting().await;
+                let peer = running.peer().clone();
+                let is_http = state.config.url.is_some();
+                // Dropping the running service (when the health watch
+                // wins) closes its transport.
+                let reason = tokio::select! {
+                    reason = running.waiting() => format!("{reason:?}"),
+                    reason = watch_http(&state, peer, &changed), if is_http => reason,
+                };
                 *state.lock() = None;
                 changed.notify_one();
-                tracing::warn!(server = %state.name, ?reason, "MCP server ended; restarting it");
+                tracing::warn!(server = %state.name, %reason, "MCP server ended; restarting it");
             }
             Err(error) => {
                 tracing::warn!(server = %state.name, %error, "MCP server failed to start");
@@ -289,9 +379,62 @@ async fn supervise(state: Arc<ServerState>, changed: Arc<Notify>, ready: oneshot
     }
 }
 
+/// Lists an HTTP server's tools every [`HEALTH_INTERVAL`] (or when a call
+/// failed on the transport); returns why the server counts as gone.
+/// Changed tool lists are announced.
+async fn watch_http(state: &ServerState, peer: Peer<RoleClient>, changed: &Notify) -> String {
+    let mut strikes = 0;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(HEALTH_INTERVAL) => {}
+            () = state.suspect.notified() => {}
+        }
+        match tokio::time::timeout(HEALTH_TIMEOUT, peer.list_all_tools()).await {
+            Ok(Ok(tools)) => {
+                strikes = 0;
+                let specs = tool_specs(&state.name, tools);
+                let mut live = state.lock();
+                if let Some(live) = live.as_mut().filter(|live| live.tools != specs) {
+                    tracing::info!(server = %state.name, tools = specs.len(), "MCP server's tools changed");
+                    live.tools = specs;
+                    changed.notify_one();
+                }
+            }
+            Ok(Err(error)) => return format!("listing its tools failed: {error}"),
+            Err(_) => {
+                strikes += 1;
+                if strikes >= HEALTH_STRIKES {
+                    return format!(
+                        "{strikes} tool listings in a row took longer than {} s",
+                        HEALTH_TIMEOUT.as_secs()
+                    );
+                }
+            }
+        }
+    }
+}
+
 type Running = rmcp::service::RunningService<RoleClient, ()>;
 
 async fn start_server(state: &ServerState) -> Result<Running, String> {
+    match &state.config.url {
+        Some(url) => connect_http(state, url).await,
+        None => start_stdio(state).await,
+    }
+}
+
+/// Connects to a server that listens on `url` (streamable HTTP).
+async fn connect_http(state: &ServerState, url: &str) -> Result<Running, String> {
+    let client = mcp_http::HttpClient::new(&state.config.headers)?;
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
+        StreamableHttpClientTransportConfig::with_uri(url),
+    );
+    handshake(state, transport).await
+}
+
+/// Starts a stdio server's process.
+async fn start_stdio(state: &ServerState) -> Result<Running, String> {
     let config = &state.config;
     let command_name = config.command.as_deref().unwrap_or_default();
     let mut command = tokio::process::Command::new(command_name);
@@ -312,6 +455,16 @@ async fn start_server(state: &ServerState) -> Result<Running, String> {
             }
         });
     }
+    handshake(state, transport).await
+}
+
+/// The MCP handshake and the first tool list; the server's tools become
+/// live.
+async fn handshake<T, E, A>(state: &ServerState, transport: T) -> Result<Running, String>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let handshake = async {
         let running = ().serve(transport).await.map_err(|error| error.to_string())?;
         let tools = running
@@ -324,22 +477,26 @@ async fn start_server(state: &ServerState) -> Result<Running, String> {
     let (running, tools) = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
         .await
         .map_err(|_| format!("no MCP handshake within {} s", HANDSHAKE_TIMEOUT.as_secs()))??;
-    let specs = tools
+    *state.lock() = Some(Live {
+        peer: running.peer().clone(),
+        tools: tool_specs(&state.name, tools),
+    });
+    Ok(running)
+}
+
+/// A server's tools as the runner announces them.
+fn tool_specs(server: &str, tools: Vec<rmcp::model::Tool>) -> Vec<ToolSpec> {
+    tools
         .into_iter()
         .map(|tool| ToolSpec {
-            name: format!("{}{SEPARATOR}{}", state.name, tool.name),
+            name: format!("{server}{SEPARATOR}{}", tool.name),
             description: tool
                 .description
                 .map(|text| text.into_owned())
                 .unwrap_or_default(),
             input_schema: Value::Object((*tool.input_schema).clone()),
         })
-        .collect();
-    *state.lock() = Some(Live {
-        peer: running.peer().clone(),
-        tools: specs,
-    });
-    Ok(running)
+        .collect()
 }
 
 #[cfg(test)]
@@ -354,12 +511,29 @@ mod tests {
         for bad in [
             "servers:\n  a__b:\n    command: x\n",
             "servers:\n  a:\n    args: [x]\n",
-            "servers:\n  a:\n    url: http://127.0.0.1:1/mcp\n",
+            "servers:\n  a:\n    url: ftp://127.0.0.1:1/mcp\n",
+            "servers:\n  a:\n    url: not a url\n",
+            "servers:\n  a:\n    url: http://u:secret@127.0.0.1:1/mcp\n",
+            "servers:\n  a:\n    url: http://127.0.0.1:1/mcp\n    command: x\n",
+            "servers:\n  a:\n    url: http://127.0.0.1:1/mcp\n    args: [x]\n",
+            "servers:\n  a:\n    url: http://127.0.0.1:1/mcp\n    headers: {Accept: x}\n",
+            "servers:\n  a:\n    url: http://127.0.0.1:1/mcp\n    headers: {\"a b\": x}\n",
+            "servers:\n  a:\n    command: x\n    headers: {A: b}\n",
             "servers:\n  a:\n    command: x\n    bogus: 1\n",
             "servers: [1]\n",
         ] {
             assert!(parse_config(bad).is_err(), "{bad}");
         }
         assert!(parse_config("{}").expect("empty").is_empty());
+        let http = parse_config(
+            "servers:\n  web:\n    url: http://127.0.0.1:1/mcp\n    headers: {Authorization: Bearer s3cret}\n",
+        )
+        .expect("valid url server");
+        assert_eq!(http["web"].url.as_deref(), Some("http://127.0.0.1:1/mcp"));
+        let printed = format!("{:?}", http["web"]);
+        assert!(
+            printed.contains("Authorization") && !printed.contains("s3cret"),
+            "{printed}"
+        );
     }
 }

@@ -11,10 +11,12 @@ pub mod argv;
 pub mod browser;
 pub mod capture;
 pub mod catalogue;
+pub mod cgroup;
 pub mod claude;
 pub mod files;
 pub mod http;
 pub mod mcp;
+pub mod mcp_http;
 pub mod process;
 pub mod search;
 pub mod shell;
@@ -43,6 +45,9 @@ pub struct ToolContext {
     /// What this machine offers (binaries found on PATH, MCP servers, the
     /// browser session).
     pub toolbox: Arc<Toolbox>,
+    /// How a call's processes are kept together so that stopping the call
+    /// stops them all (`run --call-cgroups`).
+    pub isolation: process::Isolation,
 }
 
 /// One call's identity, limits, and output channel.

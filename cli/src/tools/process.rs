@@ -7,9 +7,12 @@
 //!   in its environment. On timeout or cancel the group gets SIGTERM, a short
 //!   grace, then SIGKILL; processes that left the group (`setsid`, daemons
 //!   that double-fork) still carry the variable, so `/proc/*/environ` finds
-//!   them and they get the same treatment. A process that also wipes its
-//!   environment (`env -i setsid …`) escapes both; only a cgroup would catch
-//!   it, and the runner does not require one.
+//!   them and they get the same treatment.
+//! * where the runner can make one (Linux, cgroup v2 writable: see
+//!   [`super::cgroup`]), its own cgroup, which also holds the processes that
+//!   left the group *and* wiped their environment (`env -i setsid …`); the
+//!   final SIGKILL goes to the whole cgroup. Without a cgroup such a process
+//!   escapes: the process group and the marker are all there is.
 //! * its output read as produced: each chunk goes to a [`Spool`] (head and
 //!   tail inline, everything in a file past the inline limit) and, when the
 //!   caller streams, to the relay as an `output` frame.
@@ -29,6 +32,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use super::capture::{Spool, Spooled};
+use super::cgroup::{CallGroup, KillMethod};
 use super::{CallScope, ToolContext, ToolOutcome};
 
 /// Output kept inline per stream; past it the result keeps head and tail
@@ -72,8 +76,25 @@ pub enum StopReason {
 pub struct Killed {
     pub pid: i32,
     pub command: String,
-    /// `process_group` or `call_marker` (it had left the group).
+    /// The first way that found it: [`BY_PROCESS_GROUP`], [`BY_CALL_MARKER`]
+    /// (it had left the group) or [`BY_CGROUP`] (it had left the group and
+    /// wiped its environment). With a cgroup every process of the call is
+    /// in it as well.
     pub found_by: &'static str,
+}
+
+pub const BY_PROCESS_GROUP: &str = "process_group";
+pub const BY_CALL_MARKER: &str = "call_marker";
+pub const BY_CGROUP: &str = "cgroup";
+
+/// How a call's processes were stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    pub reason: StopReason,
+    pub killed: Vec<Killed>,
+    /// The call's cgroup and how its processes got their SIGKILL, when the
+    /// call had one.
+    pub cgroup: Option<(String, KillMethod)>,
 }
 
 /// How a process ended.
@@ -82,7 +103,7 @@ pub struct Finished {
     pub exit_code: Option<i32>,
     pub stdout: Spooled,
     pub stderr: Spooled,
-    pub stopped: Option<(StopReason, Vec<Killed>)>,
+    pub stopped: Option<Stopped>,
     pub pipes_left_open: bool,
     pub wait_error: Option<String>,
     pub pgid: Option<i32>,
@@ -119,20 +140,37 @@ impl Finished {
             );
         }
         let error = match (&self.stopped, &self.wait_error) {
-            (Some((reason, killed)), _) => {
+            (Some(stopped), _) => {
+                let killed = &stopped.killed;
+                let count = |how: &str| killed.iter().filter(|k| k.found_by == how).count();
+                let by = [BY_PROCESS_GROUP, BY_CALL_MARKER, BY_CGROUP].map(|how| (how, count(how)));
                 result["killed"] = json!({
+                    "count": killed.len(),
+                    "by": by.iter().map(|(how, n)| (how.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
                     "process_group": self.pgid,
+                    "cgroup": stopped.cgroup.as_ref().map(|(path, _)| path),
+                    "cgroup_kill": stopped.cgroup.as_ref().map(|(_, method)| method.name()),
                     "signals": format!("SIGTERM, then SIGKILL after {} s", KILL_GRACE.as_secs()),
                     "processes": killed.iter().map(|k| json!({
                         "pid": k.pid, "command": k.command, "found_by": k.found_by
                     })).collect::<Vec<_>>(),
                 });
+                let parts: Vec<String> = by
+                    .iter()
+                    .filter(|(_, n)| *n > 0)
+                    .map(|(how, n)| format!("{n} by {}", how.replace('_', " ")))
+                    .collect();
                 let what = format!(
-                    "{} process{} stopped",
+                    "{} process{} stopped{}",
                     killed.len(),
-                    if killed.len() == 1 { "" } else { "es" }
+                    if killed.len() == 1 { "" } else { "es" },
+                    if parts.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", parts.join(", "))
+                    }
                 );
-                Some(match reason {
+                Some(match stopped.reason {
                     StopReason::Timeout => {
                         format!("timed out after {}s; {what}", self.timeout.as_secs())
                     }
@@ -196,12 +234,58 @@ pub fn prune_output_dir(workspace: &Path) {
     }
 }
 
-/// Runs `spec` to completion, cancellation or the call's deadline.
+/// Whether a call's processes get a cgroup of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// A cgroup where the runner can make one, else the process group and
+    /// the marker.
+    CgroupIfAvailable,
+    /// The process group and the marker only.
+    ProcessGroup,
+}
+
+/// Runs `spec` to completion, cancellation or the call's deadline, isolated
+/// as the runner was configured ([`ToolContext::isolation`]).
 pub async fn run(spec: Spec, context: &ToolContext, scope: &CallScope) -> Result<Finished, String> {
+    run_isolated(spec, context, scope, context.isolation).await
+}
+
+/// [`run`] with a chosen [`Isolation`].
+pub async fn run_isolated(
+    spec: Spec,
+    context: &ToolContext,
+    scope: &CallScope,
+    isolation: Isolation,
+) -> Result<Finished, String> {
     prune_output_dir(context.boundary.root());
-    let mut command = Command::new(&spec.program);
+    let group = match isolation {
+        Isolation::CgroupIfAvailable => CallGroup::create(),
+        Isolation::ProcessGroup => None,
+    };
+    let mut command = match &group {
+        Some(group) => {
+            // The wrapper `exec`s the program (by the same PATH search):
+            // look first, so a missing one fails the call as it does
+            // without a wrapper, rather than as exit code 127.
+            if find_program(&spec.program, &spec.env).is_none() {
+                return Err(format!(
+                    "cannot start {:?} in {}: not found on PATH",
+                    spec.program,
+                    spec.workdir.display()
+                ));
+            }
+            let (wrapper, args) = group.wrap(&spec.program, &spec.args);
+            let mut command = Command::new(wrapper);
+            command.args(args);
+            command
+        }
+        None => {
+            let mut command = Command::new(&spec.program);
+            command.args(&spec.args);
+            command
+        }
+    };
     command
-        .args(&spec.args)
         .current_dir(&spec.workdir)
         .envs(&spec.env)
         .env(CALL_MARKER_VAR, &scope.call_id)
@@ -244,16 +328,21 @@ pub async fn run(spec: Spec, context: &ToolContext, scope: &CallScope) -> Result
 
     let marker = format!("{CALL_MARKER_VAR}={}", scope.call_id);
     let mut stopped = None;
+    let tree = Tree {
+        pgid,
+        marker: &marker,
+        group: group.as_ref(),
+    };
     let status = tokio::select! {
         status = child.wait() => status,
         () = tokio::time::sleep(scope.timeout) => {
-            let (status, killed) = stop_tree(pgid, &marker, &mut child).await;
-            stopped = Some((StopReason::Timeout, killed));
+            let (status, found) = stop_tree(&tree, &mut child).await;
+            stopped = Some(found.into_stopped(StopReason::Timeout));
             status
         }
         () = scope.cancel.cancelled() => {
-            let (status, killed) = stop_tree(pgid, &marker, &mut child).await;
-            stopped = Some((StopReason::Cancelled, killed));
+            let (status, found) = stop_tree(&tree, &mut child).await;
+            stopped = Some(found.into_stopped(StopReason::Cancelled));
             status
         }
     };
@@ -280,14 +369,38 @@ pub async fn run(spec: Spec, context: &ToolContext, scope: &CallScope) -> Result
     })
 }
 
-/// SIGTERM to the group and to every process carrying `marker`, up to
-/// [`KILL_GRACE`] for them to go, then SIGKILL to whatever is left (the
-/// group always: children may outlive the leader).
-async fn stop_tree(
+/// The ways to find a call's processes.
+struct Tree<'a> {
     pgid: Option<i32>,
-    marker: &str,
+    marker: &'a str,
+    group: Option<&'a CallGroup>,
+}
+
+/// What [`stop_tree`] found and how the cgroup was killed.
+struct Found {
+    killed: Vec<Killed>,
+    cgroup: Option<(String, KillMethod)>,
+}
+
+impl Found {
+    fn into_stopped(self, reason: StopReason) -> Stopped {
+        Stopped {
+            reason,
+            killed: self.killed,
+            cgroup: self.cgroup,
+        }
+    }
+}
+
+/// SIGTERM to the group, the cgroup's processes and every process carrying
+/// the marker, up to [`KILL_GRACE`] for them to go, then SIGKILL to
+/// whatever is left (the group always: children may outlive the leader;
+/// the whole cgroup at once where there is one).
+async fn stop_tree(
+    tree: &Tree<'_>,
     child: &mut tokio::process::Child,
-) -> (std::io::Result<std::process::ExitStatus>, Vec<Killed>) {
+) -> (std::io::Result<std::process::ExitStatus>, Found) {
+    let pgid = tree.pgid;
     let mut killed: Vec<Killed> = Vec::new();
     let mut seen = HashSet::new();
     let mut record = |found: Vec<Killed>, killed: &mut Vec<Killed>| {
@@ -297,7 +410,7 @@ async fn stop_tree(
             }
         }
     };
-    let found = tree_members(pgid, marker);
+    let found = tree_members(tree);
     signal_all(pgid, &found, Signal::SIGTERM);
     record(found, &mut killed);
 
@@ -309,7 +422,7 @@ async fn stop_tree(
                 status = Some(Ok(exited));
             }
         }
-        let remaining = tree_members(pgid, marker);
+        let remaining = tree_members(tree);
         if status.is_some() && remaining.is_empty() {
             break;
         }
@@ -325,10 +438,18 @@ async fn stop_tree(
         record(new, &mut killed);
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // The cgroup takes every member at once, forks included; what is left
+    // outside it (its wrapper could not join it) is found as before.
+    let mut cgroup = None;
+    if let Some(group) = tree.group {
+        record(tree_members(tree), &mut killed);
+        let method = group.kill_all();
+        cgroup = Some((group.path().display().to_string(), method));
+    }
     // SIGKILL cannot be caught, but a process may fork between our scan and
     // the signal: repeat a few times until nothing is left.
     for _ in 0..5 {
-        let found = tree_members(pgid, marker);
+        let found = tree_members(tree);
         if found.is_empty() {
             if let Some(pgid) = pgid {
                 // ESRCH (group already empty) is the good case.
@@ -347,7 +468,11 @@ async fn stop_tree(
             child.wait().await
         }
     };
-    (status, killed)
+    if let Some(group) = tree.group {
+        // So that dropping it can remove the cgroup.
+        group.wait_empty().await;
+    }
+    (status, Found { killed, cgroup })
 }
 
 fn signal_all(pgid: Option<i32>, processes: &[Killed], signal: Signal) {
@@ -359,9 +484,15 @@ fn signal_all(pgid: Option<i32>, processes: &[Killed], signal: Signal) {
     }
 }
 
-/// Live processes in the group or carrying the call marker (zombies have
-/// no readable environment and are skipped: they are already dead).
-fn tree_members(pgid: Option<i32>, marker: &str) -> Vec<Killed> {
+/// Live processes in the group, carrying the call marker, or in the call's
+/// cgroup (zombies have no readable environment and are skipped: they are
+/// already dead).
+fn tree_members(tree: &Tree<'_>) -> Vec<Killed> {
+    let (pgid, marker) = (tree.pgid, tree.marker);
+    let in_cgroup: HashSet<i32> = tree
+        .group
+        .map(|group| group.members().into_iter().collect())
+        .unwrap_or_default();
     let own = std::process::id();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -388,28 +519,49 @@ fn tree_members(pgid: Option<i32>, marker: &str) -> Vec<Killed> {
         if state == 'Z' || state == 'X' {
             continue;
         }
-        if pgid == Some(group) {
-            found.push(Killed {
-                pid,
-                command,
-                found_by: "process_group",
-            });
+        let marked = || {
+            std::fs::read(dir.join("environ")).is_ok_and(|environ| {
+                environ
+                    .split(|byte| *byte == 0)
+                    .any(|entry| entry == marker.as_bytes())
+            })
+        };
+        let found_by = if pgid == Some(group) {
+            BY_PROCESS_GROUP
+        } else if marked() {
+            BY_CALL_MARKER
+        } else if in_cgroup.contains(&pid) {
+            BY_CGROUP
+        } else {
             continue;
-        }
-        let marked = std::fs::read(dir.join("environ")).is_ok_and(|environ| {
-            environ
-                .split(|byte| *byte == 0)
-                .any(|entry| entry == marker.as_bytes())
+        };
+        found.push(Killed {
+            pid,
+            command,
+            found_by,
         });
-        if marked {
-            found.push(Killed {
-                pid,
-                command,
-                found_by: "call_marker",
-            });
-        }
     }
     found
+}
+
+/// Where `program` is: as given when it has a `/`, else the first
+/// executable of that name on the PATH the child will have.
+fn find_program(program: &std::ffi::OsStr, env: &HashMap<String, String>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = Path::new(program);
+    if program.as_encoded_bytes().contains(&b'/') {
+        return Some(path.to_owned());
+    }
+    let search = match env.get("PATH") {
+        Some(value) => OsString::from(value),
+        None => std::env::var_os("PATH")?,
+    };
+    std::env::split_paths(&search)
+        .map(|dir| dir.join(path))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// `(comm, state, pgrp)` from `/proc/PID/stat`; `comm` may contain spaces
@@ -540,6 +692,150 @@ mod tests {
         );
         assert_eq!(parse_stat("garbage"), None);
         assert_eq!(parse_stat("1 (x) "), None);
+    }
+
+    fn context(root: &Path) -> ToolContext {
+        ToolContext {
+            boundary: super::super::workspace::Boundary::new(root, vec![]).expect("root"),
+            permissions: None,
+            policy: Arc::new(runner_proto::ws::Policy {
+                tools: runner_proto::ws::ToolAccess::All,
+                file_paths: vec![],
+                approval_required: vec![],
+            }),
+            toolbox: super::super::Toolbox::empty(),
+            isolation: Isolation::CgroupIfAvailable,
+        }
+    }
+
+    fn scope(call_id: &str, timeout: Duration) -> CallScope {
+        CallScope {
+            call_id: call_id.to_owned(),
+            cancel: tokio_util::sync::CancellationToken::new(),
+            timeout,
+            output: None,
+        }
+    }
+
+    fn bash(command: &str, root: &Path) -> Spec {
+        Spec {
+            program: "bash".into(),
+            args: vec!["-c".into(), command.into()],
+            workdir: root.to_owned(),
+            env: HashMap::new(),
+            stdin: None,
+        }
+    }
+
+    /// Whether a live (not zombie) process has `needle` in its command line.
+    fn alive_with(needle: &str) -> Option<i32> {
+        std::fs::read_dir("/proc")
+            .ok()?
+            .flatten()
+            .find_map(|entry| {
+                let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+                let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+                let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+                let (_, state, _) = parse_stat(&stat)?;
+                (text.contains(needle) && state != 'Z').then_some(pid)
+            })
+    }
+
+    /// Without a cgroup (where none can be made, or when asked), the
+    /// process group and the marker find a `setsid` escapee; one that also
+    /// wiped its environment escapes: the reason for the cgroup.
+    #[tokio::test]
+    async fn without_a_cgroup_the_marker_finds_setsid_but_env_i_escapes() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let id = std::process::id();
+        let (marked, wiped) = (format!("301.{id}1"), format!("301.{id}2"));
+        let command = format!("setsid sleep {marked} & env -i setsid sleep {wiped} & sleep 300");
+        let finished = run_isolated(
+            bash(&command, root.path()),
+            &context(root.path()),
+            &scope("fallback-test", Duration::from_millis(700)),
+            Isolation::ProcessGroup,
+        )
+        .await
+        .expect("runs");
+        let stopped = finished.stopped.clone().expect("timed out");
+        assert_eq!(stopped.cgroup, None);
+        let by = |how: &str| stopped.killed.iter().filter(|k| k.found_by == how).count();
+        assert!(by(BY_PROCESS_GROUP) >= 1, "{stopped:?}");
+        assert_eq!(by(BY_CALL_MARKER), 1, "{stopped:?}");
+        assert_eq!(by(BY_CGROUP), 0, "{stopped:?}");
+        assert!(alive_with(&format!("sleep {marked}")).is_none());
+        let escaped = alive_with(&format!("sleep {wiped}"));
+        if let Some(pid) = escaped {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        assert!(escaped.is_some(), "env -i setsid escapes without a cgroup");
+        let outcome = finished.into_outcome(root.path());
+        let error = outcome.error.expect("an error");
+        assert!(
+            error.contains("by process group") && error.contains("1 by call marker"),
+            "{error}"
+        );
+    }
+
+    /// Spawn cost of `bash -c true` straight and through the cgroup wrapper
+    /// (a real cgroup when this machine allows one). A measurement, not a
+    /// check: `cargo test -p runner-cli --lib -- --ignored --nocapture spawn_cost`.
+    #[tokio::test]
+    #[ignore = "measurement; run by hand"]
+    async fn spawn_cost() {
+        const RUNS: usize = 300;
+        async fn median(mut make: impl FnMut() -> Command) -> Duration {
+            let mut times = Vec::with_capacity(RUNS);
+            for _ in 0..RUNS {
+                let started = Instant::now();
+                let status = make().status().await.expect("runs");
+                times.push(started.elapsed());
+                assert!(status.success());
+            }
+            times.sort();
+            times[RUNS / 2]
+        }
+        let bash = find_program("bash".as_ref(), &HashMap::new()).expect("bash on PATH");
+        let direct = median(|| {
+            let mut command = Command::new(&bash);
+            command.args(["-c", "true"]).process_group(0);
+            command
+        })
+        .await;
+        let group = CallGroup::create();
+        let in_cgroup = group.is_some();
+        let fake = CallGroup::for_path(PathBuf::from("/nonexistent"));
+        let wrapped = median(|| {
+            let group = group.as_ref().unwrap_or(&fake);
+            let (program, args) = group.wrap(bash.as_os_str(), &["-c".into(), "true".into()]);
+            let mut command = Command::new(program);
+            command.args(args).process_group(0);
+            command
+        })
+        .await;
+        // What a call pays in all: make its cgroup, run, remove the cgroup.
+        let mut times = Vec::with_capacity(RUNS);
+        for _ in 0..RUNS {
+            let started = Instant::now();
+            let group = CallGroup::create().unwrap_or(CallGroup::for_path("/nonexistent".into()));
+            let (program, args) = group.wrap(bash.as_os_str(), &["-c".into(), "true".into()]);
+            let status = Command::new(program)
+                .args(args)
+                .process_group(0)
+                .status()
+                .await
+                .expect("runs");
+            drop(group);
+            times.push(started.elapsed());
+            assert!(status.success());
+        }
+        times.sort();
+        let per_call = times[RUNS / 2];
+        eprintln!(
+            "spawn+wait of `bash -c true`, median of {RUNS}: direct {direct:?}, through the wrapper {wrapped:?}, with a new cgroup per call {per_call:?} (real cgroup: {in_cgroup})"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 mod support;
 
 mod autoupdate;
+mod backlog;
 mod cli;
 mod doctor_proxy;
 mod health;
@@ -19,6 +20,7 @@ mod tools_claude;
 mod tools_files;
 mod tools_http;
 mod tools_mcp;
+mod tools_mcp_http;
 mod tools_shell;
 mod tools_support;
 mod update;

@@ -1,0 +1,320 @@
+//! A cgroup v2 of its own for each call's processes, where the runner may
+//! make one, so that stopping a call reaches every process it started:
+//! those that left the process group (`setsid`, double-forking daemons)
+//! *and* those that also wiped their environment (`env -i setsid …`), which
+//! the process group and the call marker variable both miss. Membership of
+//! a cgroup is inherited by every child and cannot be left without write
+//! access to another cgroup.
+//!
+//! Where it works: Linux with the cgroup v2 hierarchy mounted (pure v2 at
+//! `/sys/fs/cgroup`, or the hybrid layout's `/sys/fs/cgroup/unified`) and
+//! the runner's own cgroup writable by it: as root, in a user session
+//! (systemd delegates `user@.service` to the user), or in a system service
+//! with `Delegate=yes` and a writable cgroup file system (not
+//! `ProtectControlGroups=true`). Elsewhere [`CallGroup::create`] answers
+//! `None` and the runner keeps to the process group and the marker.
+//!
+//! How a process gets in: std cannot spawn into a cgroup (`CLONE_INTO_CGROUP`
+//! is not exposed) and `pre_exec` needs `unsafe`, which the workspace
+//! forbids (and which would stop std from using `posix_spawn`). Moving the
+//! child after spawning races with its first forks. So the call runs under
+//! a two-line `/bin/sh` wrapper ([`wrap`]) that writes its own pid into the
+//! call's `cgroup.procs` and then `exec`s the real program: every process
+//! of the call starts inside the cgroup. The cost is one extra `exec` of
+//! `sh` per call (measured in the `spawn_cost` test of `process`).
+//!
+//! Stopping: `cgroup.kill` (Linux 5.14+) SIGKILLs every member at once,
+//! new forks included; on older kernels every pid in `cgroup.procs` gets
+//! SIGKILL until none is left. Empty call cgroups are removed; one still
+//! populated when its call ended normally (a daemon the command started on
+//! purpose) is left and removed by a later call once it is empty.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, SystemTime};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// Prefix of the call cgroups this runner makes (under its own cgroup).
+pub const NAME_PREFIX: &str = "runner-call-";
+/// Empty call cgroups older than this are removed when a new one is made
+/// (younger ones may belong to a call of another runner that is starting).
+pub const PRUNE_AFTER: Duration = Duration::from_secs(60);
+/// How long a stopped call's cgroup may take to empty before it is left
+/// for a later prune.
+pub const EMPTY_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a populated call cgroup's removal is retried after its call.
+pub const REMOVE_RETRY: Duration = Duration::from_secs(30);
+/// The shell that runs [`JOIN_SCRIPT`] (POSIX: present on every Linux
+/// that has a shell at all).
+const WRAPPER_SHELL: &str = "/bin/sh";
+/// The wrapper: `$1` is the cgroup's `cgroup.procs`, the rest the command.
+/// A failed write (the cgroup went away) leaves the call to the process
+/// group and the marker rather than failing it.
+const JOIN_SCRIPT: &str = r#"{ echo $$ > "$1"; } 2>/dev/null; shift; exec "$@""#;
+
+/// How a call cgroup's processes were killed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillMethod {
+    /// One write to `cgroup.kill`.
+    CgroupKill,
+    /// SIGKILL to each pid listed in `cgroup.procs`.
+    EachProcess,
+}
+
+impl KillMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            KillMethod::CgroupKill => "cgroup.kill",
+            KillMethod::EachProcess => "cgroup.procs",
+        }
+    }
+}
+
+/// One call's cgroup. Dropping it removes the directory if it is empty.
+#[derive(Debug)]
+pub struct CallGroup {
+    dir: PathBuf,
+}
+
+impl CallGroup {
+    /// Makes a new cgroup under the runner's own, or `None` where cgroup v2
+    /// is not there or not writable.
+    pub fn create() -> Option<CallGroup> {
+        static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+        let parent = own_cgroup()?;
+        prune(parent);
+        let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        let dir = parent.join(format!("{NAME_PREFIX}{}-{sequence}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => Some(CallGroup { dir }),
+            Err(error) => {
+                tracing::debug!(cgroup = %dir.display(), %error, "no cgroup for this call");
+                None
+            }
+        }
+    }
+
+    /// A handle on a given directory (tests and measurements).
+    pub fn for_path(dir: PathBuf) -> CallGroup {
+        CallGroup { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The program and arguments that run `program args…` inside this
+    /// cgroup (`program` is looked up on the PATH as `Command` would).
+    pub fn wrap(&self, program: &OsStr, args: &[String]) -> (PathBuf, Vec<OsString>) {
+        let mut wrapped: Vec<OsString> = vec![
+            "-c".into(),
+            JOIN_SCRIPT.into(),
+            "runner-cgroup".into(),
+            self.dir.join("cgroup.procs").into_os_string(),
+            program.to_owned(),
+        ];
+        wrapped.extend(args.iter().map(OsString::from));
+        (PathBuf::from(WRAPPER_SHELL), wrapped)
+    }
+
+    /// The pids in the cgroup now.
+    pub fn members(&self) -> Vec<i32> {
+        std::fs::read_to_string(self.dir.join("cgroup.procs"))
+            .map(|text| {
+                text.lines()
+                    .filter_map(|line| line.trim().parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// SIGKILLs every process in the cgroup.
+    pub fn kill_all(&self) -> KillMethod {
+        if std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok() {
+            return KillMethod::CgroupKill;
+        }
+        // A process may fork between the read and the signals: go again
+        // until the list is empty (or a few rounds have passed).
+        for _ in 0..10 {
+            let members = self.members();
+            if members.is_empty() {
+                break;
+            }
+            for pid in members {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+        KillMethod::EachProcess
+    }
+
+    /// Waits (up to [`EMPTY_TIMEOUT`]) until no process is left.
+    pub async fn wait_empty(&self) -> bool {
+        let deadline = tokio::time::Instant::now() + EMPTY_TIMEOUT;
+        loop {
+            if self.members().is_empty() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for CallGroup {
+    fn drop(&mut self) {
+        let busy = match std::fs::remove_dir(&self.dir) {
+            Ok(()) => return,
+            Err(error) => error.kind() == std::io::ErrorKind::ResourceBusy,
+        };
+        // Still populated: processes the command left running on purpose,
+        // or killed ones that count until their new parent (init) reaps
+        // them. Try again for a while; a later prune gets what remains.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if busy {
+            let dir = std::mem::take(&mut self.dir);
+            runtime.spawn(async move {
+                let deadline = tokio::time::Instant::now() + REMOVE_RETRY;
+                while tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    match std::fs::remove_dir(&dir) {
+                        Err(error) if error.kind() == std::io::ErrorKind::ResourceBusy => {}
+                        _ => return,
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// The runner's own cgroup v2 directory, if there is one with a
+/// `cgroup.procs` (found once: it does not move while the runner runs).
+fn own_cgroup() -> Option<&'static Path> {
+    static OWN: OnceLock<Option<PathBuf>> = OnceLock::new();
+    OWN.get_or_init(|| {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let membership = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let dir = locate(&mountinfo, &membership)?;
+        // No shell for the wrapper (a distroless image): no cgroup either.
+        let usable = dir.join("cgroup.procs").is_file() && Path::new(WRAPPER_SHELL).is_file();
+        usable.then_some(dir)
+    })
+    .as_deref()
+}
+
+/// The directory of our cgroup: the cgroup2 mount point joined with the
+/// `0::` path of `/proc/self/cgroup`, made relative to the mount's root
+/// (inside a cgroup namespace the two differ).
+fn locate(mountinfo: &str, membership: &str) -> Option<PathBuf> {
+    let path = membership
+        .lines()
+        .find_map(|line| line.strip_prefix("0::"))?
+        .trim();
+    // A process moved out of the hierarchy's view shows "(deleted)" or a
+    // path outside the namespace ("/.."): nothing usable then.
+    if path.contains("/..") || path.ends_with("(deleted)") {
+        return None;
+    }
+    mountinfo.lines().find_map(|line| {
+        // `id parent major:minor root mount-point options… - fstype source …`
+        let (before, after) = line.split_once(" - ")?;
+        if after.split_whitespace().next()? != "cgroup2" {
+            return None;
+        }
+        let mut fields = before.split_whitespace();
+        let root = fields.nth(3)?;
+        let mount_point = fields.next()?;
+        let relative = if root == "/" {
+            path
+        } else {
+            path.strip_prefix(root)
+                .filter(|rest| rest.is_empty() || rest.starts_with('/'))?
+        };
+        Some(Path::new(mount_point).join(relative.trim_start_matches('/')))
+    })
+}
+
+/// Removes the empty call cgroups (of any runner) older than
+/// [`PRUNE_AFTER`]. Best effort: populated ones fail with EBUSY.
+fn prune(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let now = SystemTime::now();
+    for entry in entries.flatten() {
+        let is_call_group = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|name| name.starts_with(NAME_PREFIX));
+        let old = entry
+            .metadata()
+            .and_then(|meta| meta.modified())
+            .ok()
+            .and_then(|modified| now.duration_since(modified).ok())
+            .is_some_and(|age| age > PRUNE_AFTER);
+        if is_call_group && old {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HYBRID: &str = "\
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+";
+
+    #[test]
+    fn the_cgroup2_mount_and_our_path_make_the_directory() {
+        assert_eq!(
+            locate(HYBRID, "4:memory:/x\n0::/\n"),
+            Some(PathBuf::from("/sys/fs/cgroup/unified"))
+        );
+        let pure = "25 1 0:22 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n";
+        assert_eq!(
+            locate(pure, "0::/system.slice/runner.service\n"),
+            Some(PathBuf::from("/sys/fs/cgroup/system.slice/runner.service"))
+        );
+        // A mount of a sub-tree (cgroup namespace, container).
+        let sub = "25 1 0:22 /kubepods/pod1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            locate(sub, "0::/kubepods/pod1/app\n"),
+            Some(PathBuf::from("/sys/fs/cgroup/app"))
+        );
+        assert_eq!(locate(sub, "0::/kubepods/pod10\n"), None);
+        // No cgroup2 mount, no v2 membership, or a path outside our view.
+        assert_eq!(
+            locate("31 23 0:28 / /x rw - tmpfs tmpfs rw\n", "0::/\n"),
+            None
+        );
+        assert_eq!(locate(HYBRID, "4:memory:/x\n"), None);
+        assert_eq!(locate(HYBRID, "0::/../other\n"), None);
+    }
+
+    #[test]
+    fn the_wrapper_passes_the_command_through_unchanged() {
+        let group = CallGroup {
+            dir: PathBuf::from("/nonexistent/runner-call-test"),
+        };
+        let (program, args) = group.wrap(OsStr::new("/bin/echo"), &["a b".into(), "$c".into()]);
+        // The cgroup is gone: the write fails quietly and the command runs.
+        let output = std::process::Command::new(program)
+            .args(args)
+            .output()
+            .expect("sh runs");
+        assert!(output.status.success(), "{output:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "a b $c\n");
+        assert!(output.stderr.is_empty(), "{output:?}");
+    }
+}
