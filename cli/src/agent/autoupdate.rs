@@ -94,7 +94,10 @@ impl History {
     }
 
     fn knows(&self, version: &str) -> bool {
-        self.installed.iter().chain(&self.rejected).any(|v| v == version)
+        self.installed
+            .iter()
+            .chain(&self.rejected)
+            .any(|v| v == version)
     }
 
     fn record(state_dir: &Path, version: &str, installed: bool) {
@@ -267,7 +270,8 @@ impl AutoUpdate {
                     // Without the marker there is no probation: undo.
                     tracing::error!(error = %crate::client::error_chain(&error), "cannot record the update; rolling back");
                     let _ = update::rollback(&self.exe);
-                    self.health.update(Some(format!("update to {version} undone: {error}")));
+                    self.health
+                        .update(Some(format!("update to {version} undone: {error}")));
                     return Err(RETRY_UNREACHABLE);
                 }
                 self.health.update(Some(format!(
@@ -426,7 +430,11 @@ pub fn restart(exe: &Path) -> anyhow::Error {
     }
     #[cfg(not(unix))]
     {
-        exit::ExitError::new(exit::RESTART_FOR_UPDATE, "restart to use the updated binary").into()
+        exit::ExitError::new(
+            exit::RESTART_FOR_UPDATE,
+            "restart to use the updated binary",
+        )
+        .into()
     }
 }
 

@@ -337,10 +337,7 @@ pub async fn run(
 /// or queued (a call is never cut short for an update).
 fn update_to_restart_into(config: &SessionConfig, calls: &Calls) -> Option<String> {
     let ready = config.auto_update.as_ref()?.ready()?;
-    calls
-        .lock()
-        .is_empty()
-        .then(|| ready.version().to_owned())
+    calls.lock().is_empty().then(|| ready.version().to_owned())
 }
 
 /// Closes the socket cleanly (the relay shows the runner offline for the

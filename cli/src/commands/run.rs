@@ -87,12 +87,16 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
     ));
     health.publish();
     if let Some(addr) = args.health_addr {
-        health::serve(addr, Arc::clone(&health)).await.map_err(|error| {
-            ExitError::new(
-                exit::CONFIG,
-                format!("refusing to start: cannot serve the health endpoint on {addr}: {error}"),
-            )
-        })?;
+        health::serve(addr, Arc::clone(&health))
+            .await
+            .map_err(|error| {
+                ExitError::new(
+                    exit::CONFIG,
+                    format!(
+                        "refusing to start: cannot serve the health endpoint on {addr}: {error}"
+                    ),
+                )
+            })?;
     }
     let (auto_update, probation) = self_update(dirs, &args, &url, &health);
     let session = SessionConfig {

@@ -16,18 +16,13 @@ pub async fn run(dirs: &Dirs, args: StatusArgs) -> Result<u8> {
     match (args.local, args.env) {
         (true, _) => local(dirs, args.api.json),
         (false, Some(env)) => {
-            remote(
-                dirs,
-                EnvTarget {
-                    env,
-                    api: args.api,
-                },
-            )
-            .await?;
+            remote(dirs, EnvTarget { env, api: args.api }).await?;
             Ok(exit::OK)
         }
         // clap requires ENV unless --local.
-        (false, None) => Err(ExitError::new(exit::USAGE, "name an environment, or pass --local").into()),
+        (false, None) => {
+            Err(ExitError::new(exit::USAGE, "name an environment, or pass --local").into())
+        }
     }
 }
 

@@ -129,11 +129,17 @@ async fn the_runner_installs_an_announced_release_restarts_into_it_and_confirms_
         listed(&history(&state), "installed", NEWER) && !state.join("update-pending.json").exists()
     })
     .await;
-    assert!(child.try_wait().expect("try_wait").is_none(), "the runner exited");
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "the runner exited"
+    );
     assert_eq!(child.id(), Some(pid), "restarted in place");
     relay.wait_status(&env, "online").await;
     let previous = copy.exe.with_file_name("runner.previous");
-    assert_eq!(std::fs::read(previous).expect("previous kept"), copy.original);
+    assert_eq!(
+        std::fs::read(previous).expect("previous kept"),
+        copy.original
+    );
 
     // It does not update again to the same version (this test release
     // still reports the old version number): the history remembers it.
@@ -161,14 +167,19 @@ async fn a_release_that_cannot_start_is_rolled_back_at_once_and_the_runner_carri
     })
     .await;
     assert_eq!(copy.current(), copy.original, "the old binary is back");
-    assert!(child.try_wait().expect("try_wait").is_none(), "the runner exited");
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "the runner exited"
+    );
     relay.wait_status(&env, "online").await;
-    let status: Value = serde_json::from_slice(
-        &std::fs::read(state.join("status.json")).expect("status file"),
-    )
-    .expect("status JSON");
+    let status: Value =
+        serde_json::from_slice(&std::fs::read(state.join("status.json")).expect("status file"))
+            .expect("status JSON");
     let update = status["update"].as_str().unwrap_or_default();
-    assert!(update.contains("rejected") && update.contains("does not start"), "{status}");
+    assert!(
+        update.contains("rejected") && update.contains("does not start"),
+        "{status}"
+    );
     let _ = child.kill().await;
 }
 
@@ -207,7 +218,10 @@ async fn an_update_that_cannot_connect_is_rolled_back_after_its_probation() {
     .await;
     // The old binary runs on (re-executed), retrying the relay.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(child.try_wait().expect("try_wait").is_none(), "the runner exited");
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "the runner exited"
+    );
     let _ = child.kill().await;
 }
 
@@ -257,7 +271,10 @@ async fn the_service_step_installs_what_was_asked_and_rolls_back_on_request() {
     std::fs::write(state.join("update-requested"), NEWER).expect("request");
     let outcome = service_step(&copy, &state, None).await;
     assert_eq!(outcome["action"], "refused", "{outcome}");
-    assert!(outcome["reason"].as_str().unwrap_or_default().contains("no mirror"));
+    assert!(outcome["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("no mirror"));
 
     // Asked for NEWER: verified, installed, on probation.
     std::fs::write(state.join("update-requested"), NEWER).expect("request");
@@ -265,10 +282,9 @@ async fn the_service_step_installs_what_was_asked_and_rolls_back_on_request() {
     assert_eq!(outcome["action"], "installed", "{outcome}");
     assert_eq!(copy.current(), published);
     assert!(!state.join("update-requested").exists());
-    let marker: Value = serde_json::from_slice(
-        &std::fs::read(state.join("update-pending.json")).expect("marker"),
-    )
-    .expect("marker JSON");
+    let marker: Value =
+        serde_json::from_slice(&std::fs::read(state.join("update-pending.json")).expect("marker"))
+            .expect("marker JSON");
     assert_eq!(marker["version"], NEWER);
     assert_eq!(marker["starts"], 0);
 

@@ -80,7 +80,11 @@ async fn local_status_and_health_endpoint_follow_the_runner() {
     assert_eq!(status["version"], json!(env!("CARGO_PKG_VERSION")));
     assert_eq!(status["max_concurrent_calls"], json!(1));
     let (code, body) = get(&format!("{base}/healthz")).await;
-    assert_eq!((code, &body["status"]), (200, &json!("connected")), "{body}");
+    assert_eq!(
+        (code, &body["status"]),
+        (200, &json!("connected")),
+        "{body}"
+    );
     let (code, local) = status_local(&runner).await;
     assert_eq!(code, Some(0), "{local}");
     assert_eq!(local["running"], json!(true));
@@ -96,9 +100,13 @@ async fn local_status_and_health_endpoint_follow_the_runner() {
         let env = env.clone();
         calls.push(tokio::spawn(async move {
             reqwest::Client::new()
-                .post(format!("{relay_url}/execution-environments/{env}/invoke-tool"))
+                .post(format!(
+                    "{relay_url}/execution-environments/{env}/invoke-tool"
+                ))
                 .bearer_auth(key)
-                .json(&json!({"tool_name": "shell", "args": {"command": "sleep 3"}, "timeout_s": 30}))
+                .json(
+                    &json!({"tool_name": "shell", "args": {"command": "sleep 3"}, "timeout_s": 30}),
+                )
                 .send()
                 .await
                 .map(|r| r.status().as_u16())
@@ -108,7 +116,11 @@ async fn local_status_and_health_endpoint_follow_the_runner() {
         b["state"] == "degraded"
     })
     .await;
-    assert_eq!((busy["in_flight"].clone(), busy["backlog"].clone()), (json!(1), json!(1)), "{busy}");
+    assert_eq!(
+        (busy["in_flight"].clone(), busy["backlog"].clone()),
+        (json!(1), json!(1)),
+        "{busy}"
+    );
     let reason = busy["reason"].as_str().unwrap_or_default();
     assert!(reason.contains("waiting for a free slot"), "{reason}");
     let (code, body) = get(&format!("{base}/healthz")).await;
@@ -128,7 +140,10 @@ async fn local_status_and_health_endpoint_follow_the_runner() {
         b["state"] == "disconnected"
     })
     .await;
-    assert!(down["reason"].as_str().is_some_and(|r| !r.is_empty()), "{down}");
+    assert!(
+        down["reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{down}"
+    );
     let (code, body) = get(&format!("{base}/healthz")).await;
     assert_eq!(code, 503, "{body}");
     assert_eq!(body["status"], json!("disconnected"));
@@ -178,12 +193,23 @@ async fn text_status_names_the_state_and_a_machine_without_a_runner_says_so() {
         .expect("status");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("status") && stdout.contains("connected"), "{stdout}");
+    assert!(
+        stdout.contains("status") && stdout.contains("connected"),
+        "{stdout}"
+    );
     assert!(stdout.contains(&env), "{stdout}");
-    assert!(stdout.contains("0 running, 0 queued (limit 32)"), "{stdout}");
+    assert!(
+        stdout.contains("0 running, 0 queued (limit 32)"),
+        "{stdout}"
+    );
 
     // ENV and --local are exclusive; neither is a usage error.
-    let output = runner.command().args(["status"]).output().await.expect("status");
+    let output = runner
+        .command()
+        .args(["status"])
+        .output()
+        .await
+        .expect("status");
     assert_eq!(output.status.code(), Some(2));
     runner.stop().await;
 }
@@ -204,5 +230,8 @@ async fn a_health_address_in_use_stops_the_runner_at_start() {
         .expect("run");
     assert_eq!(output.status.code(), Some(CONFIG));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("health endpoint") && stderr.contains(&addr), "{stderr}");
+    assert!(
+        stderr.contains("health endpoint") && stderr.contains(&addr),
+        "{stderr}"
+    );
 }

@@ -354,8 +354,14 @@ async fn call_cgroups_false_keeps_to_the_process_group_and_the_marker() {
     let killed = &body["result"]["killed"];
     // No cgroup even where one could be made: the choice is the runner's.
     assert!(killed["cgroup"].is_null(), "{killed}");
-    assert!(killed["by"]["cgroup"].is_null() || killed["by"]["cgroup"] == 0, "{killed}");
-    assert_eq!(killed["by"]["call_marker"], 1, "the setsid escapee: {killed}");
+    assert!(
+        killed["by"]["cgroup"].is_null() || killed["by"]["cgroup"] == 0,
+        "{killed}"
+    );
+    assert_eq!(
+        killed["by"]["call_marker"], 1,
+        "the setsid escapee: {killed}"
+    );
     support::wait_until(&format!("sleep {marked} is gone"), || {
         !support::process_with(&marked)
     })
