@@ -104,7 +104,7 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
         )?;
         writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|")?;
         for runners in [1, 16] {
-            for concurrency in [1, 16, 256] {
+            for concurrency in [1, 16, 64, 256] {
                 if let Some(row) = map.get(&format!("runners_{runners}_concurrency_{concurrency}"))
                 {
                     writeln!(
@@ -348,15 +348,32 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
             met(cold.map(|c| c >= 500.0))
         )?;
     }
-    if let Some(row) = cells
-        .get("runners_16_concurrency_256")
-        .or_else(|| cells.get("runners_16_concurrency_16"))
-    {
-        let ok = row["invokes_per_s"]
-            .as_f64()
-            .zip(row["p99_us"].as_f64())
-            .map(|(rate, p99)| rate >= 10_000.0 && p99 < 10_000.0);
-        writeln!(out, "| ≥ 10,000 ping/s across 16 runners at p99 < 10 ms | best cell shown in §2; 16 runners × 256: {} /s, p99 {} µs | {} |", number(&row["invokes_per_s"]), number(&row["p99_us"]), met(ok))?;
+    // The fastest 16-runner cell whose p99 is under 10 ms (else the
+    // fastest one at all).
+    let rate = |row: &Value| row["invokes_per_s"].as_f64().unwrap_or(0.0);
+    let quick = |row: &Value| row["p99_us"].as_f64().is_some_and(|p99| p99 < 10_000.0);
+    let sixteen: Vec<(&String, &Value)> = cells
+        .as_object()
+        .map(|cells| {
+            cells
+                .iter()
+                .filter(|(key, _)| key.starts_with("runners_16_"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let best = sixteen
+        .iter()
+        .filter(|(_, row)| quick(row))
+        .max_by(|a, b| rate(a.1).total_cmp(&rate(b.1)))
+        .or_else(|| {
+            sixteen
+                .iter()
+                .max_by(|a, b| rate(a.1).total_cmp(&rate(b.1)))
+        });
+    if let Some((key, row)) = best {
+        let ok = quick(row) && rate(row) >= 10_000.0;
+        let concurrency = key.rsplit('_').next().unwrap_or("?");
+        writeln!(out, "| ≥ 10,000 ping/s across 16 runners at p99 < 10 ms | best cell: 16 runners × {concurrency}: {} /s, p99 {} µs | {} |", number(&row["invokes_per_s"]), number(&row["p99_us"]), met(Some(ok)))?;
     }
     if let Some(stages) = idle["stages"].as_object() {
         let largest = stages

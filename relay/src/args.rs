@@ -20,6 +20,8 @@ pub const ENV_NATS_SUBJECT_PREFIX: &str = "RUNNER_RELAY_NATS_SUBJECT_PREFIX";
 pub const ENV_INSTANCE_ID: &str = "RUNNER_RELAY_INSTANCE_ID";
 /// `--drain-grace`.
 pub const ENV_DRAIN_GRACE: &str = "RUNNER_RELAY_DRAIN_GRACE";
+/// `--max-handshakes`.
+pub const ENV_MAX_HANDSHAKES: &str = "RUNNER_RELAY_MAX_HANDSHAKES";
 /// `--log-format`.
 /// Env var of `--releases-dir`.
 pub const ENV_RELEASES_DIR: &str = "RUNNER_RELAY_RELEASES_DIR";
@@ -96,6 +98,14 @@ pub struct ServeArgs {
     /// sends its runners elsewhere.
     #[arg(long, env = ENV_DRAIN_GRACE, default_value_t = 8, value_name = "SECONDS")]
     pub drain_grace: u64,
+    /// Runner connections allowed between their request and their
+    /// `welcome` at once; more wait up to 5 s for a slot (at most 64 per
+    /// slot), else are answered 503 with Retry-After (runners retry with
+    /// backoff), so a reconnect storm never queues work the runners'
+    /// timeouts would throw away.
+    #[arg(long, env = ENV_MAX_HANDSHAKES, default_value_t = crate::state::DEFAULT_MAX_HANDSHAKES,
+          value_parser = handshake_limit, value_name = "N")]
+    pub max_handshakes: usize,
     /// Serve a runner release mirror from DIR (`install.sh`,
     /// `releases/latest`, `releases/download/<version>/…`) and tell older
     /// runners in heartbeat answers that a newer version exists.
@@ -149,4 +159,12 @@ pub struct DevArgs {
     /// The `runner` binary (default: next to this binary, else on PATH).
     #[arg(long, value_name = "PATH")]
     pub runner_bin: Option<PathBuf>,
+}
+
+/// `--max-handshakes`: a positive count.
+fn handshake_limit(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(limit) if limit >= 1 => Ok(limit),
+        _ => Err(format!("{text:?} is not a positive number of handshakes")),
+    }
 }

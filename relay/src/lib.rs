@@ -7,20 +7,24 @@
 //! and when it stops.
 
 pub mod access;
+pub mod admission;
 pub mod args;
 pub mod clock;
 pub mod commands;
 pub mod enforcement;
 pub mod environment;
 pub mod http;
+pub mod listener;
 pub mod members;
 pub mod peer;
 pub mod ratelimit;
+pub mod read_cache;
 pub mod registration;
 pub mod releases;
 pub mod routing;
 pub mod runner_connection;
 pub mod secret;
+pub mod seen;
 pub mod state;
 pub mod status;
 pub mod store;
@@ -44,7 +48,7 @@ pub async fn serve(
     state: AppState,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    serve_on(listener, state, shutdown).await
+    serve_on(listener::NoDelayListener::new(listener), state, shutdown).await
 }
 
 /// [`serve`] over TLS (`--tls-cert`/`--tls-key`).
@@ -68,6 +72,12 @@ where
 {
     state.shutdown = shutdown.clone();
     let connections = state.connections.clone();
+    let flushing = flush_seen_periodically(&state, shutdown.clone());
+    let (journal, seen, store) = (
+        state.journal.clone(),
+        state.seen.clone(),
+        state.store.clone(),
+    );
     // Runner sessions drain for up to `drain_grace`; requests waiting on
     // their calls need that long too.
     let grace = SHUTDOWN_GRACE.max(state.drain_grace + Duration::from_secs(2));
@@ -97,5 +107,28 @@ where
     {
         tracing::warn!("runner connections still open after the shutdown grace period");
     }
+    // What the sessions left in memory goes to the store before exiting.
+    flushing.abort();
+    journal.flush().await;
+    seen.flush(store.as_ref()).await;
     Ok(())
+}
+
+/// Writes dirty last-seen times every [`seen::SEEN_FLUSH_INTERVAL`] until
+/// shutdown.
+fn flush_seen_periodically(
+    state: &AppState,
+    shutdown: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    let (seen, store) = (state.seen.clone(), state.store.clone());
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(seen::SEEN_FLUSH_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = tick.tick() => seen.flush(store.as_ref()).await,
+            }
+        }
+    })
 }

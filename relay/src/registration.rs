@@ -11,6 +11,10 @@ use crate::store::{Store, StoreError, TokenRecord};
 
 /// A token unused for this long stops working.
 pub const IDLE_EXPIRY: Duration = Duration::days(90);
+/// A token's last use is recorded at most this often: every connect (a
+/// reconnect storm is thousands) would otherwise be a write, and expiry is
+/// counted in days.
+pub const TOKEN_TOUCH_INTERVAL: Duration = Duration::hours(1);
 /// Default and largest grace period of the previous token at rotation.
 pub const DEFAULT_GRACE_HOURS: i64 = 24;
 pub const MAX_GRACE_HOURS: i64 = 168;
@@ -49,7 +53,8 @@ pub fn expires_at(token: &TokenRecord) -> OffsetDateTime {
     token.last_used_at.unwrap_or(token.created_at) + IDLE_EXPIRY
 }
 
-/// Checks a presented token and records its use. Returns the token and its
+/// Checks a presented token and records its use (when the recorded one is
+/// older than [`TOKEN_TOUCH_INTERVAL`]). Returns the token and its
 /// environment.
 pub async fn authenticate(
     store: &dyn Store,
@@ -80,7 +85,12 @@ pub async fn authenticate(
         .environment(&token.environment_id)
         .await?
         .ok_or(TokenError::EnvironmentGone)?;
-    store.touch_token(&token.id, now).await?;
+    if token
+        .last_used_at
+        .is_none_or(|used| now - used >= TOKEN_TOUCH_INTERVAL)
+    {
+        store.touch_token(&token.id, now).await?;
+    }
     Ok((token, environment))
 }
 

@@ -4,6 +4,7 @@
 //! Everything a runner sends is untrusted: a frame that does not decode
 //! closes *this* connection with a reason, and nothing else is affected.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
@@ -11,14 +12,15 @@ use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use runner_proto::api::RunnerInfo;
 use runner_proto::close;
-use runner_proto::ws::{CallResult, HeartbeatAck, Hello, RelayMessage, RunnerMessage, Welcome};
+use runner_proto::ws::{HeartbeatAck, Hello, RelayMessage, RunnerMessage, Welcome};
 use runner_proto::PROTOCOL_VERSION;
 use time::OffsetDateTime;
+use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
 
-use crate::environment::name_from_hostname;
-use crate::registration;
-use crate::routing::{announcement_json, Kick, Presence};
+use crate::environment::{name_from_hostname, EnvironmentRecord};
+use crate::registration::{self, TOKEN_TOUCH_INTERVAL};
+use crate::routing::{announcement_json, Attachment, Delivery, Kick, Presence, ServingGuard};
 use crate::state::AppState;
 
 /// How long a new connection has to send `hello`.
@@ -29,9 +31,6 @@ pub const HEARTBEAT_INTERVAL_S: u64 = 15;
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long one frame may take to write before the runner counts as gone.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often a long-lived connection refreshes its token's last use, so
-/// that a runner connected for months keeps a token that is in use.
-const TOKEN_TOUCH_INTERVAL: time::Duration = time::Duration::hours(1);
 /// Bound on the store writes of the handshake and of the session's end.
 const STORE_TIMEOUT: Duration = Duration::from_secs(10);
 /// RFC 6455 limit of a close reason, in bytes.
@@ -44,7 +43,9 @@ type Stream = SplitStream<WebSocket>;
 #[derive(Debug, Clone)]
 pub struct ConnectionContext {
     pub state: AppState,
-    pub environment_id: String,
+    /// The environment as read when the token was checked (the handshake
+    /// does not read it again).
+    pub environment: EnvironmentRecord,
     /// Hash of the token it connected with, rechecked as time passes.
     pub token_hash: String,
 }
@@ -58,101 +59,68 @@ enum Ending {
     Drop,
 }
 
-/// Runs a runner session to its end.
-pub async fn run(socket: WebSocket, context: ConnectionContext) {
+/// Runs a runner session to its end. `admission` is this connection's
+/// place among the handshakes in progress; it is given back once the
+/// runner is welcomed (or turned away).
+///
+/// The socket and the context come boxed: every async layer keeps its own
+/// copy of its arguments for the whole session, and an idle relay holds
+/// thousands of these futures (a pointer instead of ~900 bytes per layer).
+pub async fn run(
+    socket: Box<WebSocket>,
+    context: Box<ConnectionContext>,
+    admission: OwnedSemaphorePermit,
+) {
     let session_id = uuid::Uuid::new_v4().to_string();
     let span = tracing::info_span!(
         "runner",
-        environment_id = %context.environment_id,
+        environment_id = %context.environment.id,
         session_id = %session_id,
         epoch = tracing::field::Empty,
     );
-    session(socket, context, session_id).instrument(span).await;
+    session(socket, context, session_id, admission)
+        .instrument(span)
+        .await;
 }
 
-async fn session(socket: WebSocket, context: ConnectionContext, session_id: String) {
-    let (mut sink, mut stream) = socket.split();
-    let hello = match receive_hello(&mut stream).await {
-        Ok(hello) => hello,
+/// A welcomed session: what the loop needs of the handshake.
+struct Welcomed {
+    epoch: u64,
+    attachment: Attachment,
+    serving: Option<ServingGuard>,
+    runner_info: Arc<RunnerInfo>,
+}
+
+async fn session(
+    socket: Box<WebSocket>,
+    context: Box<ConnectionContext>,
+    session_id: String,
+    admission: OwnedSemaphorePermit,
+) {
+    let (mut sink, mut stream) = (*socket).split();
+    // Boxed: the handshake's state is large and short-lived, and would
+    // otherwise stay part of this task's allocation for the whole session.
+    let welcomed = Box::pin(handshake(&context, &session_id, &mut sink, &mut stream)).await;
+    drop(admission);
+    let Welcomed {
+        epoch,
+        mut attachment,
+        mut serving,
+        runner_info,
+    } = match welcomed {
+        Ok(welcomed) => welcomed,
         Err(ending) => return finish(&mut sink, ending).await,
     };
-    tracing::info!(
-        runner_version = %hello.runner_version,
-        hostname = %hello.host.hostname,
-        instance_id = %hello.instance_id,
-        tools = hello.tools.len(),
-        "runner connected"
-    );
-    let state = &context.state;
-    let environment_id = context.environment_id.as_str();
-    let mut welcome = match welcome(&context, &hello, &session_id).await {
-        Ok(welcome) => welcome,
-        Err(ending) => return finish(&mut sink, ending).await,
-    };
-    let now = state.clock.now();
-    let mut presence = Presence {
-        session_id: session_id.clone(),
-        instance_id: hello.instance_id.clone(),
-        runner_version: hello.runner_version.clone(),
-        host: hello.host.clone(),
-        tools: hello.tools.clone(),
-        connected_at: now,
-        heartbeat: Default::default(),
-        epoch: 0,
-    };
-    // Ownership: the epoch goes up in the store before anything is routed
-    // here, so a call can only ever reach the newest session.
-    let claimed = tokio::time::timeout(
-        STORE_TIMEOUT,
-        state.store.claim_session(
-            environment_id,
-            &state.relay_id,
-            &session_id,
-            &announcement_json(&presence),
-            now,
-        ),
-    )
-    .await;
-    let epoch = match claimed {
-        Ok(Ok(epoch)) => epoch,
-        Ok(Err(error)) => {
-            tracing::error!(%error, "could not claim the runner session");
-            let ending = Ending::Close(close::GOING_AWAY, "relay store unavailable".to_owned());
-            return finish(&mut sink, ending).await;
-        }
-        Err(_elapsed) => {
-            tracing::error!("claiming the runner session timed out");
-            let ending = Ending::Close(close::GOING_AWAY, "relay store unavailable".to_owned());
-            return finish(&mut sink, ending).await;
-        }
-    };
-    tracing::Span::current().record("epoch", epoch);
-    presence.epoch = epoch;
-    welcome.epoch = epoch;
-    let mut attachment = state.local.attach(environment_id, presence);
-    let mut serving = None;
-    if let Some(cluster) = &state.cluster {
-        match cluster
-            .serve_session(environment_id, epoch, &hello.instance_id)
-            .await
-        {
-            Ok(guard) => serving = Some(guard),
-            Err(error) => {
-                tracing::error!(%error, "could not serve the session over NATS");
-                state.local.detach(environment_id, &session_id);
-                release(state, environment_id, epoch).await;
-                let ending = Ending::Close(close::GOING_AWAY, "relay cannot reach NATS".to_owned());
-                return finish(&mut sink, ending).await;
-            }
-        }
-    }
-    if let Err(ending) = send(&mut sink, &RelayMessage::Welcome(welcome)).await {
-        state.local.detach(environment_id, &session_id);
-        release(state, environment_id, epoch).await;
-        return finish(&mut sink, ending).await;
-    }
-    let runner_info = runner_info(&hello);
-    let mut token_touched_at = now;
+    // Only the id of the environment record is kept for the session.
+    let ConnectionContext {
+        state,
+        environment,
+        token_hash,
+    } = *context;
+    let (state, token_hash) = (&state, token_hash.as_str());
+    let environment_id = id_only(environment);
+    let environment_id = environment_id.as_str();
+    let mut token_touched_at = state.clock.now();
     let mut idle_deadline = tokio::time::Instant::now() + IDLE_TIMEOUT;
     let mut draining = false;
     let mut drain_deadline = tokio::time::Instant::now();
@@ -199,8 +167,8 @@ async fn session(socket: WebSocket, context: ConnectionContext, session_id: Stri
                 if let Err(ending) = send(&mut sink, &frame).await {
                     break ending;
                 }
-                if let RelayMessage::Call(call) = &frame {
-                    journal_dispatched(state, &call.call_id, epoch);
+                if let RelayMessage::Call(call) = &*frame {
+                    state.journal.dispatched(environment_id, call, epoch, state.clock.now());
                 }
             }
             () = tokio::time::sleep_until(idle_deadline) => {
@@ -225,18 +193,15 @@ async fn session(socket: WebSocket, context: ConnectionContext, session_id: Stri
                         state.local.heartbeat(environment_id, &session_id, heartbeat);
                         match &state.cluster {
                             // Batched with the next lease refresh.
-                            Some(cluster) => cluster.heartbeat_seen(environment_id, now, runner_info.clone()),
-                            None => {
-                                if let Err(error) = state.store.record_seen(environment_id, now, &runner_info).await {
-                                    tracing::warn!(%error, "could not record the heartbeat");
-                                }
-                            }
+                            Some(cluster) => cluster.heartbeat_seen(environment_id, now, RunnerInfo::clone(&runner_info)),
+                            // Batched with the next last-seen flush.
+                            None => state.seen.note(environment_id, now, &runner_info),
                         }
                         if now - token_touched_at >= TOKEN_TOUCH_INTERVAL {
-                            match registration::still_valid(state.store.as_ref(), &context.token_hash, now).await {
+                            match registration::still_valid(state.store.as_ref(), token_hash, now).await {
                                 Ok(true) => {
                                     token_touched_at = now;
-                                    touch_token(&context, now).await;
+                                    touch_token(state, token_hash, now).await;
                                 }
                                 Ok(false) => break Ending::Close(
                                     close::REVOKED,
@@ -257,13 +222,21 @@ async fn session(socket: WebSocket, context: ConnectionContext, session_id: Stri
                         }
                     }
                     RunnerMessage::Output(output) => {
-                        state.local.deliver_output(environment_id, &session_id, output);
+                        let delivery = state.local.deliver_output(environment_id, &session_id, output).await;
+                        if let Delivery::Stalled { call_id } = delivery {
+                            // Written here, not queued: this task is the
+                            // one that drains the queue.
+                            if let Err(ending) = send(&mut sink, &RelayMessage::Cancel { call_id }).await {
+                                break ending;
+                            }
+                        }
                     }
                     RunnerMessage::Result(result) => {
                         // Journalled whoever waits (maybe nobody: a result
                         // of a call sent on an earlier session).
-                        journal_done(state, &result, epoch);
-                        state.local.deliver_result(environment_id, &session_id, result);
+                        let journalled = result.clone();
+                        let known = state.local.deliver_result(environment_id, &session_id, result);
+                        state.journal.done(environment_id, journalled, epoch, state.clock.now(), known);
                     }
                     RunnerMessage::Catalogue { tools } => {
                         tracing::info!(tools = tools.len(), "runner announced a new catalogue");
@@ -290,6 +263,117 @@ async fn session(socket: WebSocket, context: ConnectionContext, session_id: Stri
     tracing::info!("runner disconnected");
 }
 
+/// `hello` → `welcome`: claims the session (its epoch), attaches it to the
+/// local router (and NATS in shared mode) and sends `welcome`.
+async fn handshake(
+    context: &ConnectionContext,
+    session_id: &str,
+    sink: &mut Sink,
+    stream: &mut Stream,
+) -> Result<Welcomed, Ending> {
+    let hello = receive_hello(stream).await?;
+    tracing::info!(
+        runner_version = %hello.runner_version,
+        hostname = %hello.host.hostname,
+        instance_id = %hello.instance_id,
+        tools = hello.tools.len(),
+        "runner connected"
+    );
+    let state = &context.state;
+    let environment_id = context.environment.id.as_str();
+    let Hello {
+        runner_version,
+        instance_id,
+        host,
+        tools,
+        ..
+    } = hello;
+    let runner_info = Arc::new(RunnerInfo {
+        version: runner_version.clone(),
+        hostname: host.hostname.clone(),
+        os: host.os.clone(),
+        arch: host.arch.clone(),
+    });
+    let mut welcome = welcome(context, &runner_info, session_id).await?;
+    let now = state.clock.now();
+    let mut presence = Presence {
+        session_id: session_id.to_owned(),
+        instance_id,
+        runner_version,
+        host,
+        // The hello's own copy is moved into the shared one (or dropped
+        // when an equal catalogue is already held).
+        tools: state.local.intern_catalogue(tools),
+        connected_at: now,
+        heartbeat: Default::default(),
+        epoch: 0,
+    };
+    // Ownership: the epoch goes up in the store before anything is routed
+    // here, so a call can only ever reach the newest session.
+    let claimed = tokio::time::timeout(
+        STORE_TIMEOUT,
+        state.store.claim_session(
+            environment_id,
+            &state.relay_id,
+            session_id,
+            &announcement_json(&presence),
+            now,
+        ),
+    )
+    .await;
+    let epoch = match claimed {
+        Ok(Ok(epoch)) => epoch,
+        Ok(Err(error)) => {
+            tracing::error!(%error, "could not claim the runner session");
+            return Err(Ending::Close(
+                close::GOING_AWAY,
+                "relay store unavailable".to_owned(),
+            ));
+        }
+        Err(_elapsed) => {
+            tracing::error!("claiming the runner session timed out");
+            return Err(Ending::Close(
+                close::GOING_AWAY,
+                "relay store unavailable".to_owned(),
+            ));
+        }
+    };
+    tracing::Span::current().record("epoch", epoch);
+    presence.epoch = epoch;
+    welcome.epoch = epoch;
+    let instance_id = presence.instance_id.clone();
+    let attachment = state.local.attach(environment_id, presence);
+    let mut serving = None;
+    if let Some(cluster) = &state.cluster {
+        match cluster
+            .serve_session(environment_id, epoch, &instance_id)
+            .await
+        {
+            Ok(guard) => serving = Some(guard),
+            Err(error) => {
+                tracing::error!(%error, "could not serve the session over NATS");
+                state.local.detach(environment_id, session_id);
+                release(state, environment_id, epoch).await;
+                return Err(Ending::Close(
+                    close::GOING_AWAY,
+                    "relay cannot reach NATS".to_owned(),
+                ));
+            }
+        }
+    }
+    if let Err(ending) = send(sink, &RelayMessage::Welcome(welcome)).await {
+        state.local.detach(environment_id, session_id);
+        release(state, environment_id, epoch).await;
+        return Err(ending);
+    }
+    Ok(Welcomed {
+        epoch,
+        attachment,
+        serving,
+        runner_info,
+    })
+}
+
 /// Marks the session closed in the store (unless a newer one replaced it).
 async fn release(state: &AppState, environment_id: &str, epoch: u64) {
     match tokio::time::timeout(
@@ -302,38 +386,6 @@ async fn release(state: &AppState, environment_id: &str, epoch: u64) {
         Ok(Err(error)) => tracing::warn!(%error, "could not release the runner session"),
         Err(_elapsed) => tracing::warn!("releasing the runner session timed out"),
     }
-}
-
-/// Journals pending → dispatched(epoch), off the socket's path.
-fn journal_dispatched(state: &AppState, call_id: &str, epoch: u64) {
-    let store = state.store.clone();
-    let call_id = call_id.to_owned();
-    tokio::spawn(async move {
-        match tokio::time::timeout(STORE_TIMEOUT, store.mark_dispatched(&call_id, epoch)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => tracing::warn!(%error, %call_id, "could not journal the dispatch"),
-            Err(_elapsed) => tracing::warn!(%call_id, "journalling the dispatch timed out"),
-        }
-    });
-}
-
-/// Journals → done, off the socket's path.
-fn journal_done(state: &AppState, result: &CallResult, epoch: u64) {
-    let store = state.store.clone();
-    let result = result.clone();
-    let at = state.clock.now();
-    tokio::spawn(async move {
-        match tokio::time::timeout(STORE_TIMEOUT, store.finish_invocation(&result, epoch, at)).await
-        {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(%error, call_id = %result.call_id, "could not journal the result")
-            }
-            Err(_elapsed) => {
-                tracing::warn!(call_id = %result.call_id, "journalling the result timed out")
-            }
-        }
-    });
 }
 
 /// Waits for the first frame, which must be a `hello` this relay can serve.
@@ -377,26 +429,22 @@ async fn receive_hello(stream: &mut Stream) -> Result<Hello, Ending> {
 }
 
 /// Builds `welcome`: fills a blank name from the hostname and records the
-/// connection as seen.
+/// connection as seen. Only a first connection, or one with new runner
+/// facts, writes at once (so "never connected" stays durable); a usual
+/// reconnection is batched like a heartbeat.
 async fn welcome(
     context: &ConnectionContext,
-    hello: &Hello,
+    runner_info: &Arc<RunnerInfo>,
     session_id: &str,
 ) -> Result<Welcome, Ending> {
     let state = &context.state;
-    let gone = || Ending::Close(close::DELETED, "environment deleted".to_owned());
     let unavailable = |error: crate::store::StoreError| {
         tracing::error!(%error, "store failure during the handshake");
         Ending::Close(close::GOING_AWAY, "relay store unavailable".to_owned())
     };
-    let mut environment = state
-        .store
-        .environment(&context.environment_id)
-        .await
-        .map_err(unavailable)?
-        .ok_or_else(gone)?;
+    let mut environment = context.environment.clone();
     if environment.name.is_empty() {
-        let name = name_from_hostname(&hello.host.hostname);
+        let name = name_from_hostname(&runner_info.hostname);
         if !name.is_empty() {
             let fallback = format!("{name}-{}", environment.id_suffix());
             environment.name = state
@@ -404,14 +452,24 @@ async fn welcome(
                 .fill_blank_name(&environment.id, &name, &fallback)
                 .await
                 .map_err(unavailable)?;
+            state.reads.forget_environment(&environment.id);
             tracing::info!(name = %environment.name, "environment named after the runner's host");
         }
     }
-    state
-        .store
-        .record_seen(&environment.id, state.clock.now(), &runner_info(hello))
-        .await
-        .map_err(unavailable)?;
+    let now = state.clock.now();
+    let known = environment.last_seen.is_some()
+        && environment.runner.as_ref() == Some(runner_info.as_ref());
+    if !known {
+        state
+            .store
+            .record_seen(&environment.id, now, runner_info)
+            .await
+            .map_err(unavailable)?;
+    } else if let Some(cluster) = &state.cluster {
+        cluster.heartbeat_seen(&environment.id, now, RunnerInfo::clone(runner_info));
+    } else {
+        state.seen.note(&environment.id, now, runner_info);
+    }
     Ok(Welcome {
         protocol_version: PROTOCOL_VERSION,
         environment: runner_proto::ws::EnvironmentInfo {
@@ -426,22 +484,17 @@ async fn welcome(
     })
 }
 
-async fn touch_token(context: &ConnectionContext, now: OffsetDateTime) {
-    let store = context.state.store.as_ref();
-    let token = store.token_by_hash(&context.token_hash).await;
+fn id_only(environment: EnvironmentRecord) -> String {
+    environment.id
+}
+
+async fn touch_token(state: &AppState, token_hash: &str, now: OffsetDateTime) {
+    let store = state.store.as_ref();
+    let token = store.token_by_hash(token_hash).await;
     if let Ok(Some(token)) = token {
         if let Err(error) = store.touch_token(&token.id, now).await {
             tracing::warn!(%error, "could not record the token's use");
         }
-    }
-}
-
-fn runner_info(hello: &Hello) -> RunnerInfo {
-    RunnerInfo {
-        version: hello.runner_version.clone(),
-        hostname: hello.host.hostname.clone(),
-        os: hello.host.os.clone(),
-        arch: hello.host.arch.clone(),
     }
 }
 

@@ -7,13 +7,16 @@ use runner_proto::api::EnvironmentStatus;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::admission::Admission;
 use crate::ratelimit::FailureLimiter;
+use crate::read_cache::ReadCache;
 use crate::releases::LatestVersion;
 
 use crate::clock::{rfc3339, Clock, SystemClock};
 use crate::environment::EnvironmentRecord;
 use crate::registration;
-use crate::routing::{CallRouter, JournaledRouter, LocalRouter, NatsRouter};
+use crate::routing::{CallRouter, JournalWriter, JournaledRouter, LocalRouter, NatsRouter};
+use crate::seen::SeenTracker;
 use crate::status::{self, CallHealth};
 use crate::store::{Store, StoreError};
 
@@ -37,6 +40,10 @@ impl RelayConfig {
 /// Default time a draining relay gives calls in flight on its sockets
 /// before it tells their runners to go elsewhere anyway.
 pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(8);
+/// Default bound on runner handshakes in progress (`serve
+/// --max-handshakes`): enough to keep both cores busy with handshakes,
+/// few enough that each finishes long before the runner's timeouts.
+pub const DEFAULT_MAX_HANDSHAKES: usize = 256;
 
 /// Handles shared by handlers and connection tasks. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -45,7 +52,15 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// How handlers reach runners (wherever their sockets are): the call
     /// journal around NATS routing (shared mode) or the local sockets.
-    pub router: Arc<dyn CallRouter>,
+    pub router: Arc<JournaledRouter>,
+    /// The batched writer of journal steps (shared with `router`).
+    pub journal: Arc<JournalWriter>,
+    /// Last-seen times not yet in the store (single-relay mode).
+    pub seen: Arc<SeenTracker>,
+    /// Runner handshakes in progress, and connects waiting for a slot.
+    pub admission: Arc<Admission>,
+    /// Copies of the store reads of the invoke path (single relay only).
+    pub reads: Arc<ReadCache>,
     /// The sockets held by this process.
     pub local: Arc<LocalRouter>,
     /// Shared mode (PostgreSQL + NATS): routing between relays.
@@ -71,15 +86,22 @@ impl AppState {
     /// State for a relay; [`crate::serve`] ties it to its shutdown token.
     pub fn new(config: RelayConfig) -> Self {
         let local = Arc::new(LocalRouter::new());
+        let journal = Arc::new(JournalWriter::new(config.store.clone()));
+        let reads = Arc::new(ReadCache::new(!config.store.shared()));
         let router = Arc::new(JournaledRouter::new(
             local.clone(),
             config.store.clone(),
             config.clock.clone(),
+            journal.clone(),
         ));
         Self {
             store: config.store,
             clock: config.clock,
             router,
+            journal,
+            seen: Arc::new(SeenTracker::default()),
+            admission: Arc::new(Admission::new(DEFAULT_MAX_HANDSHAKES)),
+            reads,
             local,
             cluster: None,
             relay_id: format!("relay-{}", uuid::Uuid::new_v4().simple()),
@@ -102,12 +124,21 @@ impl AppState {
     /// [`LocalRouter`] as `self.local`) to whichever relay holds a socket.
     pub fn with_cluster(mut self, cluster: Arc<NatsRouter>) -> Self {
         self.relay_id = cluster.relay_id().to_owned();
+        // Other relays change the store: nothing read from it is kept.
+        self.reads = Arc::new(ReadCache::new(false));
         self.router = Arc::new(JournaledRouter::new(
             cluster.clone(),
             self.store.clone(),
             self.clock.clone(),
+            self.journal.clone(),
         ));
         self.cluster = Some(cluster);
+        self
+    }
+
+    /// Bounds runner handshakes in progress to `limit` (at least one).
+    pub fn with_max_handshakes(mut self, limit: usize) -> Self {
+        self.admission = Arc::new(Admission::new(limit));
         self
     }
 
@@ -116,9 +147,12 @@ impl AppState {
         &self,
         environment: &EnvironmentRecord,
     ) -> Result<EnvironmentStatus, StoreError> {
+        let mut environment = environment.clone();
+        self.seen.apply(&mut environment);
+        let environment = &environment;
         let presence = self.router.presence(&environment.id).await;
         let now = self.clock.now();
-        let (status, reason) = status::compute(environment, presence.as_ref(), &self.health, now);
+        let (status, reason) = status::compute(environment, presence.as_deref(), &self.health, now);
         let token = self.store.current_token(&environment.id).await?;
         Ok(EnvironmentStatus {
             id: environment.id.clone(),

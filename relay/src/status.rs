@@ -3,10 +3,11 @@
 //! never stored.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use runner_proto::api::Status;
 use time::{Duration, OffsetDateTime};
+use tokio::sync::mpsc;
 
 use crate::environment::EnvironmentRecord;
 use crate::routing::Presence;
@@ -27,12 +28,25 @@ struct TimeoutStreak {
     last_at: OffsetDateTime,
 }
 
+/// A change to an environment's timeout streak, as relays share it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreakChange {
+    /// A call allowed more than [`SLOW_TIMEOUT_SECONDS`] timed out.
+    SlowTimeout { at: OffsetDateTime },
+    /// A call was answered: the streak ends.
+    Ended,
+}
+
 /// Recent call outcomes per environment, for runners that do not report an
-/// executor health probe. Kept in memory: it describes this relay's recent
-/// experience, and a restart forgetting it errs towards "online".
+/// executor health probe. Kept in memory: a restart forgetting it errs
+/// towards "online". In shared mode every relay counts every relay's
+/// outcomes (see [`CallHealth::share`]), since a runner's calls reach it
+/// through whichever relay the caller's load balancer picked.
 #[derive(Debug, Default)]
 pub struct CallHealth {
     streaks: Mutex<HashMap<String, TimeoutStreak>>,
+    /// Shared mode: this relay's own changes, for the other relays.
+    shared: OnceLock<mpsc::UnboundedSender<(String, StreakChange)>>,
 }
 
 impl CallHealth {
@@ -43,9 +57,36 @@ impl CallHealth {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// A call answered: the streak ends.
+    /// Shared mode: from now on this relay's own changes also go to the
+    /// returned receiver (for broadcasting). `None` if already shared.
+    pub fn share(&self) -> Option<mpsc::UnboundedReceiver<(String, StreakChange)>> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.shared.set(sender).ok().map(|()| receiver)
+    }
+
+    fn tell_others(&self, environment_id: &str, change: StreakChange) {
+        if let Some(shared) = self.shared.get() {
+            // Closed only when the relay stops sharing (shutting down).
+            let _ = shared.send((environment_id.to_owned(), change));
+        }
+    }
+
+    /// A change recorded by another relay: counted here, not passed on.
+    pub fn apply(&self, environment_id: &str, change: StreakChange) {
+        match change {
+            StreakChange::SlowTimeout { at } => self.count_timeout(environment_id, at),
+            StreakChange::Ended => {
+                self.streaks().remove(environment_id);
+            }
+        }
+    }
+
+    /// A call answered: the streak ends. Only a streak known here is
+    /// announced, so ordinary successes cost the other relays nothing.
     pub fn record_success(&self, environment_id: &str) {
-        self.streaks().remove(environment_id);
+        if self.streaks().remove(environment_id).is_some() {
+            self.tell_others(environment_id, StreakChange::Ended);
+        }
     }
 
     /// A call timed out at the relay.
@@ -53,6 +94,11 @@ impl CallHealth {
         if timeout_s <= SLOW_TIMEOUT_SECONDS {
             return;
         }
+        self.count_timeout(environment_id, at);
+        self.tell_others(environment_id, StreakChange::SlowTimeout { at });
+    }
+
+    fn count_timeout(&self, environment_id: &str, at: OffsetDateTime) {
         let mut streaks = self.streaks();
         let streak = streaks
             .entry(environment_id.to_owned())
@@ -64,7 +110,8 @@ impl CallHealth {
             streak.count = 0;
         }
         streak.count += 1;
-        streak.last_at = at;
+        // Changes from other relays may arrive a moment out of order.
+        streak.last_at = streak.last_at.max(at);
     }
 
     fn degraded_by_timeouts(&self, environment_id: &str, now: OffsetDateTime) -> Option<u32> {
@@ -156,6 +203,31 @@ mod tests {
             None
         );
         health.record_success("e");
+        assert_eq!(health.degraded_by_timeouts("e", start), None);
+    }
+
+    #[test]
+    fn shared_changes_go_out_once_and_applied_ones_are_counted_not_echoed() {
+        let health = CallHealth::default();
+        let mut shared = health.share().expect("first share");
+        assert!(health.share().is_none());
+        let start = OffsetDateTime::UNIX_EPOCH;
+        health.record_timeout("e", 30, start);
+        health.record_timeout("e", 10, start);
+        health.apply("e", StreakChange::SlowTimeout { at: start });
+        health.apply("e", StreakChange::SlowTimeout { at: start });
+        assert_eq!(health.degraded_by_timeouts("e", start), Some(3));
+        assert_eq!(
+            shared.try_recv(),
+            Ok(("e".to_owned(), StreakChange::SlowTimeout { at: start }))
+        );
+        assert!(shared.try_recv().is_err(), "applied changes are not echoed");
+        health.record_success("e");
+        assert_eq!(shared.try_recv(), Ok(("e".to_owned(), StreakChange::Ended)));
+        health.record_success("e");
+        assert!(shared.try_recv().is_err(), "no streak, nothing to announce");
+        health.apply("e", StreakChange::SlowTimeout { at: start });
+        health.apply("e", StreakChange::Ended);
         assert_eq!(health.degraded_by_timeouts("e", start), None);
     }
 }

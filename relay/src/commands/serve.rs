@@ -23,6 +23,12 @@ const JOURNAL_PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
 const JOURNAL_RETENTION: time::Duration = time::Duration::days(7);
 /// Bound on one prune.
 const JOURNAL_PRUNE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Connections the kernel queues before the relay accepts them. A relay
+/// restarting under thousands of runners receives them within a second;
+/// with the usual 1024 the excess SYNs are dropped and those runners lose
+/// a whole SYN retransmission time (1 s, then 3 s). The kernel caps it at
+/// `net.core.somaxconn`.
+const LISTEN_BACKLOG: u32 = 8192;
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let url = database_url(&args.store)?;
@@ -47,7 +53,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         say(&format!("admin API key (shown once): {}", key.expose()))?;
     }
     let shutdown = CancellationToken::new();
-    let mut state = AppState::new(config.clone());
+    let mut state = AppState::new(config.clone()).with_max_handshakes(args.max_handshakes);
     state.drain_grace = Duration::from_secs(args.drain_grace);
     if let Some(nats_url) = &args.nats_url {
         let cluster = ClusterConfig {
@@ -67,7 +73,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .map_err(|error| anyhow::anyhow!("connecting to NATS at {nats_url}: {error}"))?;
         router
-            .start(shutdown.clone())
+            .start(shutdown.clone(), state.health.clone())
             .await
             .with_context(|| format!("subscribing to NATS at {nats_url}"))?;
         tracing::info!(relay_id = %router.relay_id(), %nats_url, "shared mode: routing calls over NATS");
@@ -75,9 +81,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     prune_journal(config.store.clone(), config.clock.clone(), shutdown.clone());
 
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("binding {}", args.listen))?;
+    let listener = bind(args.listen).with_context(|| format!("binding {}", args.listen))?;
     let address = listener
         .local_addr()
         .with_context(|| format!("reading the address bound for {}", args.listen))?;
@@ -129,4 +133,17 @@ fn prune_journal(store: Arc<dyn Store>, clock: Arc<dyn Clock>, shutdown: Cancell
             }
         }
     });
+}
+
+/// Binds `address` with [`LISTEN_BACKLOG`] (what `TcpListener::bind` does,
+/// with a deeper accept queue).
+fn bind(address: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if address.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(LISTEN_BACKLOG)
 }

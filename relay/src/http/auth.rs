@@ -38,7 +38,17 @@ impl FromRequestParts<AppState> for Caller {
             return Err(ApiError::unauthorized("invalid API key"));
         }
         let hash = hash_secret(key);
-        match state.store.member_by_key_hash(&hash).await? {
+        let found = match state.reads.member(&hash) {
+            Some(found) => Some(found),
+            None => {
+                let found = state.store.member_by_key_hash(&hash).await?;
+                if let Some(found) = &found {
+                    state.reads.keep_member(&hash, found);
+                }
+                found
+            }
+        };
+        match found {
             Some((member, stored)) if hashes_match(&stored, &hash) => Ok(Caller(member)),
             _ => Err(ApiError::unauthorized("invalid API key")),
         }
@@ -64,10 +74,24 @@ pub async fn environment_for(
     id: &str,
     intent: Intent,
 ) -> Result<EnvironmentRecord, ApiError> {
-    let environment = state
-        .store
-        .environment(id)
-        .await?
+    // Only using an environment may read a copy: whatever writes one back
+    // must start from the store.
+    let cached = match intent {
+        Intent::Use => state.reads.environment(id),
+        Intent::Read | Intent::Manage => None,
+    };
+    let environment = match cached {
+        Some(environment) => Some(environment),
+        None => {
+            let generation = state.reads.generation();
+            let read = state.store.environment(id).await?;
+            if let Some(environment) = &read {
+                state.reads.keep_environment(generation, environment);
+            }
+            read
+        }
+    };
+    let environment = environment
         .filter(|environment| access::can_see(caller, environment))
         .ok_or_else(|| ApiError::environment_not_found(id))?;
     let allowed = match intent {

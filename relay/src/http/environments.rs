@@ -15,6 +15,7 @@ use crate::enforcement;
 use crate::environment::{
     default_policy, new_environment_id, validate_labels, validate_name, EnvironmentRecord, Scope,
 };
+use crate::routing::CallRouter;
 use crate::state::AppState;
 
 fn invalid(error: crate::environment::InvalidField) -> ApiError {
@@ -29,9 +30,12 @@ pub async fn list(
         .store
         .list_environments()
         .await?
-        .iter()
+        .into_iter()
         .filter(|environment| access::can_see(&caller, environment))
-        .map(EnvironmentRecord::to_api)
+        .map(|mut environment| {
+            state.seen.apply(&mut environment);
+            environment.to_api()
+        })
         .collect();
     Ok(Json(EnvironmentList { environments }))
 }
@@ -77,7 +81,8 @@ pub async fn get(
     Caller(caller): Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Environment>, ApiError> {
-    let environment = environment_for(&state, &caller, &id, Intent::Read).await?;
+    let mut environment = environment_for(&state, &caller, &id, Intent::Read).await?;
+    state.seen.apply(&mut environment);
     Ok(Json(environment.to_api()))
 }
 
@@ -123,6 +128,7 @@ pub async fn update(
         environment.policy = policy;
     }
     state.store.update_environment(&environment).await?;
+    state.reads.forget_environment(&environment.id);
     if policy_changed {
         // Restrictions apply at once anyway (every call is checked here);
         // pushing lets a connected runner pick up newly allowed tools too.
@@ -131,6 +137,7 @@ pub async fn update(
             .push_policy(&environment.id, environment.policy.clone())
             .await;
     }
+    state.seen.apply(&mut environment);
     Ok(Json(environment.to_api()))
 }
 
@@ -140,7 +147,9 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let environment = environment_for(&state, &caller, &id, Intent::Manage).await?;
-    if !state.store.delete_environment(&environment.id).await? {
+    let deleted = state.store.delete_environment(&environment.id).await;
+    state.reads.forget_environment(&environment.id);
+    if !deleted? {
         return Err(ApiError::environment_not_found(&id));
     }
     state
@@ -152,6 +161,7 @@ pub async fn delete(
         )
         .await;
     state.health.forget(&environment.id);
+    state.seen.forget(&environment.id);
     tracing::info!(environment_id = %environment.id, "environment deleted");
     Ok(StatusCode::NO_CONTENT)
 }

@@ -5,7 +5,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use runner_proto::api::Invocation;
+use runner_proto::api::{Invocation, InvocationState};
 
 use super::auth::{environment_for, Caller, Intent};
 use super::error::ApiError;
@@ -25,11 +25,17 @@ pub async fn get(
     Caller(caller): Caller,
     Path(call_id): Path<String>,
 ) -> Result<Json<Invocation>, ApiError> {
-    let entry = state
-        .store
-        .invocation(&call_id)
-        .await?
-        .ok_or_else(|| not_found(&call_id))?;
+    let mut entry = state.store.invocation(&call_id).await?;
+    if entry
+        .as_ref()
+        .is_none_or(|entry| entry.state != InvocationState::Done)
+    {
+        // Steps this relay has not written yet (they are batched) would
+        // make an answer it already gave look unknown or unfinished.
+        state.journal.flush().await;
+        entry = state.store.invocation(&call_id).await?;
+    }
+    let entry = entry.ok_or_else(|| not_found(&call_id))?;
     // Whoever may use the environment may read its calls; to everyone else
     // the call does not exist.
     environment_for(&state, &caller, &entry.environment_id, Intent::Use)

@@ -32,7 +32,7 @@ use tracing::Instrument;
 use super::auth::{environment_for, Caller, Intent};
 use super::error::{ApiError, RawBody};
 use crate::enforcement::{self, Refusal};
-use crate::routing::{CallRouter, RouteError};
+use crate::routing::{CallRouter, JournaledRouter, RouteError};
 use crate::state::AppState;
 
 /// Parses the body by hand so that every shape error names its field.
@@ -129,10 +129,12 @@ fn not_connected(environment_id: &str) -> ApiError {
 /// reason other than a result (timeout, or the HTTP client went away and
 /// axum dropped this future).
 struct CancelOnDrop {
-    router: Arc<dyn CallRouter>,
+    router: Arc<JournaledRouter>,
     environment_id: String,
     call_id: String,
     armed: bool,
+    /// The client chose the call id (journalled before sending).
+    keyed: bool,
 }
 
 impl Drop for CancelOnDrop {
@@ -228,6 +230,8 @@ pub async fn invoke(
 }
 
 /// Sends the call to the runner; the guard cancels it there unless disarmed.
+/// A call id the client chose goes through the journal first (idempotency
+/// key); one the relay generated is sent at once.
 async fn start(
     state: &AppState,
     environment_id: &str,
@@ -236,6 +240,7 @@ async fn start(
     timeout_s: u64,
     stream: bool,
 ) -> Result<(crate::routing::CallHandle, CancelOnDrop), ApiError> {
+    let keyed = request.call_id.is_some();
     let call = Call {
         call_id: call_id.to_owned(),
         tool: request.tool_name,
@@ -244,26 +249,41 @@ async fn start(
         epoch: 0,
         stream,
     };
-    let handle = state
-        .router
-        .start_call(environment_id, call)
-        .await
-        .map_err(|error| match error {
-            RouteError::NotConnected(_) => not_connected(environment_id),
-            RouteError::Disconnected(_) => disconnected(call_id),
-            RouteError::CallIdTaken(_) => {
-                ApiError::new(StatusCode::CONFLICT, "call_id_conflict", error.to_string())
-                    .with_call_id(call_id)
-            }
-        })?;
+    let started = if keyed {
+        state.router.start_keyed_call(environment_id, call).await
+    } else {
+        state.router.start_call(environment_id, call).await
+    };
+    let handle = started.map_err(|error| match error {
+        RouteError::NotConnected(_) => not_connected(environment_id),
+        RouteError::Disconnected(_) => disconnected(call_id),
+        RouteError::CallIdTaken(_) => {
+            ApiError::new(StatusCode::CONFLICT, "call_id_conflict", error.to_string())
+                .with_call_id(call_id)
+        }
+    })?;
     let guard = CancelOnDrop {
         router: state.router.clone(),
         environment_id: environment_id.to_owned(),
         call_id: call_id.to_owned(),
         armed: true,
+        keyed,
     };
-    tracing::info!(stream, "call relayed");
+    // One info line per call is enough for an access log: "call finished".
+    tracing::debug!(stream, "call relayed");
     Ok((handle, guard))
+}
+
+/// The caller is told the call id of a call whose end it will not see (504,
+/// runner gone): that id must be findable at `GET /invocations/{call_id}`.
+/// A client-chosen id is journalled already.
+async fn journal_given_up(state: &AppState, guard: &CancelOnDrop, tool: &str) {
+    if !guard.keyed {
+        state
+            .router
+            .ensure_findable(&guard.environment_id, &guard.call_id, tool)
+            .await;
+    }
 }
 
 async fn relay_call(
@@ -273,6 +293,7 @@ async fn relay_call(
     request: InvokeRequest,
     timeout_s: u64,
 ) -> Result<Json<InvokeResponse>, ApiError> {
+    let tool = request.tool_name.clone();
     let (handle, mut guard) =
         start(state, environment_id, call_id, request, timeout_s, false).await?;
     match tokio::time::timeout(Duration::from_secs(timeout_s), handle.result).await {
@@ -290,6 +311,7 @@ async fn relay_call(
         Ok(Err(_closed)) => {
             guard.armed = false;
             tracing::warn!("runner disconnected during the call");
+            journal_given_up(state, &guard, &tool).await;
             Err(disconnected(call_id))
         }
         Err(_elapsed) => {
@@ -298,6 +320,7 @@ async fn relay_call(
                 .health
                 .record_timeout(environment_id, timeout_s, state.clock.now());
             tracing::warn!("call timed out");
+            journal_given_up(state, &guard, &tool).await;
             Err(ApiError::new(
                 StatusCode::GATEWAY_TIMEOUT,
                 "timeout",
@@ -317,6 +340,7 @@ struct Streaming {
     state: AppState,
     environment_id: String,
     call_id: String,
+    tool: String,
     timeout_s: u64,
     done: bool,
 }
@@ -330,6 +354,7 @@ async fn stream_call(
     request: InvokeRequest,
     timeout_s: u64,
 ) -> Result<Response, ApiError> {
+    let tool = request.tool_name.clone();
     let (handle, guard) = start(state, environment_id, call_id, request, timeout_s, true).await?;
     let streaming = Streaming {
         output: handle.output,
@@ -339,6 +364,7 @@ async fn stream_call(
         state: state.clone(),
         environment_id: environment_id.to_owned(),
         call_id: call_id.to_owned(),
+        tool,
         timeout_s,
         done: false,
     };
@@ -368,6 +394,7 @@ async fn stream_call(
                     }
                     Err(_closed) => {
                         tracing::warn!("runner disconnected during the call");
+                        journal_given_up(&streaming.state, &streaming.guard, &streaming.tool).await;
                         error_event(
                             "runner_disconnected",
                             "the runner disconnected before the call finished",
@@ -385,6 +412,7 @@ async fn stream_call(
                     streaming.state.clock.now(),
                 );
                 tracing::warn!("call timed out");
+                journal_given_up(&streaming.state, &streaming.guard, &streaming.tool).await;
                 let message = format!(
                     "the call did not finish within {} s; the runner was told to cancel it",
                     streaming.timeout_s

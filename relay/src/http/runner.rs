@@ -1,5 +1,12 @@
 //! The runner's endpoints: `POST /runner/register` (check a token) and
 //! `GET /runner/connect` (the WebSocket, token checked before upgrading).
+//!
+//! Connects go through admission control ([`crate::admission`]): at most
+//! `serve --max-handshakes` between their request and their `welcome`,
+//! others wait briefly for a slot or are answered 503 with `Retry-After`,
+//! which the runner takes as "retry with backoff". In a reconnect storm this
+//! keeps the relay from starting work the runners' own timeouts would
+//! throw away.
 
 use axum::extract::ws::{rejection::WebSocketUpgradeRejection, WebSocketUpgrade};
 use axum::extract::State;
@@ -24,6 +31,13 @@ const READ_BUFFER_BYTES: usize = 4 * 1024;
 /// Bytes collected before a write goes to the socket; small for the same
 /// reason (frames are flushed one by one anyway).
 const WRITE_BUFFER_BYTES: usize = 4 * 1024;
+/// Most bytes a socket may hold unwritten (a runner that stops reading):
+/// one largest frame plus a little, then writes fail and the session ends,
+/// instead of the relay buffering without bound.
+const MAX_WRITE_BUFFER_BYTES: usize = runner_proto::MAX_FRAME_BYTES + 64 * 1024;
+/// `Retry-After` of a connect turned away because too many handshakes are
+/// in progress; the runner's own jittered backoff spreads the retries.
+const BUSY_RETRY_AFTER_S: u64 = 1;
 
 fn token_error(error: TokenError) -> ApiError {
     match error {
@@ -123,6 +137,21 @@ pub async fn connect(
     headers: HeaderMap,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
+    // Before any work (the token check reads the store): held until the
+    // runner is welcomed.
+    let admission = match state.admission.admit().await {
+        Ok(admission) => admission,
+        Err(refused) => {
+            tracing::debug!(peer = ?peer, ?refused, "too many runner handshakes in progress; asking to retry");
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "relay_busy",
+                "too many runners are connecting at once; retry shortly",
+            )
+            .with_retry_after(BUSY_RETRY_AFTER_S)
+            .into_response();
+        }
+    };
     // The token is checked before upgrading, so a bad one gets a plain 401
     // the runner can report, not a socket that closes at once.
     let (token, environment) = match authenticate_limited(&state, &headers, peer).await {
@@ -136,21 +165,26 @@ pub async fn connect(
                 .into_response()
         }
     };
-    let context = ConnectionContext {
+    let context = Box::new(ConnectionContext {
         state: state.clone(),
-        environment_id: environment.id,
+        environment,
         token_hash: token.token_hash,
-    };
+    });
     let in_flight = state.connections.token();
     upgrade
         .max_message_size(runner_proto::MAX_FRAME_BYTES)
         .max_frame_size(runner_proto::MAX_FRAME_BYTES)
         .read_buffer_size(READ_BUFFER_BYTES)
         .write_buffer_size(WRITE_BUFFER_BYTES)
+        .max_write_buffer_size(MAX_WRITE_BUFFER_BYTES)
         .on_failed_upgrade(|error| tracing::debug!(%error, "runner WebSocket upgrade failed"))
-        .on_upgrade(move |socket| async move {
-            // Held for the life of the connection, so shutdown can wait for it.
-            let _in_flight = in_flight;
-            runner_connection::run(socket, context).await;
+        .on_upgrade(move |socket| {
+            // Boxed before the future captures it (see `runner_connection::run`).
+            let socket = Box::new(socket);
+            async move {
+                // Held for the life of the connection, so shutdown can wait for it.
+                let _in_flight = in_flight;
+                runner_connection::run(socket, context, admission).await;
+            }
         })
 }

@@ -9,6 +9,7 @@ use runner_proto::api::{GeneratedToken, RevokedTokens, TokenStatus};
 use super::auth::{environment_for, Caller, Intent};
 use super::error::ApiError;
 use crate::registration::{self, DEFAULT_GRACE_HOURS, MAX_GRACE_HOURS};
+use crate::routing::CallRouter;
 use crate::state::AppState;
 
 fn grace_hours(query: &HashMap<String, String>) -> Result<i64, ApiError> {
@@ -68,6 +69,7 @@ pub async fn revoke(
 ) -> Result<Json<RevokedTokens>, ApiError> {
     let environment = environment_for(&state, &caller, &id, Intent::Manage).await?;
     let revoked = state.store.revoke_tokens(&environment.id).await?;
+    state.reads.forget_environment(&environment.id);
     let disconnected = state
         .router
         .disconnect(

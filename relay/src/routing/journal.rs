@@ -1,26 +1,283 @@
-//! The call journal in front of the router: every call is recorded as
-//! pending before it is sent, so a `call_id` seen before (a client's
-//! idempotency key, or a retry) is never sent to a runner twice. The relay
-//! holding the socket moves the entry on (dispatched when the call frame is
-//! written, done when the result arrives; see [`crate::runner_connection`]),
-//! which is what lets `GET /invocations/{call_id}` answer after the
-//! caller's relay stopped waiting.
+//! The call journal: what `GET /invocations/{call_id}` reads, and what
+//! makes a client's `call_id` an idempotency key.
+//!
+//! Two paths, so that a plain call costs the store nothing in its own
+//! critical path:
+//!
+//! * a call whose `call_id` the client chose is journalled as pending
+//!   *before* it is sent ([`JournaledRouter::start_keyed_call`]): the
+//!   insert is what tells a repeated id from a new one, on every relay
+//!   sharing the store;
+//! * everything else (dispatched when the call frame is written, done when
+//!   the result arrives, both on the relay holding the socket; see
+//!   [`crate::runner_connection`]) goes through the [`JournalWriter`]: a
+//!   bounded queue that a background task writes in one transaction per
+//!   batch, folding the steps of one call into one row. A call id the
+//!   relay generated needs no write before sending: nobody else knows it
+//!   yet, and the runner and the NATS layer never run one id twice.
+//!
+//! When the caller stops waiting (504, runner gone) with a call id in its
+//! answer, [`JournaledRouter::ensure_findable`] makes sure that id is in the
+//! store at that moment, so the late result can be fetched.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use runner_proto::ws::{Call, Policy};
+use runner_proto::api::InvocationState;
+use runner_proto::ws::{Call, CallResult, Policy};
+use serde_json::Value;
+use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{CallHandle, CallRouter, Presence, RouteError};
 use crate::clock::Clock;
-use crate::store::{InvocationRecord, Store};
+use crate::store::{state_rank, InvocationRecord, JournalWrite, Store};
 
 /// Bound on one journal read or write in the call path.
 const JOURNAL_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a repeated `call_id` looks for the first call's result.
 const JOURNAL_POLL: Duration = Duration::from_millis(200);
+/// Journal steps waiting for the writer. Bounded: past it, a step is
+/// written on its own (as before batching), never dropped.
+const WRITE_QUEUE: usize = 16_384;
+/// Most steps written in one transaction.
+const MAX_BATCH: usize = 1024;
+/// How long the writer gathers steps after the first one of a batch, so
+/// that a short call's dispatched and done steps become one row write.
+const LINGER: Duration = Duration::from_millis(5);
+/// Bound on one batch write; a batch that fails is logged and dropped (the
+/// journal is best effort beyond the idempotency insert).
+const BATCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+enum Step {
+    Write(JournalWrite),
+    /// Answered once every step queued before it is written.
+    Flush(oneshot::Sender<()>),
+}
+
+/// Writes journal steps in the background, in batches.
+#[derive(Debug)]
+pub struct JournalWriter {
+    store: Arc<dyn Store>,
+    queue: mpsc::Sender<Step>,
+    /// The queue's receiving end until the writer task starts (lazily, on
+    /// the first step, so that building the state needs no runtime).
+    idle: Mutex<Option<mpsc::Receiver<Step>>>,
+    started: AtomicBool,
+}
+
+impl std::fmt::Debug for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Write(write) => f.debug_tuple("Write").field(&write.entry.call_id).finish(),
+            Step::Flush(_) => f.write_str("Flush"),
+        }
+    }
+}
+
+impl JournalWriter {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        let (queue, idle) = mpsc::channel(WRITE_QUEUE);
+        Self {
+            store,
+            queue,
+            idle: Mutex::new(Some(idle)),
+            started: AtomicBool::new(false),
+        }
+    }
+
+    fn start(&self) {
+        if self.started.load(Ordering::Acquire) {
+            return;
+        }
+        // Only a take: a poisoned lock still holds a usable value.
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(idle) = idle {
+            self.started.store(true, Ordering::Release);
+            tokio::spawn(write_batches(self.store.clone(), idle));
+        }
+    }
+
+    /// Queues one step; written within [`LINGER`] plus the write itself.
+    pub fn record(&self, write: JournalWrite) {
+        self.start();
+        match self.queue.try_send(Step::Write(write)) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(Step::Write(write))) => {
+                tracing::warn!(call_id = %write.entry.call_id, "journal queue full (store too slow?); writing the step on its own");
+                let store = self.store.clone();
+                tokio::spawn(async move { write_logged(store.as_ref(), &[write]).await });
+            }
+            // Closed cannot happen while `self` holds the sender and the
+            // writer task runs until it is dropped; a Flush is never sent here.
+            Err(_) => {}
+        }
+    }
+
+    /// The call was written to the session with this epoch.
+    pub fn dispatched(&self, environment_id: &str, call: &Call, epoch: u64, at: OffsetDateTime) {
+        self.record(JournalWrite {
+            entry: entry(
+                &call.call_id,
+                environment_id,
+                &call.tool,
+                InvocationState::Dispatched,
+                Some(epoch),
+                at,
+            ),
+            create: true,
+        });
+    }
+
+    /// The runner answered on the session with this epoch; `known` says
+    /// whether the call was waiting on that session (see
+    /// [`JournalWrite::create`]).
+    pub fn done(
+        &self,
+        environment_id: &str,
+        result: CallResult,
+        epoch: u64,
+        at: OffsetDateTime,
+        known: bool,
+    ) {
+        let mut record = entry(
+            &result.call_id,
+            environment_id,
+            "",
+            InvocationState::Done,
+            Some(epoch),
+            at,
+        );
+        record.finished_at = Some(at);
+        record.result = result.result;
+        record.exit_code = result.exit_code;
+        record.error = result.error;
+        self.record(JournalWrite {
+            entry: record,
+            create: known,
+        });
+    }
+
+    /// Waits (bounded) until every step queued so far is written.
+    pub async fn flush(&self) {
+        if !self.started.load(Ordering::Acquire) {
+            return;
+        }
+        let (done, written) = oneshot::channel();
+        let sent = tokio::time::timeout(JOURNAL_TIMEOUT, self.queue.send(Step::Flush(done))).await;
+        if !matches!(sent, Ok(Ok(()))) {
+            tracing::warn!("could not flush the call journal");
+            return;
+        }
+        if tokio::time::timeout(BATCH_TIMEOUT, written).await.is_err() {
+            tracing::warn!("flushing the call journal timed out");
+        }
+    }
+}
+
+fn entry(
+    call_id: &str,
+    environment_id: &str,
+    tool_name: &str,
+    state: InvocationState,
+    epoch: Option<u64>,
+    at: OffsetDateTime,
+) -> InvocationRecord {
+    InvocationRecord {
+        call_id: call_id.to_owned(),
+        environment_id: environment_id.to_owned(),
+        tool_name: tool_name.to_owned(),
+        state,
+        epoch,
+        created_at: at,
+        finished_at: None,
+        result: Value::Null,
+        exit_code: None,
+        error: None,
+    }
+}
+
+/// The writer task: gathers steps for [`LINGER`] (or [`MAX_BATCH`], or up
+/// to a flush), folds them per call and writes them in one transaction.
+/// Ends, after writing what is queued, when the [`JournalWriter`] is gone.
+async fn write_batches(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Step>) {
+    let mut steps = Vec::with_capacity(MAX_BATCH);
+    loop {
+        if queue.recv_many(&mut steps, MAX_BATCH).await == 0 {
+            return;
+        }
+        let deadline = tokio::time::Instant::now() + LINGER;
+        while steps.len() < MAX_BATCH && !steps.iter().any(|s| matches!(s, Step::Flush(_))) {
+            let room = MAX_BATCH - steps.len();
+            match tokio::time::timeout_at(deadline, queue.recv_many(&mut steps, room)).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let mut flushes = Vec::new();
+        let mut folded: HashMap<String, JournalWrite> = HashMap::new();
+        for step in steps.drain(..) {
+            match step {
+                Step::Write(write) => match folded.get_mut(&write.entry.call_id) {
+                    Some(earlier) => fold(earlier, write),
+                    None => {
+                        folded.insert(write.entry.call_id.clone(), write);
+                    }
+                },
+                Step::Flush(done) => flushes.push(done),
+            }
+        }
+        let writes: Vec<JournalWrite> = folded.into_values().collect();
+        write_logged(store.as_ref(), &writes).await;
+        for done in flushes {
+            // The flusher may have given up waiting.
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Merges a later step of the same call into an earlier one, as applying
+/// both in order to the store would.
+fn fold(earlier: &mut JournalWrite, later: JournalWrite) {
+    earlier.create |= later.create;
+    let entry = &mut earlier.entry;
+    let later = later.entry;
+    if entry.environment_id != later.environment_id {
+        // The store refuses this too; keep the first.
+        return;
+    }
+    if entry.tool_name.is_empty() {
+        entry.tool_name = later.tool_name;
+    }
+    if state_rank(later.state) > state_rank(entry.state) {
+        entry.state = later.state;
+        entry.epoch = entry.epoch.or(later.epoch);
+        entry.finished_at = later.finished_at;
+        entry.result = later.result;
+        entry.exit_code = later.exit_code;
+        entry.error = later.error;
+    }
+}
+
+async fn write_logged(store: &dyn Store, writes: &[JournalWrite]) {
+    if writes.is_empty() {
+        return;
+    }
+    match tokio::time::timeout(BATCH_TIMEOUT, store.write_journal(writes)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => {
+            tracing::warn!(%error, steps = writes.len(), "could not write to the call journal")
+        }
+        Err(_elapsed) => tracing::warn!(steps = writes.len(), "writing the call journal timed out"),
+    }
+}
 
 /// Journals calls around another router.
 #[derive(Debug)]
@@ -28,15 +285,27 @@ pub struct JournaledRouter {
     inner: Arc<dyn CallRouter>,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    writer: Arc<JournalWriter>,
 }
 
 impl JournaledRouter {
-    pub fn new(inner: Arc<dyn CallRouter>, store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(
+        inner: Arc<dyn CallRouter>,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        writer: Arc<JournalWriter>,
+    ) -> Self {
         Self {
             inner,
             store,
             clock,
+            writer,
         }
+    }
+
+    /// The batched writer behind this journal.
+    pub fn writer(&self) -> &Arc<JournalWriter> {
+        &self.writer
     }
 
     /// A handle answered from the journal: at once when the first call is
@@ -59,42 +328,15 @@ impl JournaledRouter {
             result,
         }
     }
-}
 
-/// Polls the journal until the first call with this id is done. Dropping
-/// `result` without a value (entry gone: the first call never reached a
-/// runner) reads as "runner disconnected" to the waiter.
-async fn wait_for_first(
-    store: Arc<dyn Store>,
-    call_id: String,
-    mut result: oneshot::Sender<runner_proto::ws::CallResult>,
-) {
-    loop {
-        tokio::select! {
-            () = result.closed() => return,
-            () = tokio::time::sleep(JOURNAL_POLL) => {}
-        }
-        match tokio::time::timeout(JOURNAL_TIMEOUT, store.invocation(&call_id)).await {
-            Ok(Ok(Some(entry))) => {
-                if let Some(answer) = entry.call_result() {
-                    let _ = result.send(answer);
-                    return;
-                }
-            }
-            Ok(Ok(None)) => return,
-            Ok(Err(error)) => tracing::warn!(%error, %call_id, "could not read the call journal"),
-            Err(_elapsed) => tracing::warn!(%call_id, "reading the call journal timed out"),
-        }
-    }
-}
-
-#[async_trait]
-impl CallRouter for JournaledRouter {
-    async fn presence(&self, environment_id: &str) -> Option<Presence> {
-        self.inner.presence(environment_id).await
-    }
-
-    async fn start_call(&self, environment_id: &str, call: Call) -> Result<CallHandle, RouteError> {
+    /// Sends a call whose id the client chose: journalled as pending first,
+    /// so the same id is never sent to a runner twice (by any relay sharing
+    /// the store); a repeat gets the first call's answer.
+    pub async fn start_keyed_call(
+        &self,
+        environment_id: &str,
+        call: Call,
+    ) -> Result<CallHandle, RouteError> {
         let begun = tokio::time::timeout(
             JOURNAL_TIMEOUT,
             self.store.begin_invocation(
@@ -139,6 +381,64 @@ impl CallRouter for JournaledRouter {
         started
     }
 
+    /// The caller stopped waiting for a call whose id it was given (504,
+    /// runner gone): makes sure the id is in the journal now, so its late
+    /// result (journalled by whichever relay receives it) can be fetched.
+    pub async fn ensure_findable(&self, environment_id: &str, call_id: &str, tool: &str) {
+        // Steps of this relay first (the usual case: the call was
+        // dispatched here), then the entry itself if nobody wrote it yet.
+        self.writer.flush().await;
+        let begun = tokio::time::timeout(
+            JOURNAL_TIMEOUT,
+            self.store
+                .begin_invocation(call_id, environment_id, tool, self.clock.now()),
+        )
+        .await;
+        if !matches!(begun, Ok(Ok(_))) {
+            tracing::warn!(%call_id, "could not journal a call its caller gave up on");
+        }
+    }
+}
+
+/// Polls the journal until the first call with this id is done. Dropping
+/// `result` without a value (entry gone: the first call never reached a
+/// runner) reads as "runner disconnected" to the waiter.
+async fn wait_for_first(
+    store: Arc<dyn Store>,
+    call_id: String,
+    mut result: oneshot::Sender<runner_proto::ws::CallResult>,
+) {
+    loop {
+        tokio::select! {
+            () = result.closed() => return,
+            () = tokio::time::sleep(JOURNAL_POLL) => {}
+        }
+        match tokio::time::timeout(JOURNAL_TIMEOUT, store.invocation(&call_id)).await {
+            Ok(Ok(Some(entry))) => {
+                if let Some(answer) = entry.call_result() {
+                    let _ = result.send(answer);
+                    return;
+                }
+            }
+            Ok(Ok(None)) => return,
+            Ok(Err(error)) => tracing::warn!(%error, %call_id, "could not read the call journal"),
+            Err(_elapsed) => tracing::warn!(%call_id, "reading the call journal timed out"),
+        }
+    }
+}
+
+#[async_trait]
+impl CallRouter for JournaledRouter {
+    async fn presence(&self, environment_id: &str) -> Option<Arc<Presence>> {
+        self.inner.presence(environment_id).await
+    }
+
+    /// A call with an id the relay generated: sent at once; its journal
+    /// entry is written in the background by the relay holding the socket.
+    async fn start_call(&self, environment_id: &str, call: Call) -> Result<CallHandle, RouteError> {
+        self.inner.start_call(environment_id, call).await
+    }
+
     async fn cancel(&self, environment_id: &str, call_id: &str) {
         self.inner.cancel(environment_id, call_id).await;
     }
@@ -149,5 +449,38 @@ impl CallRouter for JournaledRouter {
 
     async fn push_policy(&self, environment_id: &str, policy: Policy) -> bool {
         self.inner.push_policy(environment_id, policy).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(state: InvocationState, tool: &str, epoch: Option<u64>, create: bool) -> JournalWrite {
+        JournalWrite {
+            entry: entry("c", "e", tool, state, epoch, OffsetDateTime::UNIX_EPOCH),
+            create,
+        }
+    }
+
+    #[test]
+    fn folding_moves_only_forward_and_keeps_what_each_step_knew() {
+        let mut first = step(InvocationState::Dispatched, "ping", Some(3), true);
+        let mut done = step(InvocationState::Done, "", Some(4), false);
+        done.entry.exit_code = Some(0);
+        fold(&mut first, done);
+        assert_eq!(first.entry.state, InvocationState::Done);
+        assert_eq!(first.entry.tool_name, "ping");
+        assert_eq!(first.entry.epoch, Some(3), "the dispatch epoch is kept");
+        assert_eq!(first.entry.exit_code, Some(0));
+        assert!(first.create);
+
+        // A late dispatch step does not undo the result.
+        fold(
+            &mut first,
+            step(InvocationState::Dispatched, "ping", Some(9), true),
+        );
+        assert_eq!(first.entry.state, InvocationState::Done);
+        assert_eq!(first.entry.exit_code, Some(0));
     }
 }

@@ -4,16 +4,20 @@
 //! never across an await; the socket itself is owned by its connection task
 //! ([`crate::runner_connection`]), which this map reaches through a bounded
 //! queue of frames and a one-shot "kick".
+//!
+//! Each presence is an `Arc`, handed out on every call without copying; a
+//! heartbeat replaces it copy-on-write (the catalogue inside is shared).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use runner_proto::ws::{Call, CallResult, Heartbeat, Output, Policy, RelayMessage, ToolSpec};
+use tokio::sync::mpsc::error::{SendTimeoutError, TrySendError};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{CallHandle, CallRouter, Presence, RouteError};
+use super::{CallHandle, CallRouter, CatalogueInterner, Presence, RouteError};
 
 /// Frames waiting to be written to one runner. Bounded so a runner that
 /// stops reading cannot make the relay buffer without limit.
@@ -23,6 +27,23 @@ const OUTBOUND_QUEUE: usize = 64;
 const ENQUEUE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Output chunks buffered per call for its reader.
 const OUTPUT_QUEUE: usize = 32;
+/// How long a streamed call's output may wait for room in its queue. The
+/// wait holds up the runner's socket reader (that is the backpressure: the
+/// runner's writes stall too), so it is bounded: a reader that takes no
+/// chunk for this long is treated as stuck and its call is cancelled.
+pub const OUTPUT_STALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What became of an output chunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// Queued for the reader, or dropped because nobody reads it (unknown
+    /// or non-streamed call, reader gone).
+    Done,
+    /// The reader stalled past [`OUTPUT_STALL_TIMEOUT`]: the call was
+    /// failed towards its waiter and forgotten; the connection must tell
+    /// the runner to cancel it.
+    Stalled { call_id: String },
+}
 
 /// Tells a connection task to end.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,9 +53,11 @@ pub struct Kick {
 }
 
 /// What a connection task gets when it attaches: its frame queue and kick.
+/// Frames are boxed: an idle connection's queue allocates its first block
+/// of slots up front, and a slot is then a pointer, not a whole frame.
 #[derive(Debug)]
 pub struct Attachment {
-    pub outbound: mpsc::Receiver<RelayMessage>,
+    pub outbound: mpsc::Receiver<Box<RelayMessage>>,
     pub kick: oneshot::Receiver<Kick>,
 }
 
@@ -42,12 +65,15 @@ pub struct Attachment {
 struct PendingCall {
     output: mpsc::Sender<Output>,
     result: oneshot::Sender<CallResult>,
+    /// The caller reads output (a streamed call); otherwise chunks are
+    /// dropped at once, since nobody would ever take them.
+    streamed: bool,
 }
 
 #[derive(Debug)]
 struct LiveRunner {
-    presence: Presence,
-    outbound: mpsc::Sender<RelayMessage>,
+    presence: Arc<Presence>,
+    outbound: mpsc::Sender<Box<RelayMessage>>,
     kick: Option<oneshot::Sender<Kick>>,
     /// Calls sent and not answered; dropping one tells its waiter the runner
     /// went away.
@@ -69,6 +95,7 @@ impl LiveRunner {
 #[derive(Debug, Default)]
 pub struct LocalRouter {
     runners: Mutex<HashMap<String, LiveRunner>>,
+    catalogues: CatalogueInterner,
 }
 
 impl LocalRouter {
@@ -86,6 +113,11 @@ impl LocalRouter {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The shared copy of an announced catalogue.
+    pub fn intern_catalogue(&self, tools: Vec<ToolSpec>) -> super::Catalogue {
+        self.catalogues.intern(tools)
+    }
+
     /// Registers a connection as its environment's runner. An older
     /// connection is kicked: with `REPLACED` when it is another process
     /// (different `instance_id`), quietly when the same process reconnected.
@@ -95,7 +127,7 @@ impl LocalRouter {
         let hostname = presence.host.hostname.clone();
         let instance_id = presence.instance_id.clone();
         let new = LiveRunner {
-            presence,
+            presence: Arc::new(presence),
             outbound: outbound_tx,
             kick: Some(kick_tx),
             calls: HashMap::new(),
@@ -146,46 +178,111 @@ impl LocalRouter {
             .map(f)
     }
 
-    /// Records a heartbeat's report.
+    /// Records a heartbeat's report. Unchanged reports (the usual case)
+    /// cost no copy; a changed one replaces the presence copy-on-write.
     pub fn heartbeat(&self, environment_id: &str, session_id: &str, heartbeat: Heartbeat) {
         self.with_session(environment_id, session_id, |live| {
-            live.presence.heartbeat = heartbeat;
+            if live.presence.heartbeat != heartbeat {
+                Arc::make_mut(&mut live.presence).heartbeat = heartbeat;
+            }
         });
     }
 
     /// Replaces the announced catalogue.
     pub fn catalogue(&self, environment_id: &str, session_id: &str, tools: Vec<ToolSpec>) {
+        let tools = self.catalogues.intern(tools);
         self.with_session(environment_id, session_id, |live| {
-            live.presence.tools = tools;
+            Arc::make_mut(&mut live.presence).tools = tools;
         });
     }
 
-    /// Hands an output chunk to the call's waiter. Chunks of unknown calls
-    /// (cancelled, or never sent on this session) are dropped.
-    pub fn deliver_output(&self, environment_id: &str, session_id: &str, output: Output) {
-        self.with_session(environment_id, session_id, |live| {
-            if let Some(call) = live.calls.get(&output.call_id) {
-                // Full queue: nobody is reading fast enough; output is best effort.
-                let _ = call.output.try_send(output);
+    /// Hands an output chunk to the call's waiter, in order and without
+    /// loss: when the reader's queue is full this waits (so the runner's
+    /// socket is read no faster than the caller reads), at most
+    /// [`OUTPUT_STALL_TIMEOUT`]; past that the call fails towards its
+    /// waiter and the caller of this must cancel it on the runner. Chunks
+    /// of unknown or non-streamed calls are dropped.
+    pub async fn deliver_output(
+        &self,
+        environment_id: &str,
+        session_id: &str,
+        output: Output,
+    ) -> Delivery {
+        let queue = self
+            .with_session(environment_id, session_id, |live| {
+                live.calls
+                    .get(&output.call_id)
+                    .filter(|call| call.streamed)
+                    .map(|call| call.output.clone())
+            })
+            .flatten();
+        let Some(queue) = queue else {
+            return Delivery::Done;
+        };
+        let output = match queue.try_send(output) {
+            Ok(()) | Err(TrySendError::Closed(_)) => return Delivery::Done,
+            Err(TrySendError::Full(output)) => output,
+        };
+        let call_id = output.call_id.clone();
+        match queue.send_timeout(output, OUTPUT_STALL_TIMEOUT).await {
+            Ok(()) | Err(SendTimeoutError::Closed(_)) => Delivery::Done,
+            Err(SendTimeoutError::Timeout(_)) => {
+                let pending = self
+                    .with_session(environment_id, session_id, |live| {
+                        live.calls.remove(&call_id)
+                    })
+                    .flatten();
+                let Some(pending) = pending else {
+                    // Answered or cancelled meanwhile.
+                    return Delivery::Done;
+                };
+                tracing::warn!(
+                    environment_id,
+                    %call_id,
+                    "the caller stopped reading a streamed call's output; cancelling the call"
+                );
+                let error = format!(
+                    "call cancelled: the caller read none of its output for {} s",
+                    OUTPUT_STALL_TIMEOUT.as_secs()
+                );
+                // The waiter may be gone too; then nobody is told.
+                let _ = pending.result.send(CallResult {
+                    call_id: call_id.clone(),
+                    error: Some(error),
+                    ..CallResult::default()
+                });
+                Delivery::Stalled { call_id }
             }
-        });
+        }
     }
 
-    /// Hands a result to the call's waiter and forgets the call.
-    pub fn deliver_result(&self, environment_id: &str, session_id: &str, result: CallResult) {
+    /// Hands a result to the call's waiter and forgets the call. Returns
+    /// whether the call was waiting on this session.
+    pub fn deliver_result(
+        &self,
+        environment_id: &str,
+        session_id: &str,
+        result: CallResult,
+    ) -> bool {
         let pending = self
             .with_session(environment_id, session_id, |live| {
                 live.calls.remove(&result.call_id)
             })
             .flatten();
         match pending {
-            // The waiter may have given up (client gone) a moment ago.
-            Some(call) => drop(call.result.send(result)),
-            None => tracing::debug!(
-                environment_id,
-                call_id = %result.call_id,
-                "result for a call nobody waits for"
-            ),
+            Some(call) => {
+                // The waiter may have given up (client gone) a moment ago.
+                let _ = call.result.send(result);
+                true
+            }
+            None => {
+                tracing::debug!(
+                    environment_id,
+                    call_id = %result.call_id,
+                    "result for a call nobody waits for"
+                );
+                false
+            }
         }
     }
 
@@ -195,7 +292,7 @@ impl LocalRouter {
     }
 
     /// The runner here that may take new calls (not draining).
-    pub fn routable(&self, environment_id: &str) -> Option<Presence> {
+    pub fn routable(&self, environment_id: &str) -> Option<Arc<Presence>> {
         self.runners()
             .get(environment_id)
             .filter(|live| !live.draining)
@@ -221,7 +318,7 @@ impl LocalRouter {
     }
 
     /// Every held session, for the lease refresh.
-    pub fn sessions(&self) -> Vec<(String, Presence)> {
+    pub fn sessions(&self) -> Vec<(String, Arc<Presence>)> {
         self.runners()
             .iter()
             .map(|(id, live)| (id.clone(), live.presence.clone()))
@@ -277,7 +374,7 @@ impl LocalRouter {
         &self,
         environment_id: &str,
         call_id: &str,
-    ) -> Option<mpsc::Sender<RelayMessage>> {
+    ) -> Option<mpsc::Sender<Box<RelayMessage>>> {
         let mut runners = self.runners();
         let live = runners.get_mut(environment_id)?;
         live.calls.remove(call_id);
@@ -287,7 +384,7 @@ impl LocalRouter {
 
 #[async_trait]
 impl CallRouter for LocalRouter {
-    async fn presence(&self, environment_id: &str) -> Option<Presence> {
+    async fn presence(&self, environment_id: &str) -> Option<Arc<Presence>> {
         self.runners()
             .get(environment_id)
             .map(|live| live.presence.clone())
@@ -315,12 +412,13 @@ impl CallRouter for LocalRouter {
                 PendingCall {
                     output: output_tx,
                     result: result_tx,
+                    streamed: call.stream,
                 },
             );
             live.outbound.clone()
         };
         if outbound
-            .send_timeout(RelayMessage::Call(call), ENQUEUE_TIMEOUT)
+            .send_timeout(Box::new(RelayMessage::Call(call)), ENQUEUE_TIMEOUT)
             .await
             .is_err()
         {
@@ -336,9 +434,9 @@ impl CallRouter for LocalRouter {
 
     async fn cancel(&self, environment_id: &str, call_id: &str) {
         if let Some(outbound) = self.forget_call(environment_id, call_id) {
-            let cancel = RelayMessage::Cancel {
+            let cancel = Box::new(RelayMessage::Cancel {
                 call_id: call_id.to_owned(),
-            };
+            });
             if outbound
                 .send_timeout(cancel, ENQUEUE_TIMEOUT)
                 .await
@@ -373,7 +471,7 @@ impl CallRouter for LocalRouter {
             .map(|live| live.outbound.clone());
         match outbound {
             Some(outbound) => outbound
-                .send_timeout(RelayMessage::Policy { policy }, ENQUEUE_TIMEOUT)
+                .send_timeout(Box::new(RelayMessage::Policy { policy }), ENQUEUE_TIMEOUT)
                 .await
                 .is_ok(),
             None => false,

@@ -3,8 +3,9 @@
 //!
 //! Three layers, outermost first:
 //!
-//! * [`JournaledRouter`]: journals every call (pending → dispatched → done)
-//!   and makes `call_id` an idempotency key;
+//! * [`JournaledRouter`]: makes a client's `call_id` an idempotency key
+//!   (journalled before the call is sent) and hands every other journal
+//!   entry (pending → dispatched → done) to the batched [`JournalWriter`];
 //! * [`NatsRouter`] (shared mode only): sends a call by NATS request-reply
 //!   to the relay holding the runner's socket, fenced by session epoch, and
 //!   broadcasts revocation, deletion, policy and cancel to every relay;
@@ -12,17 +13,21 @@
 //!
 //! Nothing outside this module may assume the socket is here.
 
+mod catalogue;
 mod journal;
 mod local;
 mod nats;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
-use runner_proto::ws::{Call, CallResult, Heartbeat, HostFacts, Output, Policy, ToolSpec};
+use runner_proto::ws::{Call, CallResult, Heartbeat, HostFacts, Output, Policy};
 use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 
-pub use journal::JournaledRouter;
-pub use local::{Attachment, Kick, LocalRouter};
+pub use catalogue::{Catalogue, CatalogueInterner};
+pub use journal::{JournalWriter, JournaledRouter};
+pub use local::{Attachment, Delivery, Kick, LocalRouter, OUTPUT_STALL_TIMEOUT};
 pub use nats::{
     announcement_json, ClusterConfig, NatsRouter, ServingGuard, DEFAULT_SUBJECT_PREFIX,
 };
@@ -36,8 +41,9 @@ pub struct Presence {
     pub instance_id: String,
     pub runner_version: String,
     pub host: HostFacts,
-    /// The announced tool catalogue.
-    pub tools: Vec<ToolSpec>,
+    /// The announced tool catalogue; fleets announce identical ones, which
+    /// share one allocation (see [`CatalogueInterner`]).
+    pub tools: Catalogue,
     pub connected_at: OffsetDateTime,
     /// The latest heartbeat (default until the first one).
     pub heartbeat: Heartbeat,
@@ -50,8 +56,11 @@ pub struct Presence {
 #[derive(Debug)]
 pub struct CallHandle {
     pub call_id: String,
-    /// Output chunks. Best effort: chunks are dropped when nobody reads them
-    /// fast enough; the result is never dropped.
+    /// Output chunks, in order. From a socket on this relay they are
+    /// complete: a reader that falls behind slows the runner down, and one
+    /// stalled for longer than a bound gets the call cancelled with an
+    /// error result (see [`LocalRouter::deliver_output`]). Relayed over
+    /// NATS they are still best effort.
     pub output: mpsc::Receiver<Output>,
     /// The final result.
     pub result: oneshot::Receiver<CallResult>,
@@ -74,8 +83,9 @@ pub enum RouteError {
 /// Sends work to runners, wherever their sockets live.
 #[async_trait]
 pub trait CallRouter: Send + Sync + std::fmt::Debug {
-    /// The connected runner of an environment, if any.
-    async fn presence(&self, environment_id: &str) -> Option<Presence>;
+    /// The connected runner of an environment, if any. Shared, not copied:
+    /// this is read on every call.
+    async fn presence(&self, environment_id: &str) -> Option<Arc<Presence>>;
     /// Sends a call to the environment's runner.
     async fn start_call(&self, environment_id: &str, call: Call) -> Result<CallHandle, RouteError>;
     /// Tells the runner to stop a call and forgets it; its result, if it

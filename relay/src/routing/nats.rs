@@ -13,20 +13,35 @@
 //!
 //! **Calls.** A call for a socket held here skips NATS. Otherwise it is a
 //! request on the epoch's subject; the holder acknowledges and streams
-//! output and the result (in parts well under NATS's payload limit) to the
-//! caller's inbox. "No responders" means the holder is gone or the runner
-//! moved: the caller re-reads the session and retries briefly, then reports
-//! "not connected". While it waits, the caller probes the holder every
-//! [`PROBE_INTERVAL`], so a holder killed mid-call is noticed at once.
+//! output and the result to the caller's inbox (one inbox per call). "No
+//! responders" means the holder is gone or the runner moved: the caller
+//! re-reads the session and retries briefly, then reports "not connected".
+//! While it waits, the caller probes the holder every [`PROBE_INTERVAL`], so
+//! a holder killed mid-call is noticed at once.
+//!
+//! **Large calls.** Any message, either way, larger than half the connected
+//! server's `max_payload` travels in parts ([`parts`]): a 3 MiB `file_write`
+//! or a 2 MiB `shell` result crosses relays like a small one. A call in
+//! parts starts with a request (so a missing holder is noticed before the
+//! rest is sent), continues with plain publishes, and ends with a request
+//! the holder answers as it answers a whole call. Reassembly is capped:
+//! calls at [`MAX_CALL_BYTES`] (the invoke body limit and room for the
+//! envelope), replies at [`MAX_REPLY_BYTES`] (what a runner may send in one
+//! frame, so a result that works on the holder works everywhere).
 //!
 //! **Control.** Revocation, deletion, policy changes and cancels are
 //! broadcast on `<prefix>.ctl.<env>`; whichever relay holds the socket acts.
+//! So are the changes to call-timeout streaks (SPEC §6 degraded fallback):
+//! every relay counts every relay's timeouts, whichever relay a caller hit.
 
+mod parts;
+
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use async_nats::{Client, RequestErrorKind, Subscriber};
+use async_nats::{Client, HeaderMap, Message, RequestErrorKind, Subscriber};
 use async_trait::async_trait;
 use futures_util::StreamExt;
 use runner_proto::api::RunnerInfo;
@@ -38,7 +53,9 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{CallHandle, CallRouter, LocalRouter, Presence, RouteError};
 use crate::clock::{from_unix, Clock};
+use crate::status::{CallHealth, StreakChange};
 use crate::store::{LeaseRefresh, Store};
+use parts::{PartError, Reassembly, PART_TIMEOUT};
 
 /// Default first token of every subject.
 pub const DEFAULT_SUBJECT_PREFIX: &str = "runner";
@@ -67,9 +84,15 @@ pub const MOVING_WINDOW: time::Duration = time::Duration::seconds(8);
 pub const PUBLISH_TIMEOUT: Duration = Duration::from_secs(5);
 /// Bound on one store operation in the routing path.
 pub const STORE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Largest piece of output or result in one NATS message (the server's
-/// default limit is 1 MiB).
-pub const MAX_PART_BYTES: usize = 256 * 1024;
+/// Room for the call's envelope (ids, tool name, inbox) around arguments
+/// that filled the invoke body.
+const CALL_ENVELOPE_BYTES: usize = 64 * 1024;
+/// Largest call a holder reassembles: the relay's invoke body limit, and
+/// room for the envelope.
+pub const MAX_CALL_BYTES: usize = crate::http::MAX_BODY_BYTES + CALL_ENVELOPE_BYTES;
+/// Largest reply (output chunk or result) a caller reassembles: a runner's
+/// largest frame, and room for the envelope.
+pub const MAX_REPLY_BYTES: usize = runner_proto::MAX_FRAME_BYTES + CALL_ENVELOPE_BYTES;
 /// Output chunks buffered per remote call for its reader.
 const OUTPUT_QUEUE: usize = 32;
 
@@ -101,19 +124,23 @@ enum SessionRequest {
 enum SessionAnswer {
     Accepted,
     NotConnected,
-    Known { known: bool },
+    Known {
+        known: bool,
+    },
+    /// The first part of a call in parts arrived: send the rest.
+    Receiving,
+    /// A call in parts was refused (over the cap, parts lost or reordered).
+    Refused {
+        reason: String,
+    },
 }
 
-/// Messages to a caller's inbox.
+/// Messages to a caller's inbox (each may travel in parts).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Reply {
     Output(Output),
-    /// A piece of the JSON of the [`CallResult`]; the last one has `last`.
-    ResultPart {
-        data: String,
-        last: bool,
-    },
+    Result(CallResult),
     /// The runner's socket closed before the result.
     Disconnected,
 }
@@ -137,6 +164,13 @@ enum Control {
     Cancel {
         call_id: String,
     },
+    /// A relay recorded a change to the environment's timeout streak.
+    Streak {
+        /// The relay that recorded it (which has counted it already).
+        origin: String,
+        /// Unix time of a slow timeout; `None`: a call succeeded.
+        timed_out_at: Option<i64>,
+    },
 }
 
 /// What is stored of a presence besides the heartbeat.
@@ -157,7 +191,7 @@ impl Announcement {
             instance_id: presence.instance_id.clone(),
             runner_version: presence.runner_version.clone(),
             host: presence.host.clone(),
-            tools: presence.tools.clone(),
+            tools: presence.tools.to_vec(),
             connected_at: presence.connected_at.unix_timestamp(),
         }
     }
@@ -181,6 +215,15 @@ enum Lookup {
     Moving,
     /// No runner (never connected, gone for a while, or its relay died).
     Gone,
+}
+
+/// What came of a request on a session subject.
+enum Asked {
+    Answer(SessionAnswer),
+    /// Nobody serves the subject (holder gone, runner moving).
+    NoResponders,
+    /// Timed out, failed, or answered with something unreadable.
+    Failed,
 }
 
 /// Keeps a session's call subject served; dropping it unsubscribes.
@@ -260,9 +303,14 @@ impl NatsRouter {
         format!("{}.ctl.{environment_id}", self.config.subject_prefix)
     }
 
-    /// Subscribes to control broadcasts and starts the lease refresh; both
-    /// stop with `shutdown`.
-    pub async fn start(self: &Arc<Self>, shutdown: CancellationToken) -> anyhow::Result<()> {
+    /// Subscribes to control broadcasts, starts the lease refresh, and
+    /// shares `health`'s timeout streaks with the other relays; all stop
+    /// with `shutdown`.
+    pub async fn start(
+        self: &Arc<Self>,
+        shutdown: CancellationToken,
+        health: Arc<CallHealth>,
+    ) -> anyhow::Result<()> {
         let subject = format!("{}.ctl.*", self.config.subject_prefix);
         let control = self.client.subscribe(subject.clone()).await?;
         tokio::time::timeout(PUBLISH_TIMEOUT, self.client.flush())
@@ -270,15 +318,51 @@ impl NatsRouter {
             .map_err(|_elapsed| {
                 anyhow::anyhow!("NATS did not confirm the subscription to {subject}")
             })??;
+        if let Some(changes) = health.share() {
+            let router = self.clone();
+            let stop = shutdown.clone();
+            tokio::spawn(async move { router.share_streaks(changes, stop).await });
+        }
         let router = self.clone();
         let stop = shutdown.clone();
-        tokio::spawn(async move { router.serve_control(control, stop).await });
+        tokio::spawn(async move { router.serve_control(control, health, stop).await });
         let router = self.clone();
         tokio::spawn(async move { router.refresh_leases(shutdown).await });
         Ok(())
     }
 
-    async fn serve_control(self: Arc<Self>, mut control: Subscriber, shutdown: CancellationToken) {
+    /// Broadcasts this relay's timeout-streak changes to the others.
+    async fn share_streaks(
+        self: Arc<Self>,
+        mut changes: mpsc::UnboundedReceiver<(String, StreakChange)>,
+        shutdown: CancellationToken,
+    ) {
+        loop {
+            let (environment_id, change) = tokio::select! {
+                () = shutdown.cancelled() => return,
+                change = changes.recv() => match change {
+                    Some(change) => change,
+                    None => return,
+                },
+            };
+            let timed_out_at = match change {
+                StreakChange::SlowTimeout { at } => Some(at.unix_timestamp()),
+                StreakChange::Ended => None,
+            };
+            let control = Control::Streak {
+                origin: self.config.relay_id.clone(),
+                timed_out_at,
+            };
+            self.broadcast(&environment_id, &control).await;
+        }
+    }
+
+    async fn serve_control(
+        self: Arc<Self>,
+        mut control: Subscriber,
+        health: Arc<CallHealth>,
+        shutdown: CancellationToken,
+    ) {
         loop {
             let message = tokio::select! {
                 () = shutdown.cancelled() => return,
@@ -316,6 +400,15 @@ impl NatsRouter {
                     if self.local.has_call(environment_id, &call_id) {
                         self.local.cancel(environment_id, &call_id).await;
                     }
+                }
+                // Our own changes come back too: they are counted already.
+                Control::Streak { origin, .. } if origin == self.config.relay_id => {}
+                Control::Streak { timed_out_at, .. } => {
+                    let change = match timed_out_at {
+                        Some(at) => StreakChange::SlowTimeout { at: from_unix(at) },
+                        None => StreakChange::Ended,
+                    };
+                    health.apply(environment_id, change);
                 }
             }
         }
@@ -447,18 +540,49 @@ impl NatsRouter {
         epoch: u64,
         stop: CancellationToken,
     ) {
+        let mut incoming = Reassembly::new(MAX_CALL_BYTES);
+        let mut sweep = tokio::time::interval(PART_TIMEOUT);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let message = tokio::select! {
                 () = stop.cancelled() => break,
+                _ = sweep.tick() => {
+                    for transfer in incoming.expire(tokio::time::Instant::now()) {
+                        tracing::warn!(%transfer, "a call in parts stalled; dropped");
+                    }
+                    continue;
+                }
                 message = subscriber.next() => match message {
                     Some(message) => message,
                     None => break,
                 },
             };
-            let Some(reply_to) = message.reply.clone() else {
+            let reply_to = message.reply.as_ref().map(|reply| reply.to_string());
+            let payload = match reassemble(&mut incoming, &message) {
+                Ok(Some(payload)) => payload,
+                Ok(None) => {
+                    // The first part: tell the caller to send the rest.
+                    if let Some(reply_to) = reply_to {
+                        self.publish(reply_to, None, encode(&SessionAnswer::Receiving))
+                            .await;
+                    }
+                    continue;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "call in parts refused");
+                    if let Some(reply_to) = reply_to {
+                        let refused = SessionAnswer::Refused {
+                            reason: error.to_string(),
+                        };
+                        self.publish(reply_to, None, encode(&refused)).await;
+                    }
+                    continue;
+                }
+            };
+            let Some(reply_to) = reply_to else {
                 continue;
             };
-            let request: SessionRequest = match serde_json::from_slice(&message.payload) {
+            let request: SessionRequest = match serde_json::from_slice(&payload) {
                 Ok(request) => request,
                 Err(error) => {
                     tracing::warn!(%error, "malformed call request");
@@ -481,7 +605,7 @@ impl NatsRouter {
                     }
                 }
             };
-            self.publish(reply_to.to_string(), encode(&answer)).await;
+            self.publish(reply_to, None, encode(&answer)).await;
         }
         if let Err(error) = subscriber.unsubscribe().await {
             tracing::debug!(%error, "unsubscribing a session's call subject");
@@ -495,48 +619,70 @@ impl NatsRouter {
         let outcome = loop {
             tokio::select! {
                 chunk = handle.output.recv(), if output_open => match chunk {
-                    Some(output) => {
-                        for piece in split_output(output) {
-                            self.publish(reply.clone(), encode(&Reply::Output(piece))).await;
-                        }
-                    }
+                    Some(output) => self.send(&reply, &Reply::Output(output)).await,
                     None => output_open = false,
                 },
                 result = &mut handle.result => break result.ok(),
             }
         };
         match outcome {
-            Some(result) => {
-                let text = serde_json::to_string(&result).unwrap_or_default();
-                let parts = split_text(&text, MAX_PART_BYTES);
-                let count = parts.len();
-                for (index, data) in parts.into_iter().enumerate() {
-                    let part = Reply::ResultPart {
-                        data,
-                        last: index + 1 == count,
-                    };
-                    self.publish(reply.clone(), encode(&part)).await;
-                }
-            }
-            None => self.publish(reply, encode(&Reply::Disconnected)).await,
+            Some(result) => self.send(&reply, &Reply::Result(result)).await,
+            None => self.send(&reply, &Reply::Disconnected).await,
         }
     }
 
-    async fn publish(&self, subject: String, payload: Vec<u8>) {
-        match tokio::time::timeout(
-            PUBLISH_TIMEOUT,
-            self.client.publish(subject.clone(), payload.into()),
-        )
-        .await
-        {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => tracing::warn!(%error, %subject, "NATS publish failed"),
-            Err(_elapsed) => tracing::warn!(%subject, "NATS publish timed out"),
+    /// Largest payload of one message to the connected server.
+    fn part_size(&self) -> usize {
+        parts::part_size(self.client.server_info().max_payload)
+    }
+
+    /// Publishes a reply whole, or in parts when it is larger than one
+    /// message may be.
+    async fn send(&self, subject: &str, reply: &Reply) {
+        let payload = encode(reply);
+        let size = self.part_size();
+        if payload.len() <= size {
+            self.publish(subject.to_owned(), None, payload).await;
+            return;
+        }
+        for part in parts::split(&payload, size) {
+            if !self
+                .publish(subject.to_owned(), Some(part.headers), part.payload)
+                .await
+            {
+                // The rest would be refused as out of order anyway.
+                return;
+            }
+        }
+    }
+
+    /// Publishes one message; returns whether NATS took it.
+    async fn publish(&self, subject: String, headers: Option<HeaderMap>, payload: Vec<u8>) -> bool {
+        let publish = async {
+            match headers {
+                Some(headers) => {
+                    self.client
+                        .publish_with_headers(subject.clone(), headers, payload.into())
+                        .await
+                }
+                None => self.client.publish(subject.clone(), payload.into()).await,
+            }
+        };
+        match tokio::time::timeout(PUBLISH_TIMEOUT, publish).await {
+            Ok(Ok(())) => true,
+            Ok(Err(error)) => {
+                tracing::warn!(%error, %subject, "NATS publish failed");
+                false
+            }
+            Err(_elapsed) => {
+                tracing::warn!(%subject, "NATS publish timed out");
+                false
+            }
         }
     }
 
     async fn broadcast(&self, environment_id: &str, control: &Control) {
-        self.publish(self.control_subject(environment_id), encode(control))
+        self.publish(self.control_subject(environment_id), None, encode(control))
             .await;
         // Control messages must leave now, not with the next batch.
         if tokio::time::timeout(PUBLISH_TIMEOUT, self.client.flush())
@@ -601,7 +747,7 @@ impl NatsRouter {
             instance_id: announcement.instance_id,
             runner_version: announcement.runner_version,
             host: announcement.host,
-            tools: announcement.tools,
+            tools: announcement.tools.into(),
             connected_at: from_unix(announcement.connected_at),
             heartbeat,
             epoch: record.epoch,
@@ -635,33 +781,17 @@ impl NatsRouter {
                 call: call.clone(),
                 reply: inbox,
             };
-            let answer = tokio::time::timeout(
-                ACK_TIMEOUT,
-                self.client.request(subject, encode(&request).into()),
-            )
-            .await;
-            let retry = match answer {
-                Ok(Ok(message)) => {
-                    match serde_json::from_slice::<SessionAnswer>(&message.payload) {
-                        Ok(SessionAnswer::Accepted) => {
-                            return Ok(self.follow(
-                                environment_id,
-                                epoch,
-                                call.call_id,
-                                subscriber,
-                            ));
-                        }
-                        // The holder lost the socket: a newer session is coming.
-                        Ok(SessionAnswer::NotConnected) => true,
-                        Ok(SessionAnswer::Known { .. }) | Err(_) => return Err(disconnected()),
-                    }
+            let retry = match self.ask(&subject, encode(&request)).await {
+                Asked::Answer(SessionAnswer::Accepted) => {
+                    return Ok(self.follow(environment_id, epoch, call.call_id, subscriber));
                 }
-                Ok(Err(error)) if error.kind() == RequestErrorKind::NoResponders => true,
-                Ok(Err(error)) => {
-                    tracing::warn!(%error, environment_id, "call request over NATS failed");
+                // The holder lost the socket: a newer session is coming.
+                Asked::Answer(SessionAnswer::NotConnected) | Asked::NoResponders => true,
+                Asked::Answer(SessionAnswer::Refused { reason }) => {
+                    tracing::warn!(environment_id, %reason, "the holder refused the call");
                     return Err(disconnected());
                 }
-                Err(_elapsed) => return Err(disconnected()),
+                Asked::Answer(_) | Asked::Failed => return Err(disconnected()),
             };
             if retry && tokio::time::Instant::now() + RETRY_DELAY < deadline {
                 tracing::debug!(environment_id, epoch, "nobody serves the session; retrying");
@@ -669,6 +799,69 @@ impl NatsRouter {
                 continue;
             }
             return Err(not_connected());
+        }
+    }
+
+    /// Caller side: sends a session request (whole, or in parts when it is
+    /// larger than one message may be) and returns the holder's answer to
+    /// its last message.
+    async fn ask(&self, subject: &str, payload: Vec<u8>) -> Asked {
+        let size = self.part_size();
+        if payload.len() <= size {
+            return self.request(subject, None, payload).await;
+        }
+        for (index, part) in parts::split(&payload, size).into_iter().enumerate() {
+            if index == 0 {
+                // Only a live holder answers: nothing more is sent to nobody.
+                match self
+                    .request(subject, Some(part.headers), part.payload)
+                    .await
+                {
+                    Asked::Answer(SessionAnswer::Receiving) => continue,
+                    other => return other,
+                }
+            }
+            if part.last {
+                return self
+                    .request(subject, Some(part.headers), part.payload)
+                    .await;
+            }
+            if !self
+                .publish(subject.to_owned(), Some(part.headers), part.payload)
+                .await
+            {
+                return Asked::Failed;
+            }
+        }
+        // `split` of more than one part's worth always ends with a last part.
+        Asked::Failed
+    }
+
+    /// One request on a session subject, bounded by [`ACK_TIMEOUT`].
+    async fn request(&self, subject: &str, headers: Option<HeaderMap>, payload: Vec<u8>) -> Asked {
+        let mut request = async_nats::Request::new().payload(payload.into());
+        if let Some(headers) = headers {
+            request = request.headers(headers);
+        }
+        let answer = tokio::time::timeout(
+            ACK_TIMEOUT,
+            self.client.send_request(subject.to_owned(), request),
+        )
+        .await;
+        match answer {
+            Ok(Ok(message)) => match serde_json::from_slice::<SessionAnswer>(&message.payload) {
+                Ok(answer) => Asked::Answer(answer),
+                Err(error) => {
+                    tracing::warn!(%error, %subject, "malformed answer from the holder");
+                    Asked::Failed
+                }
+            },
+            Ok(Err(error)) if error.kind() == RequestErrorKind::NoResponders => Asked::NoResponders,
+            Ok(Err(error)) => {
+                tracing::warn!(%error, %subject, "call request over NATS failed");
+                Asked::Failed
+            }
+            Err(_elapsed) => Asked::Failed,
         }
     }
 
@@ -690,7 +883,7 @@ impl NatsRouter {
         });
         let span = tracing::info_span!("remote_call", environment_id, epoch, %call_id);
         let task = async move {
-            let mut parts = String::new();
+            let mut incoming = Reassembly::new(MAX_REPLY_BYTES);
             let mut probes = tokio::time::interval(PROBE_INTERVAL);
             probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             probes.tick().await;
@@ -705,33 +898,42 @@ impl NatsRouter {
                 tokio::select! {
                     () = result_tx.closed() => break,
                     () = grace => {
+                        // The holder forgets a call as its result leaves, so
+                        // a large result may still be arriving in parts.
+                        if incoming.in_progress() > 0 {
+                            lost_at = Some(tokio::time::Instant::now() + PROBE_GRACE);
+                            continue;
+                        }
                         tracing::warn!("the relay holding the runner's socket lost the call");
                         break;
                     }
                     message = inbox.next() => {
                         let Some(message) = message else { break };
-                        match serde_json::from_slice::<Reply>(&message.payload) {
+                        let payload = match reassemble(&mut incoming, &message) {
+                            Ok(Some(payload)) => payload,
+                            Ok(None) => continue,
+                            Err(error) => {
+                                tracing::warn!(%error, "reply in parts refused");
+                                continue;
+                            }
+                        };
+                        match serde_json::from_slice::<Reply>(&payload) {
                             Ok(Reply::Output(chunk)) => {
                                 // Best effort, like local output.
                                 let _ = output_tx.try_send(chunk);
                             }
-                            Ok(Reply::ResultPart { data, last }) => {
-                                parts.push_str(&data);
-                                if last {
-                                    match serde_json::from_str::<CallResult>(&parts) {
-                                        Ok(answer) => {
-                                            let _ = result_tx.send(answer);
-                                        }
-                                        Err(error) => tracing::warn!(%error, "malformed result from the holder"),
-                                    }
-                                    break;
-                                }
+                            Ok(Reply::Result(answer)) => {
+                                let _ = result_tx.send(answer);
+                                break;
                             }
                             Ok(Reply::Disconnected) => break,
                             Err(error) => tracing::warn!(%error, "malformed reply from the holder"),
                         }
                     }
                     _ = probes.tick(), if lost_at.is_none() => {
+                        for transfer in incoming.expire(tokio::time::Instant::now()) {
+                            tracing::warn!(%transfer, "a reply in parts stalled; dropped");
+                        }
                         let answer = tokio::time::timeout(
                             ACK_TIMEOUT,
                             client.request(subject.clone(), probe.clone().into()),
@@ -765,47 +967,30 @@ impl NatsRouter {
     }
 }
 
-/// Cuts text into pieces of at most `max` bytes on character boundaries.
-fn split_text(text: &str, max: usize) -> Vec<String> {
-    if text.is_empty() {
-        return vec![String::new()];
+/// The whole message that `message` completes: itself when it was sent
+/// whole, the reassembled bytes when it is the last of its parts, `None`
+/// while parts are missing.
+fn reassemble<'m>(
+    reassembly: &mut Reassembly,
+    message: &'m Message,
+) -> Result<Option<Cow<'m, [u8]>>, PartError> {
+    match parts::info(message.headers.as_ref())? {
+        None => Ok(Some(Cow::Borrowed(&message.payload))),
+        Some(part) => Ok(reassembly
+            .accept(&part, &message.payload, tokio::time::Instant::now())?
+            .map(Cow::Owned)),
     }
-    let mut pieces = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        let mut end = rest.len().min(max.max(4));
-        while !rest.is_char_boundary(end) {
-            end -= 1;
-        }
-        pieces.push(rest[..end].to_owned());
-        rest = &rest[end..];
-    }
-    pieces
-}
-
-fn split_output(output: Output) -> Vec<Output> {
-    if output.data.len() <= MAX_PART_BYTES {
-        return vec![output];
-    }
-    split_text(&output.data, MAX_PART_BYTES)
-        .into_iter()
-        .map(|data| Output {
-            call_id: output.call_id.clone(),
-            stream: output.stream,
-            data,
-        })
-        .collect()
 }
 
 #[async_trait]
 impl CallRouter for NatsRouter {
-    async fn presence(&self, environment_id: &str) -> Option<Presence> {
+    async fn presence(&self, environment_id: &str) -> Option<Arc<Presence>> {
         if let Some(presence) = self.local.routable(environment_id) {
             return Some(presence);
         }
         self.live_session(environment_id)
             .await
-            .map(|(_, _, presence)| presence)
+            .map(|(_, _, presence)| Arc::new(presence))
     }
 
     async fn start_call(&self, environment_id: &str, call: Call) -> Result<CallHandle, RouteError> {
@@ -855,19 +1040,5 @@ impl CallRouter for NatsRouter {
                 .await;
         }
         here || remote
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parts_fit_and_rejoin() {
-        let text = "é".repeat(1000);
-        let parts = split_text(&text, 7);
-        assert!(parts.iter().all(|part| part.len() <= 7));
-        assert_eq!(parts.concat(), text);
-        assert_eq!(split_text("", 7), vec![String::new()]);
     }
 }

@@ -144,6 +144,52 @@ impl InvocationRecord {
     }
 }
 
+/// A journal entry moving forward, as the batched journal writer hands it
+/// to the store. Writes are idempotent and order-free: an entry only ever
+/// moves forward (pending → dispatched → done; the first answer wins), so
+/// relays may write the same call's steps in any order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JournalWrite {
+    /// The entry as far as the writer knows it (`tool_name` may be empty
+    /// when the writer only saw the result).
+    pub entry: InvocationRecord,
+    /// Whether the entry may be created when it is missing: the writer sent
+    /// this call or took its result on a session it holds. Otherwise (a
+    /// late result nobody waits for) only an existing entry moves on, so a
+    /// runner cannot fill the journal with results of calls never sent.
+    pub create: bool,
+}
+
+/// How far along an entry is, for "only forward" comparisons.
+pub fn state_rank(state: InvocationState) -> u8 {
+    match state {
+        InvocationState::Pending => 0,
+        InvocationState::Dispatched => 1,
+        InvocationState::Done => 2,
+    }
+}
+
+/// The same ranking in SQL, for a column or parameter `expr`.
+pub(crate) fn sql_state_rank(expr: &str) -> String {
+    format!("(CASE {expr} WHEN 'pending' THEN 0 WHEN 'dispatched' THEN 1 ELSE 2 END)")
+}
+
+pub(crate) fn state_text(state: InvocationState) -> &'static str {
+    match state {
+        InvocationState::Pending => "pending",
+        InvocationState::Dispatched => "dispatched",
+        InvocationState::Done => "done",
+    }
+}
+
+/// A runner seen at some time, for the batched `last_seen` flush.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeenRecord {
+    pub environment_id: String,
+    pub at: OffsetDateTime,
+    pub runner: RunnerInfo,
+}
+
 pub(crate) fn parse_state(text: &str) -> Result<InvocationState, StoreError> {
     match text {
         "pending" => Ok(InvocationState::Pending),
@@ -171,6 +217,10 @@ pub(crate) fn epoch_from_db(epoch: i64) -> u64 {
 pub trait Store: Send + Sync + std::fmt::Debug {
     /// Whether the database answers (readiness probe).
     async fn ping(&self) -> Result<(), StoreError>;
+    /// Whether other relay processes may change this store (PostgreSQL):
+    /// then nothing read from it may be kept in memory (see
+    /// [`crate::read_cache`]).
+    fn shared(&self) -> bool;
 
     /// Number of members, to detect a fresh store at first start.
     async fn count_members(&self) -> Result<u64, StoreError>;
@@ -223,6 +273,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         at: OffsetDateTime,
         runner: &RunnerInfo,
     ) -> Result<(), StoreError>;
+    /// [`Store::record_seen`] for many environments in one transaction.
+    async fn record_seen_batch(&self, seen: &[SeenRecord]) -> Result<(), StoreError>;
 
     /// Adds a new token to an environment; every older token still valid
     /// after `previous_valid_until` now stops then. Returns whether there was
@@ -276,16 +328,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         tool_name: &str,
         at: OffsetDateTime,
     ) -> Result<Option<InvocationRecord>, StoreError>;
-    /// pending → dispatched(epoch): the call was written to a session.
-    async fn mark_dispatched(&self, call_id: &str, epoch: u64) -> Result<(), StoreError>;
-    /// → done with the runner's answer, received on the session with this
-    /// epoch (the first answer wins).
-    async fn finish_invocation(
-        &self,
-        result: &CallResult,
-        epoch: u64,
-        at: OffsetDateTime,
-    ) -> Result<(), StoreError>;
+    /// Moves journal entries forward in one transaction (see
+    /// [`JournalWrite`]); an entry never moves back, and the update of an
+    /// existing entry needs the same environment.
+    async fn write_journal(&self, writes: &[JournalWrite]) -> Result<(), StoreError>;
     /// Forgets a call still pending: it never reached a runner, so the same
     /// `call_id` may be sent again.
     async fn forget_pending_invocation(&self, call_id: &str) -> Result<(), StoreError>;

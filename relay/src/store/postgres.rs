@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use runner_proto::api::{RunnerInfo, Tier};
-use runner_proto::ws::CallResult;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 use sqlx::Row;
 use time::OffsetDateTime;
 
 use super::{
-    epoch_from_db, epoch_to_db, parse_state, InvocationRecord, LeaseRefresh, Member, NewMember,
-    SessionRecord, Store, StoreError, TokenRecord,
+    epoch_from_db, epoch_to_db, parse_state, sql_state_rank, state_text, InvocationRecord,
+    JournalWrite, LeaseRefresh, Member, NewMember, SeenRecord, SessionRecord, Store, StoreError,
+    TokenRecord,
 };
 use crate::clock::from_unix;
 use crate::environment::{EnvironmentRecord, Scope};
@@ -175,6 +175,10 @@ fn json_text<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
 
 #[async_trait]
 impl Store for PostgresStore {
+    fn shared(&self) -> bool {
+        true
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
@@ -419,6 +423,29 @@ impl Store for PostgresStore {
         Ok(())
     }
 
+    async fn record_seen_batch(&self, seen: &[SeenRecord]) -> Result<(), StoreError> {
+        if seen.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<&str> = seen.iter().map(|r| r.environment_id.as_str()).collect();
+        let at: Vec<i64> = seen.iter().map(|r| r.at.unix_timestamp()).collect();
+        let runners = seen
+            .iter()
+            .map(|r| json_text(&r.runner))
+            .collect::<Result<Vec<String>, StoreError>>()?;
+        sqlx::query(
+            "UPDATE environments AS e SET last_seen = input.at, runner = input.runner \
+             FROM UNNEST($1::text[], $2::bigint[], $3::text[]) AS input(id, at, runner) \
+             WHERE e.id = input.id",
+        )
+        .bind(&ids)
+        .bind(&at)
+        .bind(&runners)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     async fn rotate_token(
         &self,
         token: &TokenRecord,
@@ -632,37 +659,54 @@ impl Store for PostgresStore {
         ))
     }
 
-    async fn mark_dispatched(&self, call_id: &str, epoch: u64) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE invocations SET state = 'dispatched', epoch = $1 \
-             WHERE call_id = $2 AND state = 'pending'",
-        )
-        .bind(epoch_to_db(epoch))
-        .bind(call_id)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    async fn finish_invocation(
-        &self,
-        result: &CallResult,
-        epoch: u64,
-        at: OffsetDateTime,
-    ) -> Result<(), StoreError> {
-        let value = serde_json::to_string(&result.result).map_err(|e| corrupt("invocations", e))?;
-        sqlx::query(
-            "UPDATE invocations SET state = 'done', epoch = COALESCE(epoch, $6), finished_at = $1, \
-             result = $2, exit_code = $3, error = $4 WHERE call_id = $5 AND state <> 'done'",
-        )
-        .bind(at.unix_timestamp())
-        .bind(value)
-        .bind(result.exit_code)
-        .bind(&result.error)
-        .bind(&result.call_id)
-        .bind(epoch_to_db(epoch))
-        .execute(&self.pool)
-        .await?;
+    async fn write_journal(&self, writes: &[JournalWrite]) -> Result<(), StoreError> {
+        // Two statements over arrays (creating and update-only entries), so
+        // a batch costs two round trips however large it is. The batch
+        // writer folds each call into one write: no call_id twice.
+        let mut columns: [Columns; 2] = Default::default();
+        for write in writes {
+            columns[usize::from(write.create)].push(&write.entry)?;
+        }
+        let [update, create] = columns;
+        let input = "UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], \
+             $6::bigint[], $7::bigint[], $8::text[], $9::int4[], $10::text[]) \
+             AS input(call_id, environment_id, tool_name, state, epoch, created_at, finished_at, \
+             result, exit_code, error)";
+        let mut tx = self.pool.begin().await?;
+        if !create.call_id.is_empty() {
+            let statement = format!(
+                "INSERT INTO invocations ({INVOCATION_COLUMNS}) SELECT * FROM {input} \
+                 ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, \
+                 tool_name = CASE WHEN invocations.tool_name = '' THEN excluded.tool_name ELSE invocations.tool_name END, \
+                 epoch = COALESCE(invocations.epoch, excluded.epoch), finished_at = excluded.finished_at, \
+                 result = excluded.result, exit_code = excluded.exit_code, error = excluded.error \
+                 WHERE invocations.environment_id = excluded.environment_id AND {} < {}",
+                sql_state_rank("invocations.state"),
+                sql_state_rank("excluded.state")
+            );
+            create
+                .bind(sqlx::query(&statement))
+                .execute(&mut *tx)
+                .await?;
+        }
+        if !update.call_id.is_empty() {
+            let statement = format!(
+                "UPDATE invocations AS i SET state = input.state, \
+                 tool_name = CASE WHEN i.tool_name = '' THEN input.tool_name ELSE i.tool_name END, \
+                 epoch = COALESCE(i.epoch, input.epoch), finished_at = input.finished_at, \
+                 result = input.result, exit_code = input.exit_code, error = input.error \
+                 FROM {input} \
+                 WHERE i.call_id = input.call_id AND i.environment_id = input.environment_id \
+                 AND {} < {}",
+                sql_state_rank("i.state"),
+                sql_state_rank("input.state")
+            );
+            update
+                .bind(sqlx::query(&statement))
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 
@@ -694,5 +738,60 @@ impl Store for PostgresStore {
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected())
+    }
+}
+
+/// Journal writes as column arrays, for one `UNNEST` statement.
+#[derive(Default)]
+struct Columns {
+    call_id: Vec<String>,
+    environment_id: Vec<String>,
+    tool_name: Vec<String>,
+    state: Vec<&'static str>,
+    epoch: Vec<Option<i64>>,
+    created_at: Vec<i64>,
+    finished_at: Vec<Option<i64>>,
+    result: Vec<Option<String>>,
+    exit_code: Vec<Option<i32>>,
+    error: Vec<Option<String>>,
+}
+
+impl Columns {
+    fn push(&mut self, entry: &InvocationRecord) -> Result<(), StoreError> {
+        let result = match entry.state {
+            runner_proto::api::InvocationState::Done => {
+                Some(serde_json::to_string(&entry.result).map_err(|e| corrupt("invocations", e))?)
+            }
+            _ => None,
+        };
+        self.call_id.push(entry.call_id.clone());
+        self.environment_id.push(entry.environment_id.clone());
+        self.tool_name.push(entry.tool_name.clone());
+        self.state.push(state_text(entry.state));
+        self.epoch.push(entry.epoch.map(epoch_to_db));
+        self.created_at.push(entry.created_at.unix_timestamp());
+        self.finished_at
+            .push(entry.finished_at.map(OffsetDateTime::unix_timestamp));
+        self.result.push(result);
+        self.exit_code.push(entry.exit_code);
+        self.error.push(entry.error.clone());
+        Ok(())
+    }
+
+    fn bind(
+        self,
+        query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        query
+            .bind(self.call_id)
+            .bind(self.environment_id)
+            .bind(self.tool_name)
+            .bind(self.state)
+            .bind(self.epoch)
+            .bind(self.created_at)
+            .bind(self.finished_at)
+            .bind(self.result)
+            .bind(self.exit_code)
+            .bind(self.error)
     }
 }

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use runner_proto::api::{RunnerInfo, Tier};
-use runner_proto::ws::CallResult;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
@@ -15,8 +14,9 @@ use sqlx::Row;
 use time::OffsetDateTime;
 
 use super::{
-    epoch_from_db, epoch_to_db, parse_state, InvocationRecord, LeaseRefresh, Member, NewMember,
-    SessionRecord, Store, StoreError, TokenRecord,
+    epoch_from_db, epoch_to_db, parse_state, sql_state_rank, state_text, InvocationRecord,
+    JournalWrite, LeaseRefresh, Member, NewMember, SeenRecord, SessionRecord, Store, StoreError,
+    TokenRecord,
 };
 use crate::clock::from_unix;
 use crate::environment::{EnvironmentRecord, Scope};
@@ -53,6 +53,10 @@ impl SqliteStore {
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
+            // A local file cannot drop a connection the way a server can;
+            // the default check costs a round trip to the connection's
+            // thread on every query.
+            .test_before_acquire(false)
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
@@ -141,6 +145,36 @@ const SESSION_COLUMNS: &str =
     "environment_id, epoch, holder, session_id, presence, heartbeat, refreshed_at";
 const INVOCATION_COLUMNS: &str = "call_id, environment_id, tool_name, state, epoch, created_at, \
      finished_at, result, exit_code, error";
+/// [`INVOCATION_COLUMNS`] out of one `json_each` row made by [`journal_row`].
+const JOURNAL_ROW_COLUMNS: &str = "json_extract(value, '$[0]') AS call_id, \
+     json_extract(value, '$[1]') AS environment_id, json_extract(value, '$[2]') AS tool_name, \
+     json_extract(value, '$[3]') AS state, json_extract(value, '$[4]') AS epoch, \
+     json_extract(value, '$[5]') AS created_at, json_extract(value, '$[6]') AS finished_at, \
+     json_extract(value, '$[7]') AS result, json_extract(value, '$[8]') AS exit_code, \
+     json_extract(value, '$[9]') AS error";
+
+/// A journal entry as a JSON array in [`INVOCATION_COLUMNS`] order; the
+/// result is its JSON text (a string), as the column stores it.
+fn journal_row(entry: &InvocationRecord) -> Result<serde_json::Value, StoreError> {
+    let result = match entry.state {
+        runner_proto::api::InvocationState::Done => {
+            Some(serde_json::to_string(&entry.result).map_err(|e| corrupt("invocations", e))?)
+        }
+        _ => None,
+    };
+    Ok(serde_json::json!([
+        entry.call_id,
+        entry.environment_id,
+        entry.tool_name,
+        state_text(entry.state),
+        entry.epoch.map(epoch_to_db),
+        entry.created_at.unix_timestamp(),
+        entry.finished_at.map(OffsetDateTime::unix_timestamp),
+        result,
+        entry.exit_code,
+        entry.error,
+    ]))
+}
 
 fn session_from_row(row: &SqliteRow) -> Result<SessionRecord, StoreError> {
     Ok(SessionRecord {
@@ -181,6 +215,11 @@ fn json_text<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
 
 #[async_trait]
 impl Store for SqliteStore {
+    fn shared(&self) -> bool {
+        // One relay per file; `runner-relay admin` only adds members.
+        false
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
@@ -423,6 +462,33 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    async fn record_seen_batch(&self, seen: &[SeenRecord]) -> Result<(), StoreError> {
+        if seen.is_empty() {
+            return Ok(());
+        }
+        // One statement for the whole batch (rows as a JSON array).
+        let rows = seen
+            .iter()
+            .map(|record| {
+                Ok(serde_json::json!([
+                    record.environment_id,
+                    record.at.unix_timestamp(),
+                    json_text(&record.runner)?
+                ]))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        sqlx::query(
+            "UPDATE environments SET last_seen = input.at, runner = input.runner \
+             FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS at, \
+             json_extract(value, '$[2]') AS runner FROM json_each(?1)) AS input \
+             WHERE environments.id = input.id",
+        )
+        .bind(serde_json::Value::Array(rows).to_string())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     async fn rotate_token(
         &self,
         token: &TokenRecord,
@@ -619,37 +685,54 @@ impl Store for SqliteStore {
         ))
     }
 
-    async fn mark_dispatched(&self, call_id: &str, epoch: u64) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE invocations SET state = 'dispatched', epoch = ? \
-             WHERE call_id = ? AND state = 'pending'",
-        )
-        .bind(epoch_to_db(epoch))
-        .bind(call_id)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    async fn finish_invocation(
-        &self,
-        result: &CallResult,
-        epoch: u64,
-        at: OffsetDateTime,
-    ) -> Result<(), StoreError> {
-        let value = serde_json::to_string(&result.result).map_err(|e| corrupt("invocations", e))?;
-        sqlx::query(
-            "UPDATE invocations SET state = 'done', epoch = COALESCE(epoch, ?), finished_at = ?, \
-             result = ?, exit_code = ?, error = ? WHERE call_id = ? AND state <> 'done'",
-        )
-        .bind(epoch_to_db(epoch))
-        .bind(at.unix_timestamp())
-        .bind(value)
-        .bind(result.exit_code)
-        .bind(&result.error)
-        .bind(&result.call_id)
-        .execute(&self.pool)
-        .await?;
+    async fn write_journal(&self, writes: &[JournalWrite]) -> Result<(), StoreError> {
+        // One statement per kind of write, whatever the batch size: the rows
+        // travel as one JSON array (`json_each`), since every statement is a
+        // round trip to the connection's thread.
+        let mut create = Vec::new();
+        let mut update = Vec::new();
+        for write in writes {
+            let row = journal_row(&write.entry)?;
+            if write.create {
+                create.push(row);
+            } else {
+                update.push(row);
+            }
+        }
+        let mut tx = self.pool.begin().await?;
+        if !create.is_empty() {
+            sqlx::query(&format!(
+                "INSERT INTO invocations ({INVOCATION_COLUMNS}) SELECT {JOURNAL_ROW_COLUMNS} \
+                 FROM json_each(?1) WHERE true \
+                 ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, \
+                 tool_name = CASE WHEN invocations.tool_name = '' THEN excluded.tool_name ELSE invocations.tool_name END, \
+                 epoch = COALESCE(invocations.epoch, excluded.epoch), finished_at = excluded.finished_at, \
+                 result = excluded.result, exit_code = excluded.exit_code, error = excluded.error \
+                 WHERE invocations.environment_id = excluded.environment_id AND {} < {}",
+                sql_state_rank("invocations.state"),
+                sql_state_rank("excluded.state")
+            ))
+            .bind(serde_json::Value::Array(create).to_string())
+            .execute(&mut *tx)
+            .await?;
+        }
+        if !update.is_empty() {
+            sqlx::query(&format!(
+                "UPDATE invocations SET state = input.state, \
+                 tool_name = CASE WHEN invocations.tool_name = '' THEN input.tool_name ELSE invocations.tool_name END, \
+                 epoch = COALESCE(invocations.epoch, input.epoch), finished_at = input.finished_at, \
+                 result = input.result, exit_code = input.exit_code, error = input.error \
+                 FROM (SELECT {JOURNAL_ROW_COLUMNS} FROM json_each(?1)) AS input \
+                 WHERE invocations.call_id = input.call_id \
+                 AND invocations.environment_id = input.environment_id AND {} < {}",
+                sql_state_rank("invocations.state"),
+                sql_state_rank("input.state")
+            ))
+            .bind(serde_json::Value::Array(update).to_string())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 

@@ -5,7 +5,9 @@
 //!
 //! Needs PostgreSQL on 127.0.0.1:5432 (trust auth, user postgres) and NATS
 //! on 127.0.0.1:4222; `cargo build --workspace --bins` first (the runner
-//! binary is taken from the same target directory).
+//! binary is taken from the same target directory). `RUNNER_TEST_RELAY_BIN`
+//! runs another `runner-relay` build instead of the one cargo built for
+//! these tests (e.g. a release build, for the figures).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -31,18 +33,20 @@ const NATS_URL: &str = "nats://127.0.0.1:4222";
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bound on one HTTP request of a test.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Path of another `runner-relay` binary to test.
+const RELAY_BIN_VAR: &str = "RUNNER_TEST_RELAY_BIN";
 
-fn random_suffix() -> String {
+pub(crate) fn random_suffix() -> String {
     uuid::Uuid::new_v4().simple().to_string()[..12].to_owned()
 }
 
 /// A fresh database, dropped (with its connections) when this is.
-struct Database {
+pub(crate) struct Database {
     name: String,
 }
 
 impl Database {
-    async fn create() -> Database {
+    pub(crate) async fn create() -> Database {
         use sqlx::Connection;
         let name = format!("relay_test_{}", random_suffix());
         let mut admin = sqlx::PgConnection::connect(ADMIN_URL)
@@ -55,7 +59,7 @@ impl Database {
         Database { name }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:5432/{}", self.name)
     }
 }
@@ -87,7 +91,10 @@ impl Drop for Database {
 /// The real binaries, next to this test binary's target directory.
 fn binary(name: &str) -> PathBuf {
     if name == "runner-relay" {
-        return PathBuf::from(env!("CARGO_BIN_EXE_runner-relay"));
+        return match std::env::var_os(RELAY_BIN_VAR) {
+            Some(path) => PathBuf::from(path),
+            None => PathBuf::from(env!("CARGO_BIN_EXE_runner-relay")),
+        };
     }
     let exe = std::env::current_exe().expect("test binary path");
     let dir = exe
@@ -104,10 +111,10 @@ fn binary(name: &str) -> PathBuf {
 }
 
 /// One `runner-relay serve` process.
-struct RelayProcess {
-    name: String,
-    url: String,
-    address: SocketAddr,
+pub(crate) struct RelayProcess {
+    pub(crate) name: String,
+    pub(crate) url: String,
+    pub(crate) address: SocketAddr,
     child: Child,
 }
 
@@ -117,12 +124,23 @@ impl RelayProcess {
         database: &Database,
         prefix: &str,
     ) -> (RelayProcess, Option<String>) {
+        Self::start_logging(name, database, prefix, "runner_relay=info").await
+    }
+
+    /// [`RelayProcess::start`] with this `RUST_LOG` (a big fleet's
+    /// per-connection lines at `info` would flood the test's output).
+    pub(crate) async fn start_logging(
+        name: &str,
+        database: &Database,
+        prefix: &str,
+        log: &str,
+    ) -> (RelayProcess, Option<String>) {
         let mut child = Command::new(binary("runner-relay"))
             .args(["serve", "--listen", "127.0.0.1:0", "--drain-grace", "5"])
             .args(["--database-url", &database.url()])
             .args(["--nats-url", NATS_URL, "--nats-subject-prefix", prefix])
             .args(["--instance-id", name])
-            .env("RUST_LOG", "runner_relay=info")
+            .env("RUST_LOG", log)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
@@ -155,7 +173,7 @@ impl RelayProcess {
         (relay, admin_key)
     }
 
-    fn kill_9(&mut self) {
+    pub(crate) fn kill_9(&mut self) {
         self.child.start_kill().expect("SIGKILL");
     }
 
@@ -858,4 +876,266 @@ async fn ping_round_trips_across_and_within_relays() {
             p99.as_secs_f64() * 1e3
         );
     }
+}
+
+/// Calls and results larger than one NATS message (1 MiB by default) cross
+/// relays intact, both ways, whole and streamed.
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn calls_and_results_over_a_mebibyte_cross_relays_intact() {
+    use base64::Engine;
+    let cluster = Cluster::start().await;
+    let (env, token) = cluster.dev_env("large").await;
+    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
+    let runner = RealRunner::start(&balancer.url, &token);
+    cluster.wait_status(cluster.url(0), &env, connected).await;
+    let a = cluster.url(0).to_owned();
+    let workspace = runner.dir.path().join("workspace");
+
+    // 3 MiB of bytes that are not UTF-8: 4 MiB of base64 in the call
+    // through A to the runner on B, and again in the result of reading it.
+    let binary: Vec<u8> = (0..3 * 1024 * 1024 + 17)
+        .map(|n: usize| (n.wrapping_mul(7) % 256) as u8)
+        .collect();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&binary);
+    let (status, body) = cluster
+        .invoke(
+            &a,
+            &env,
+            json!({"tool_name": "file_write", "timeout_s": 60, "args": {
+                "path": "big.bin", "content": encoded, "encoding": "base64"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["error"].is_null(), "{body}");
+    assert!(
+        std::fs::read(workspace.join("big.bin")).expect("written") == binary,
+        "the file on the runner's disk differs from what was sent"
+    );
+    let (status, body) = cluster
+        .invoke(
+            &a,
+            &env,
+            json!({"tool_name": "file_read", "timeout_s": 60, "args": {"path": "big.bin"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{}", short(&body));
+    assert_eq!(body["result"]["encoding"], "base64", "{}", short(&body));
+    let read = base64::engine::general_purpose::STANDARD
+        .decode(body["result"]["content"].as_str().expect("content"))
+        .expect("base64");
+    assert!(
+        read == binary,
+        "read back {} bytes, not the ones written",
+        read.len()
+    );
+
+    // Text whose JSON is several times its size (quotes, backslashes,
+    // control characters escape to 2–6 bytes), so no part may be cut by
+    // the length of the text.
+    let text: String = "\"\\\u{1}\té😀 plain ".repeat(100_000);
+    assert!(text.len() > 1_500_000);
+    let (status, body) = cluster
+        .invoke(
+            &a,
+            &env,
+            json!({"tool_name": "file_write", "timeout_s": 60, "args": {
+                "path": "escaped.txt", "content": text}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["error"].is_null(), "{body}");
+    let (status, body) = cluster
+        .invoke(
+            &a,
+            &env,
+            json!({"tool_name": "file_read", "timeout_s": 60, "args": {"path": "escaped.txt"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{}", short(&body));
+    assert!(
+        body["result"]["content"].as_str() == Some(text.as_str()),
+        "escaped text changed on the way: {}",
+        short(&body)
+    );
+
+    // A `shell` result with 2 MB of output inline (each stream just under
+    // the runner's 1 MiB inline limit), 4 MB of JSON: through A it is the
+    // result the runner sent, exactly as B answers it itself.
+    const EACH: usize = 1_000_000;
+    let command = format!(
+        "head -c {EACH} /dev/zero | tr '\\0' '\"'; head -c {EACH} /dev/zero | tr '\\0' '\\\\' >&2"
+    );
+    let call = json!({"tool_name": "shell", "timeout_s": 60, "args": {"command": command}});
+    let (status, across) = cluster.invoke(&a, &env, call.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{}", short(&across));
+    assert!(
+        across["result"]["stdout"].as_str() == Some("\"".repeat(EACH).as_str())
+            && across["result"]["stderr"].as_str() == Some("\\".repeat(EACH).as_str()),
+        "output changed on the way: {}",
+        short(&across)
+    );
+    assert_eq!(across["exit_code"], 0);
+    let (status, within) = cluster.invoke(cluster.url(1), &env, call.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{}", short(&within));
+    assert_eq!(across["result"], within["result"]);
+
+    // Streamed through A: output events, then the same result.
+    let response = cluster
+        .http
+        .post(format!("{a}/execution-environments/{env}/invoke-tool"))
+        .bearer_auth(&cluster.admin_key)
+        .header("accept", "text/event-stream")
+        .json(&call)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    let events = response.text().await.expect("event stream");
+    let (mut streamed, mut result) = (0usize, None);
+    for event in events
+        .split("\n\n")
+        .filter(|event| !event.trim().is_empty())
+    {
+        let kind = event.lines().find_map(|line| line.strip_prefix("event: "));
+        let data: String = event
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .collect();
+        match kind {
+            Some("output") => {
+                let output: Value = serde_json::from_str(&data).expect("output event");
+                let chunk = output["data"].as_str().expect("data");
+                let only = if output["stream"] == "stdout" {
+                    '"'
+                } else {
+                    '\\'
+                };
+                assert!(chunk.chars().all(|c| c == only), "mixed chunk");
+                streamed += chunk.len();
+            }
+            Some("result") => result = Some(serde_json::from_str::<Value>(&data).expect("result")),
+            other => panic!(
+                "unexpected event {other:?}: {}",
+                &data[..data.len().min(200)]
+            ),
+        }
+    }
+    let result = result.expect("a result event");
+    assert_eq!(result["result"], within["result"]);
+    // Output relayed over NATS is best effort: chunks a slow reader has no
+    // room for are dropped, never cut or mixed (checked above).
+    assert!(
+        streamed > 0 && streamed <= 2 * EACH,
+        "{streamed} bytes streamed"
+    );
+    eprintln!("cluster: 4 MiB call, 4 MiB result and 4 MB shell result crossed relays; {streamed} of {} bytes streamed", 2 * EACH);
+}
+
+/// The first 300 characters of a JSON value, for assertion messages.
+fn short(value: &Value) -> String {
+    value.to_string().chars().take(300).collect()
+}
+
+/// SPEC §6 fallback: three consecutive slow timeouts mark a runner
+/// degraded, wherever the callers' requests landed; any success ends it.
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn timeouts_through_different_relays_make_one_streak() {
+    use futures_util::StreamExt;
+    let cluster = Cluster::start().await;
+    let (env, token) = cluster.dev_env("slow").await;
+    // No heartbeat health probe: the fallback rule applies.
+    let mut runner = fake_runner(cluster.url(1), &token, "silent").await;
+    for relay in 0..3 {
+        cluster
+            .wait_status(cluster.url(relay), &env, connected)
+            .await;
+    }
+
+    // One call through each relay; the runner answers none of them. The
+    // three time out together, just over the 20 s that counts as slow.
+    let timeout_s = runner_relay::status::SLOW_TIMEOUT_SECONDS + 1;
+    let callers: Vec<_> = (0..3)
+        .map(|relay| {
+            let http = cluster.http.clone();
+            let key = cluster.admin_key.clone();
+            let url = format!(
+                "{}/execution-environments/{env}/invoke-tool",
+                cluster.url(relay)
+            );
+            let body =
+                json!({"tool_name": "echo", "args": {"relay": relay}, "timeout_s": timeout_s});
+            tokio::spawn(async move {
+                let response = http
+                    .post(url)
+                    .bearer_auth(key)
+                    .json(&body)
+                    .send()
+                    .await
+                    .expect("sent");
+                response.status()
+            })
+        })
+        .collect();
+    for caller in callers {
+        assert_eq!(caller.await.expect("caller"), StatusCode::GATEWAY_TIMEOUT);
+    }
+    for relay in 0..3 {
+        let status = cluster
+            .wait_status(cluster.url(relay), &env, |status| {
+                status["status"] == "degraded"
+            })
+            .await;
+        assert_eq!(
+            status["reason"], "3 consecutive calls timed out",
+            "relay {relay}: {status}"
+        );
+    }
+
+    // One answered call, through C, ends the streak on every relay.
+    let caller = {
+        let http = cluster.http.clone();
+        let key = cluster.admin_key.clone();
+        let url = format!(
+            "{}/execution-environments/{env}/invoke-tool",
+            cluster.url(2)
+        );
+        tokio::spawn(async move {
+            http.post(url)
+                .bearer_auth(key)
+                .json(&json!({"tool_name": "echo", "args": {"answer": true}, "timeout_s": 30}))
+                .send()
+                .await
+                .expect("sent")
+                .status()
+        })
+    };
+    let call = tokio::time::timeout(DEADLINE, async {
+        loop {
+            let Some(Ok(tokio_tungstenite::tungstenite::Message::Text(text))) =
+                runner.socket.next().await
+            else {
+                panic!("the runner's socket ended");
+            };
+            // Skips the cancels of the calls that timed out, and acks.
+            if let Ok(RelayMessage::Call(call)) = serde_json::from_str(&text) {
+                if call.args["answer"] == true {
+                    return call;
+                }
+            }
+        }
+    })
+    .await
+    .expect("the answered call arrives");
+    runner.answer(&call, 0).await;
+    assert_eq!(caller.await.expect("caller"), StatusCode::OK);
+    for relay in 0..3 {
+        cluster
+            .wait_status(cluster.url(relay), &env, |status| {
+                status["status"] == "online"
+            })
+            .await;
+    }
+    eprintln!("cluster: one timeout streak across three relays: degraded, then online everywhere");
 }

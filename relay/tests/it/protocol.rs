@@ -2,6 +2,7 @@
 //! revocation and deletion.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures_util::SinkExt;
 use reqwest::StatusCode;
@@ -255,4 +256,76 @@ async fn shutdown_tells_runners_to_go_elsewhere() {
     let mut runner = FakeRunner::connect(&relay, &token, hello("h", "i1", &[])).await;
     relay.shut_down();
     assert_eq!(code(&runner.closed().await), Some(close::GOING_AWAY));
+}
+
+#[tokio::test]
+async fn handshakes_beyond_the_limit_wait_for_a_slot_then_get_503() {
+    let relay = crate::support::spawn_relay_with(|state| state.with_max_handshakes(1)).await;
+    let (_, token_a) = relay.dev_env("first").await;
+    let (_, token_b) = relay.dev_env("second").await;
+    let (_, token_c) = relay.dev_env("third").await;
+
+    // A holds the only slot: upgraded, no hello yet.
+    let mut a = FakeRunner::raw(open_socket(&relay, &token_a).await.expect("a opens"));
+    // B waits for it, and gets it as soon as A is welcomed.
+    let waiting_b = {
+        let relay_url = relay.ws_url();
+        let token_b = token_b.clone();
+        tokio::spawn(async move { connect_raw(&relay_url, &token_b).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !waiting_b.is_finished(),
+        "B must wait while A holds the slot"
+    );
+    a.send(&RunnerMessage::Hello(hello("a", "ia", &[]))).await;
+    assert!(matches!(a.next_frame().await, RelayMessage::Welcome(_)));
+    let b = waiting_b
+        .await
+        .expect("joined")
+        .expect("B admitted once A is welcomed");
+
+    // B now holds the slot: C waits the admission bound, then is refused.
+    let started = Instant::now();
+    let refused = connect_raw(&relay.ws_url(), &token_c).await;
+    let waited = started.elapsed();
+    match refused {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 503);
+            assert_eq!(
+                response
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok()),
+                Some("1")
+            );
+        }
+        other => panic!("expected 503, got {:?}", other.map(|_| "a socket")),
+    }
+    assert!(
+        waited >= runner_relay::admission::ADMISSION_WAIT,
+        "refused after {waited:?}"
+    );
+
+    // B finishes its handshake; the slot is free again for C.
+    let mut b = FakeRunner::raw(b);
+    b.send(&RunnerMessage::Hello(hello("b", "ib", &[]))).await;
+    assert!(matches!(b.next_frame().await, RelayMessage::Welcome(_)));
+    let c = FakeRunner::connect(&relay, &token_c, hello("c", "ic", &[])).await;
+    assert_eq!(c.welcome.heartbeat_interval_s, 15);
+}
+
+async fn connect_raw(
+    url: &str,
+    token: &str,
+) -> Result<crate::support::Socket, tokio_tungstenite::tungstenite::Error> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut request = url.into_client_request()?;
+    request.headers_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("header text"),
+    );
+    tokio_tungstenite::connect_async(request)
+        .await
+        .map(|(socket, _)| socket)
 }

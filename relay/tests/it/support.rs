@@ -45,6 +45,11 @@ impl Drop for TestRelay {
 
 /// Starts a relay on `127.0.0.1:0` with a fresh SQLite file.
 pub async fn spawn_relay() -> TestRelay {
+    spawn_relay_with(|state| state).await
+}
+
+/// [`spawn_relay`], with the relay's state adjusted by `configure` first.
+pub async fn spawn_relay_with(configure: impl FnOnce(AppState) -> AppState) -> TestRelay {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("relay.db").display());
     let store = runner_relay::store::open(&url).await.expect("store opens");
@@ -59,10 +64,10 @@ pub async fn spawn_relay() -> TestRelay {
         .await
         .expect("bind");
     let address = listener.local_addr().expect("address");
-    let state = AppState::new(RelayConfig {
+    let state = configure(AppState::new(RelayConfig {
         store: store.clone(),
         clock: clock.clone(),
-    });
+    }));
     let shutdown = CancellationToken::new();
     tokio::spawn(runner_relay::serve(listener, state, shutdown.clone()));
     TestRelay {

@@ -1,0 +1,187 @@
+//! Streamed calls (`Accept: text/event-stream`): output reaches a slow API
+//! caller complete and in order, and a caller that stops reading gets its
+//! call cancelled instead of holding up the runner's socket for good.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use runner_proto::ws::{Output, RelayMessage, RunnerMessage, Stream};
+use serde_json::{json, Value};
+
+use crate::support::{hello, spawn_relay, FakeRunner, TestRelay};
+
+/// Chunks the fake runner sends: far more than the relay's per-call queue
+/// (32), and, at [`CHUNK_BYTES`] each, more bytes than the loopback socket
+/// buffers between the relay and the caller can hide (16 MiB).
+const CHUNKS: usize = 512;
+const CHUNK_BYTES: usize = 32 * 1024;
+
+/// Chunk `index`: its number, then filler, so order and loss both show.
+fn chunk(index: usize) -> String {
+    let head = format!("{index:06}:");
+    let mut data = head.clone();
+    data.extend(std::iter::repeat_n('x', CHUNK_BYTES - head.len()));
+    data
+}
+
+/// Starts a streamed `shell` call; returns the response once its headers
+/// arrived (the body is read by the test, at its own pace).
+async fn streamed_call(relay: &TestRelay, env_id: &str) -> reqwest::Response {
+    let response = relay
+        .http
+        .post(format!(
+            "{}/execution-environments/{env_id}/invoke-tool",
+            relay.url
+        ))
+        .bearer_auth(&relay.admin_key)
+        .header("accept", "text/event-stream")
+        .json(&json!({"tool_name": "shell", "args": {"command": "yes"}, "timeout_s": 120}))
+        .send()
+        .await
+        .expect("request sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    response
+}
+
+/// Reads Server-Sent Events until the `result` or `error` event; returns
+/// the output data in arrival order and the final event.
+async fn read_events(mut response: reqwest::Response, pause_every: usize) -> (Vec<String>, Value) {
+    let mut buffer = String::new();
+    let mut outputs = Vec::new();
+    loop {
+        while let Some(end) = buffer.find("\n\n") {
+            let block: String = buffer.drain(..end + 2).collect();
+            let mut name = "";
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(value) = line.strip_prefix("event:") {
+                    name = value.trim();
+                } else if let Some(value) = line.strip_prefix("data:") {
+                    data.push_str(value.trim_start());
+                }
+            }
+            if data.is_empty() {
+                continue;
+            }
+            let value: Value = serde_json::from_str(&data).expect("event data is JSON");
+            match name {
+                "output" => {
+                    outputs.push(value["data"].as_str().expect("output data").to_owned());
+                    if pause_every > 0 && outputs.len() % pause_every == 0 {
+                        // A slow reader: the runner keeps producing meanwhile.
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+                _ => return (outputs, value),
+            }
+        }
+        let next = tokio::time::timeout(Duration::from_secs(30), response.chunk())
+            .await
+            .expect("the stream moves within 30 s")
+            .expect("the stream reads");
+        let Some(bytes) = next else {
+            panic!("stream ended without a result; {} outputs", outputs.len());
+        };
+        buffer.push_str(std::str::from_utf8(&bytes).expect("SSE is UTF-8"));
+    }
+}
+
+#[tokio::test]
+async fn a_slow_reader_gets_every_chunk_in_order() {
+    let relay = spawn_relay().await;
+    let (id, token) = relay.dev_env("stream").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &["shell"])).await;
+    let (response, call) = tokio::join!(streamed_call(&relay, &id), runner.next_call());
+    assert!(call.stream);
+
+    // The runner produces as fast as the relay lets it, concurrently.
+    let producer = tokio::spawn(async move {
+        for index in 0..CHUNKS {
+            runner
+                .send(&RunnerMessage::Output(Output {
+                    call_id: call.call_id.clone(),
+                    stream: Stream::Stdout,
+                    data: chunk(index),
+                }))
+                .await;
+        }
+        runner.answer(&call, 0).await;
+        runner
+    });
+    // The caller reads nothing for a while (the queue and the socket
+    // buffers fill up), then reads slowly.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (outputs, result) = read_events(response, 64).await;
+    let _runner = producer.await.expect("producer");
+
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert_eq!(outputs.len(), CHUNKS, "every chunk arrives");
+    for (index, data) in outputs.iter().enumerate() {
+        assert!(
+            *data == chunk(index),
+            "chunk {index} is out of order or damaged: starts {:?}",
+            &data[..data.len().min(16)]
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_reader_that_stops_gets_its_call_cancelled() {
+    let relay = spawn_relay().await;
+    let (id, token) = relay.dev_env("stuck").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &["shell"])).await;
+    let (response, call) = tokio::join!(streamed_call(&relay, &id), runner.next_call());
+
+    // Output until the relay stops reading the socket and cancels the call.
+    let call_id = call.call_id.clone();
+    let started = Instant::now();
+    let (mut sink, mut stream) = futures_util::StreamExt::split(runner.socket);
+    let producer = tokio::spawn(async move {
+        use futures_util::SinkExt;
+        for index in 0.. {
+            let frame = RunnerMessage::Output(Output {
+                call_id: call.call_id.clone(),
+                stream: Stream::Stdout,
+                data: chunk(index),
+            });
+            let text = serde_json::to_string(&frame).expect("encode");
+            if sink
+                .send(tokio_tungstenite::tungstenite::Message::text(text))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    let cancel = tokio::time::timeout(Duration::from_secs(30), async {
+        use futures_util::StreamExt;
+        loop {
+            let message = stream.next().await.expect("socket open").expect("frame");
+            if let Ok(text) = message.to_text() {
+                if let Ok(RelayMessage::Cancel { call_id }) = serde_json::from_str(text) {
+                    return call_id;
+                }
+            }
+        }
+    })
+    .await
+    .expect("the relay cancels the call");
+    producer.abort();
+    assert!(started.elapsed() >= runner_relay::routing::OUTPUT_STALL_TIMEOUT);
+
+    // The caller, reading at last, gets what was queued, then the reason.
+    let (outputs, result) = read_events(response, 0).await;
+    assert!(!outputs.is_empty());
+    for (index, data) in outputs.iter().enumerate() {
+        assert!(*data == chunk(index), "chunk {index} out of order");
+    }
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("read none of its output"),
+        "{result}"
+    );
+    assert_eq!(cancel, call_id);
+}
