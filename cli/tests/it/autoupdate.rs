@@ -100,19 +100,13 @@ fn listed(history: &Value, list: &str, version: &str) -> bool {
         .is_some_and(|versions| versions.iter().any(|v| v == version))
 }
 
-async fn registered(relay: &Relay) -> (String, Runner) {
-    let env = relay.create_env(dev_env()).await;
-    let token = relay.token(&env).await;
-    (env.clone(), Runner::register(relay, &token).await)
-}
-
 #[tokio::test]
 async fn the_runner_installs_an_announced_release_restarts_into_it_and_confirms_it() {
     let copy = Copy::new();
     let published = copy.runnable_release();
     let releases = copy.publish(&published);
     let relay = Relay::spawn_with(&["--releases-dir", &releases.display().to_string()]).await;
-    let (env, runner) = registered(&relay).await;
+    let (env, runner) = Runner::registered(&relay, dev_env()).await;
 
     let mut child = copy.run(&runner, &[]);
     let pid = child.id().expect("pid");
@@ -158,7 +152,7 @@ async fn a_release_that_cannot_start_is_rolled_back_at_once_and_the_runner_carri
         .expect("false(1) on this machine");
     let releases = copy.publish(&not_a_runner);
     let relay = Relay::spawn_with(&["--releases-dir", &releases.display().to_string()]).await;
-    let (env, runner) = registered(&relay).await;
+    let (env, runner) = Runner::registered(&relay, dev_env()).await;
 
     let mut child = copy.run(&runner, &[]);
     let state = runner.state_dir();
@@ -187,7 +181,7 @@ async fn a_release_that_cannot_start_is_rolled_back_at_once_and_the_runner_carri
 async fn an_update_that_cannot_connect_is_rolled_back_after_its_probation() {
     let copy = Copy::new();
     let relay = Relay::spawn().await;
-    let (_env, runner) = registered(&relay).await;
+    let (_env, runner) = Runner::registered(&relay, dev_env()).await;
     // The relay goes: the "new" binary will not connect.
     drop(relay);
 

@@ -62,9 +62,7 @@ async fn wait_json(url: &str, what: &str, check: impl Fn(&Value) -> bool) -> Val
 #[tokio::test]
 async fn local_status_and_health_endpoint_follow_the_runner() {
     let relay = Relay::spawn().await;
-    let env = relay.create_env(dev_env()).await;
-    let token = relay.token(&env).await;
-    let mut runner = Runner::register(&relay, &token).await;
+    let (env, mut runner) = Runner::registered(&relay, dev_env()).await;
     let addr = format!("127.0.0.1:{}", free_port());
     runner.start(&["--health-addr", &addr, "--max-concurrent-calls", "1"]);
     relay.wait_status(&env, "online").await;
@@ -162,9 +160,7 @@ async fn local_status_and_health_endpoint_follow_the_runner() {
 #[tokio::test]
 async fn text_status_names_the_state_and_a_machine_without_a_runner_says_so() {
     let relay = Relay::spawn().await;
-    let env = relay.create_env(dev_env()).await;
-    let token = relay.token(&env).await;
-    let mut runner = Runner::register(&relay, &token).await;
+    let (env, mut runner) = Runner::registered(&relay, dev_env()).await;
 
     // Never run here: a clear error and exit 69.
     let output = runner
@@ -217,9 +213,7 @@ async fn text_status_names_the_state_and_a_machine_without_a_runner_says_so() {
 #[tokio::test]
 async fn a_health_address_in_use_stops_the_runner_at_start() {
     let relay = Relay::spawn().await;
-    let env = relay.create_env(dev_env()).await;
-    let token = relay.token(&env).await;
-    let runner = Runner::register(&relay, &token).await;
+    let (_env, runner) = Runner::registered(&relay, dev_env()).await;
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = taken.local_addr().expect("addr").to_string();
     let output = runner

@@ -9,9 +9,7 @@ use crate::support::{self, dev_env, Relay, Runner};
 #[tokio::test]
 async fn a_bad_permission_file_stops_the_runner_before_it_connects() {
     let relay = Relay::spawn().await;
-    let env = relay.create_env(dev_env()).await;
-    let token = relay.token(&env).await;
-    let mut runner = Runner::register(&relay, &token).await;
+    let (env, mut runner) = Runner::registered(&relay, dev_env()).await;
     let missing = runner.home.path().join("missing.yaml");
     let broken = runner.home.path().join("broken.yaml");
     support::write(&broken, "permission: [not, a, map");
@@ -30,9 +28,7 @@ async fn a_bad_permission_file_stops_the_runner_before_it_connects() {
 #[tokio::test]
 async fn the_permission_file_gates_every_shell_call() {
     let relay = Relay::spawn().await;
-    let env = relay.create_env(dev_env()).await;
-    let token = relay.token(&env).await;
-    let mut runner = Runner::register(&relay, &token).await;
+    let (env, mut runner) = Runner::registered(&relay, dev_env()).await;
     let rules = runner.home.path().join("permission.yaml");
     support::write(
         &rules,

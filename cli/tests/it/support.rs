@@ -244,11 +244,16 @@ impl Runner {
         self.child = Some(child);
     }
 
-    /// Registers and starts a runner for a new environment, waits until online.
-    pub async fn online(relay: &Relay, env_body: Value) -> (String, Runner) {
+    /// Registers a runner for a new environment (not started).
+    pub async fn registered(relay: &Relay, env_body: Value) -> (String, Runner) {
         let env = relay.create_env(env_body).await;
         let token = relay.token(&env).await;
-        let mut runner = Runner::register(relay, &token).await;
+        (env, Runner::register(relay, &token).await)
+    }
+
+    /// Registers and starts a runner for a new environment, waits until online.
+    pub async fn online(relay: &Relay, env_body: Value) -> (String, Runner) {
+        let (env, mut runner) = Runner::registered(relay, env_body).await;
         runner.start(&[]);
         relay.wait_status(&env, "online").await;
         (env, runner)

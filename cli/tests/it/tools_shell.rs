@@ -340,9 +340,7 @@ async fn a_timeout_stops_processes_that_left_the_group_and_wiped_their_environme
 #[tokio::test]
 async fn call_cgroups_false_keeps_to_the_process_group_and_the_marker() {
     let relay = Relay::spawn().await;
-    let env = relay.create_env(dev_env()).await;
-    let token = relay.token(&env).await;
-    let mut runner = Runner::register(&relay, &token).await;
+    let (env, mut runner) = Runner::registered(&relay, dev_env()).await;
     runner.start(&["--call-cgroups", "false"]);
     relay.wait_status(&env, "online").await;
     let marked = format!("44.{}1", std::process::id());
