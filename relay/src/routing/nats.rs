@@ -888,6 +888,7 @@ impl NatsRouter {
             probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             probes.tick().await;
             let mut lost_at: Option<tokio::time::Instant> = None;
+            let mut reader_stalled = false;
             loop {
                 let grace = async {
                     match lost_at {
@@ -919,8 +920,20 @@ impl NatsRouter {
                         };
                         match serde_json::from_slice::<Reply>(&payload) {
                             Ok(Reply::Output(chunk)) => {
-                                // Best effort, like local output.
-                                let _ = output_tx.try_send(chunk);
+                                // In order and without loss while the reader
+                                // keeps taking chunks (the inbox waits in the
+                                // NATS client meanwhile); a reader stalled
+                                // past the local stall timeout loses the
+                                // rest of the output, never the result.
+                                if !reader_stalled {
+                                    let wait = crate::routing::local::OUTPUT_STALL_TIMEOUT;
+                                    if let Err(error) = output_tx.send_timeout(chunk, wait).await {
+                                        if matches!(error, tokio::sync::mpsc::error::SendTimeoutError::Timeout(_)) {
+                                            tracing::warn!("the caller read no output for {}s; dropping the rest of it", wait.as_secs());
+                                        }
+                                        reader_stalled = true;
+                                    }
+                                }
                             }
                             Ok(Reply::Result(answer)) => {
                                 let _ = result_tx.send(answer);

@@ -1023,12 +1023,10 @@ async fn calls_and_results_over_a_mebibyte_cross_relays_intact() {
     }
     let result = result.expect("a result event");
     assert_eq!(result["result"], within["result"]);
-    // Output relayed over NATS is best effort: chunks a slow reader has no
-    // room for are dropped, never cut or mixed (checked above).
-    assert!(
-        streamed > 0 && streamed <= 2 * EACH,
-        "{streamed} bytes streamed"
-    );
+    // A reader that keeps reading gets every byte across relays too
+    // (before the caller relay waited for its reader, chunks were dropped:
+    // 1.57 of 2 MB in one run), never cut or mixed (checked above).
+    assert_eq!(streamed, 2 * EACH, "{streamed} bytes streamed");
     eprintln!("cluster: 4 MiB call, 4 MiB result and 4 MB shell result crossed relays; {streamed} of {} bytes streamed", 2 * EACH);
 }
 
