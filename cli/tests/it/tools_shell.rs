@@ -134,10 +134,15 @@ async fn a_timeout_stops_grandchildren_and_processes_that_left_the_group() {
 
 #[tokio::test]
 async fn a_relay_timeout_cancels_the_escapees_too() {
+    relay_timeout_stops(&format!("42.{}", std::process::id()), "setsid").await;
+}
+
+/// A call whose command leaves a `sleep` behind through `escape` (e.g.
+/// `setsid`), cancelled by the relay's timeout (504): the sleep is gone.
+async fn relay_timeout_stops(marker: &str, escape: &str) {
     let relay = Relay::spawn().await;
     let (env, _runner) = Runner::online(&relay, dev_env()).await;
-    let marker = format!("42.{}", std::process::id());
-    let command = format!("setsid sleep {marker} & sleep {marker}");
+    let command = format!("{escape} sleep {marker} & sleep {marker}");
     let (status, body) = relay
         .invoke(
             &env,
@@ -145,8 +150,8 @@ async fn a_relay_timeout_cancels_the_escapees_too() {
         )
         .await;
     assert_eq!(status, 504, "{body}");
-    support::wait_until("the escaped sleep is gone", || {
-        !support::process_with(&marker)
+    support::wait_until(&format!("the {escape} escapee is gone"), || {
+        !support::process_with(marker)
     })
     .await;
 }
@@ -343,8 +348,8 @@ async fn call_cgroups_false_keeps_to_the_process_group_and_the_marker() {
     let (env, mut runner) = Runner::registered(&relay, dev_env()).await;
     runner.start(&["--call-cgroups", "false"]);
     relay.wait_status(&env, "online").await;
-    let marked = format!("44.{}1", std::process::id());
-    let command = format!("setsid sleep {marked} & sleep 44");
+    let marked = format!("45.{}", std::process::id());
+    let command = format!("setsid sleep {marked} & sleep 45");
     let (status, body) = relay
         .invoke(&env, json!({"tool_name": "shell", "args": {"command": command, "timeout_s": 1}, "timeout_s": 60}))
         .await;
@@ -372,22 +377,8 @@ async fn a_cancelled_call_stops_an_env_i_escapee_through_its_cgroup() {
         eprintln!("no writable cgroup v2 here: nothing to test");
         return;
     }
-    let relay = Relay::spawn().await;
-    let (env, _runner) = Runner::online(&relay, dev_env()).await;
-    let marker = format!("44.{}", std::process::id());
     // The relay's timeout (504) cancels the call on the runner.
-    let command = format!("env -i setsid sleep {marker} & sleep {marker}");
-    let (status, body) = relay
-        .invoke(
-            &env,
-            json!({"tool_name": "shell", "args": {"command": command}, "timeout_s": 1}),
-        )
-        .await;
-    assert_eq!(status, 504, "{body}");
-    support::wait_until("the env -i escapee is gone", || {
-        !support::process_with(&marker)
-    })
-    .await;
+    relay_timeout_stops(&format!("44.{}", std::process::id()), "env -i setsid").await;
 }
 
 /// SIGKILL, by pid, to the processes whose command line holds `marker`

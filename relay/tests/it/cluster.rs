@@ -332,6 +332,31 @@ impl Cluster {
         .await
     }
 
+    /// [`Cluster::invoke`] in a task of its own (for a caller that waits
+    /// while the test does something else), with the moment it answered.
+    fn spawn_invoke(
+        &self,
+        base: &str,
+        env: &str,
+        body: Value,
+    ) -> tokio::task::JoinHandle<(StatusCode, Value, Instant)> {
+        let http = self.http.clone();
+        let key = self.admin_key.clone();
+        let url = format!("{base}/execution-environments/{env}/invoke-tool");
+        tokio::spawn(async move {
+            let response = http
+                .post(url)
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .expect("sent");
+            let status = response.status();
+            let body = response.json::<Value>().await.expect("json");
+            (status, body, Instant::now())
+        })
+    }
+
     /// Polls `relay`'s view of the environment until `check` holds.
     async fn wait_status(&self, base: &str, env: &str, check: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -478,26 +503,7 @@ async fn killing_the_holder_mid_call_fails_fast_and_the_late_result_is_kept() {
     let mut body = append(&runner, "late", 3);
     body["call_id"] = json!(call_id);
     let a = cluster.url(0).to_owned();
-    let caller = {
-        let http = cluster.http.clone();
-        let key = cluster.admin_key.clone();
-        let url = format!("{a}/execution-environments/{env}/invoke-tool");
-        tokio::spawn(async move {
-            let response = http
-                .post(url)
-                .bearer_auth(key)
-                .json(&body)
-                .send()
-                .await
-                .expect("sent");
-            let status = response.status();
-            (
-                status,
-                response.json::<Value>().await.expect("json"),
-                Instant::now(),
-            )
-        })
-    };
+    let caller = cluster.spawn_invoke(&a, &env, body);
     cluster.wait_invocation(&a, &call_id, "dispatched").await;
 
     balancer.set(vec![cluster.relays[0].address, cluster.relays[2].address]);
@@ -619,30 +625,13 @@ async fn a_runner_reconnecting_elsewhere_never_gets_a_call_twice() {
 
     for (round, relay) in [0, 1, 2, 0, 1, 2].into_iter().enumerate() {
         let base = cluster.url(relay).to_owned();
-        let caller = {
-            let http = cluster.http.clone();
-            let key = cluster.admin_key.clone();
-            let url = format!("{base}/execution-environments/{env}/invoke-tool");
-            let body = json!({"tool_name": "echo", "args": {"round": round}, "timeout_s": 10});
-            tokio::spawn(async move {
-                let response = http
-                    .post(url)
-                    .bearer_auth(key)
-                    .json(&body)
-                    .send()
-                    .await
-                    .expect("sent");
-                (
-                    response.status(),
-                    response.json::<Value>().await.expect("json"),
-                )
-            })
-        };
+        let body = json!({"tool_name": "echo", "args": {"round": round}, "timeout_s": 10});
+        let caller = cluster.spawn_invoke(&base, &env, body);
         let call = new.next_call().await;
         assert_eq!(call.args["round"], round);
         assert_eq!(call.epoch, new.welcome.epoch);
         new.answer(&call, 0).await;
-        let (status, body) = caller.await.expect("caller");
+        let (status, body, _) = caller.await.expect("caller");
         assert_eq!(status, StatusCode::OK, "{body}");
     }
     // Nothing else arrives on the new socket (no duplicate).
@@ -1056,28 +1045,14 @@ async fn timeouts_through_different_relays_make_one_streak() {
     let timeout_s = runner_relay::status::SLOW_TIMEOUT_SECONDS + 1;
     let callers: Vec<_> = (0..3)
         .map(|relay| {
-            let http = cluster.http.clone();
-            let key = cluster.admin_key.clone();
-            let url = format!(
-                "{}/execution-environments/{env}/invoke-tool",
-                cluster.url(relay)
-            );
             let body =
                 json!({"tool_name": "echo", "args": {"relay": relay}, "timeout_s": timeout_s});
-            tokio::spawn(async move {
-                let response = http
-                    .post(url)
-                    .bearer_auth(key)
-                    .json(&body)
-                    .send()
-                    .await
-                    .expect("sent");
-                response.status()
-            })
+            cluster.spawn_invoke(cluster.url(relay), &env, body)
         })
         .collect();
     for caller in callers {
-        assert_eq!(caller.await.expect("caller"), StatusCode::GATEWAY_TIMEOUT);
+        let (status, body, _) = caller.await.expect("caller");
+        assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{body}");
     }
     for relay in 0..3 {
         let status = cluster
@@ -1092,23 +1067,11 @@ async fn timeouts_through_different_relays_make_one_streak() {
     }
 
     // One answered call, through C, ends the streak on every relay.
-    let caller = {
-        let http = cluster.http.clone();
-        let key = cluster.admin_key.clone();
-        let url = format!(
-            "{}/execution-environments/{env}/invoke-tool",
-            cluster.url(2)
-        );
-        tokio::spawn(async move {
-            http.post(url)
-                .bearer_auth(key)
-                .json(&json!({"tool_name": "echo", "args": {"answer": true}, "timeout_s": 30}))
-                .send()
-                .await
-                .expect("sent")
-                .status()
-        })
-    };
+    let caller = cluster.spawn_invoke(
+        cluster.url(2),
+        &env,
+        json!({"tool_name": "echo", "args": {"answer": true}, "timeout_s": 30}),
+    );
     let call = tokio::time::timeout(DEADLINE, async {
         loop {
             let Some(Ok(tokio_tungstenite::tungstenite::Message::Text(text))) =
@@ -1127,7 +1090,8 @@ async fn timeouts_through_different_relays_make_one_streak() {
     .await
     .expect("the answered call arrives");
     runner.answer(&call, 0).await;
-    assert_eq!(caller.await.expect("caller"), StatusCode::OK);
+    let (status, body, _) = caller.await.expect("caller");
+    assert_eq!(status, StatusCode::OK, "{body}");
     for relay in 0..3 {
         cluster
             .wait_status(cluster.url(relay), &env, |status| {
