@@ -287,7 +287,7 @@ complete -c runner -n "__fish_runner_using_subcommand invoke" -l insecure-skip-t
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
-complete -c runner -n "__fish_runner_using_subcommand invoke" -l stream -d 'Print the tool\'s output as it is produced (stdout and stderr apart), then exit with the tool\'s exit code'
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l stream -d 'Print the tool\'s output as it is produced, byte for byte (stdout to stdout, stderr to stderr: binary output can be piped), then exit with the tool\'s exit code'
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand invoke" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c runner -n "__fish_runner_using_subcommand invoke" -s V -l version -d 'Print version'

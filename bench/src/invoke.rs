@@ -10,7 +10,10 @@
 //! * one process per call: `runner invoke` against `ssh` (warm and cold).
 //!
 //! The floor (a) is `bash -c true` spawned locally; every method is also
-//! reported as a ratio of its p50/p99 to the floor's.
+//! reported as a ratio of its p50/p99 to the floor's. `true` is a bash
+//! builtin, so `shell` `true` starts bash as the floor does; `shell`
+//! `uname` (a program, which the runner `exec`s without bash, as bash
+//! would) is reported beside `bash -c uname` spawned locally.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -31,7 +34,9 @@ const WARMUP: usize = 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Method {
     LocalSpawn,
+    LocalSpawnProgram,
     ApiShellTrue,
+    ApiShellProgram,
     ApiFileRead,
     ApiPing,
     SshWarm,
@@ -43,7 +48,9 @@ impl Method {
     fn key(self) -> &'static str {
         match self {
             Method::LocalSpawn => "local_spawn_bash_true",
+            Method::LocalSpawnProgram => "local_spawn_bash_uname",
             Method::ApiShellTrue => "api_shell_true",
+            Method::ApiShellProgram => "api_shell_uname",
             Method::ApiFileRead => "api_file_read_1k",
             Method::ApiPing => "api_ping",
             Method::SshWarm => "ssh_controlmaster_true",
@@ -54,8 +61,11 @@ impl Method {
 
     fn family(self) -> &'static str {
         match self {
-            Method::LocalSpawn => "floor",
-            Method::ApiShellTrue | Method::ApiFileRead | Method::ApiPing => "persistent client",
+            Method::LocalSpawn | Method::LocalSpawnProgram => "floor",
+            Method::ApiShellTrue
+            | Method::ApiShellProgram
+            | Method::ApiFileRead
+            | Method::ApiPing => "persistent client",
             Method::SshWarm => "process per call over a warm connection",
             Method::SshCold | Method::RunnerInvokeProcess => "process per call",
         }
@@ -109,6 +119,8 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
     let mut plan = vec![
         (Method::LocalSpawn, args.invoke_calls),
         (Method::ApiShellTrue, args.invoke_calls),
+        (Method::LocalSpawnProgram, args.invoke_calls),
+        (Method::ApiShellProgram, args.invoke_calls),
         (Method::ApiFileRead, args.invoke_calls),
         (Method::ApiPing, args.invoke_calls),
         (Method::RunnerInvokeProcess, args.process_calls),
@@ -166,6 +178,12 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
     }
     let p50 = |key: &str| methods.get(key).and_then(|m| m["p50_us"].as_f64());
     let mut derived = Map::new();
+    if let (Some(local), Some(api)) = (p50("local_spawn_bash_uname"), p50("api_shell_uname")) {
+        derived.insert(
+            "api_shell_uname_minus_local_bash_uname_p50_us".into(),
+            json!(round(api - local, 1)),
+        );
+    }
     if let (Some(ssh), Some(shell)) = (p50("ssh_controlmaster_true"), p50("api_shell_true")) {
         derived.insert(
             "ssh_controlmaster_over_api_shell_p50".into(),
@@ -209,10 +227,15 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
 
 async fn once(setup: &Setup<'_>, method: Method) -> anyhow::Result<Duration> {
     match method {
-        Method::LocalSpawn => tokio::task::spawn_blocking(|| {
+        Method::LocalSpawn | Method::LocalSpawnProgram => tokio::task::spawn_blocking(move || {
+            let script = if method == Method::LocalSpawn {
+                "true"
+            } else {
+                "uname"
+            };
             let start = Instant::now();
             let status = std::process::Command::new("bash")
-                .args(["-c", "true"])
+                .args(["-c", script])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -220,7 +243,7 @@ async fn once(setup: &Setup<'_>, method: Method) -> anyhow::Result<Duration> {
                 .context("spawning bash")?;
             let elapsed = start.elapsed();
             if !status.success() {
-                bail!("bash -c true: {status}");
+                bail!("bash -c {script}: {status}");
             }
             Ok(elapsed)
         })
@@ -230,6 +253,16 @@ async fn once(setup: &Setup<'_>, method: Method) -> anyhow::Result<Duration> {
             api_call(
                 setup,
                 json!({"tool_name": "shell", "args": {"command": "true"}}),
+                |body| body["exit_code"] == json!(0),
+            )
+            .await
+        }
+        Method::ApiShellProgram => {
+            // A plain command: the runner `exec`s uname without bash, as
+            // bash itself would have.
+            api_call(
+                setup,
+                json!({"tool_name": "shell", "args": {"command": "uname"}}),
                 |body| body["exit_code"] == json!(0),
             )
             .await

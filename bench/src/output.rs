@@ -1,12 +1,17 @@
 //! Section 5: large output. A command writes `--output-bytes` of stdout;
-//! measured: through runner and relay to the API caller (one `invoke-tool`),
-//! over ssh with a warm ControlMaster, and locally into a pipe (the floor).
+//! measured, every byte delivered and counted:
 //!
-//! What the relay path carries today: the `shell` tool reads the whole
-//! stream but keeps only a bounded head and tail inline (1 MiB each), and
-//! answers with one JSON `result`; no output chunk reaches the caller. So
-//! "produced MB/s" is how fast the runner consumes the stream and "delivered
-//! bytes" is what the caller got. ssh and the floor deliver every byte.
+//! * locally into a pipe (the floor);
+//! * over ssh with a warm ControlMaster (a process per call, stdout into a
+//!   pipe we drain);
+//! * `runner invoke --stream` (a process per call, the same pipe: like with
+//!   like against ssh);
+//! * the API's binary stream (`Accept: application/vnd.runner.stream`)
+//!   read by a persistent HTTP client;
+//!
+//! and, for reference, the non-streamed call: the `shell` tool reads the
+//! whole stream but answers with a bounded head and tail (1 MiB each), so
+//! that row is how fast the runner *consumes* output.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -14,6 +19,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
+
+use runner_proto::api::{stream_frame, STREAM_MEDIA_TYPE};
 
 use crate::procs::{self, Bins, Relay};
 use crate::ssh::Sshd;
@@ -51,6 +58,8 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
     let mut local = Vec::new();
     let mut ssh = Vec::new();
     let mut relay_rates = Vec::new();
+    let mut invoke_rates = Vec::new();
+    let mut stream_rates = Vec::new();
     let mut delivered = 0usize;
     let mut produced = 0u64;
     let mut runner_peak = 0u64;
@@ -65,6 +74,35 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
         if let Some(sshd) = sshd.as_mut() {
             ssh.push(drain(sshd.command(true, &command), args.output_bytes).await?);
         }
+        let mut invoke = tokio::process::Command::new(&bins.runner);
+        invoke
+            .args([
+                "invoke",
+                &envs[0],
+                "shell",
+                "--stream",
+                "--timeout",
+                "600",
+                "--arg",
+            ])
+            .arg(format!("command={command}"))
+            .env("RUNNER_URL", &relay.url)
+            .env("RUNNER_API_KEY", &relay.admin_key)
+            .env("RUNNER_CONFIG_DIR", data.path().join("invoke-config"))
+            .env("RUNNER_STATE_DIR", data.path().join("invoke-state"))
+            .env("RUNNER_CREDENTIAL_STORE", "file");
+        invoke_rates.push(drain(invoke, args.output_bytes).await?);
+        let (rate, bytes) = api_stream(&http, &relay, &envs[0], &command).await?;
+        if bytes != args.output_bytes {
+            bail!(
+                "the binary stream delivered {bytes} bytes, expected {}",
+                args.output_bytes
+            );
+        }
+        stream_rates.push(rate);
+        runner_peak = runner_peak.max(procs::memory(runner_pid)?.hwm_kib);
+        relay_peak = relay_peak.max(procs::memory(relay_pid)?.hwm_kib);
+
         let body = json!({"tool_name": "shell", "args": {"command": command}, "timeout_s": 600});
         let start = Instant::now();
         let response = http
@@ -97,23 +135,97 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
         Some(median(&mut ssh))
     };
     let relay_mbs = median(&mut relay_rates);
+    let invoke_mbs = median(&mut invoke_rates);
+    let stream_mbs = median(&mut stream_rates);
     Ok(json!({
         "command": command,
         "bytes": args.output_bytes,
         "repeats": args.output_repeats.max(1),
         "local_pipe_mb_per_s": round(local_mbs, 0),
         "ssh_controlmaster_mb_per_s": ssh_mbs.map(|v| round(v, 0)),
+        "api_stream_mb_per_s": round(stream_mbs, 0),
+        "runner_invoke_stream_mb_per_s": round(invoke_mbs, 0),
         "relay_produced_mb_per_s": round(relay_mbs, 0),
         "relay_stdout_bytes_seen_by_runner": produced,
         "relay_answer_bytes_delivered": delivered,
-        "relay_over_ssh": ssh_mbs.map(|ssh| round(relay_mbs / ssh, 2)),
+        "api_stream_over_ssh": ssh_mbs.map(|ssh| round(stream_mbs / ssh, 2)),
+        "runner_invoke_stream_over_ssh": ssh_mbs.map(|ssh| round(invoke_mbs / ssh, 2)),
+        "api_stream_over_local_pipe": round(stream_mbs / local_mbs, 2),
         "runner_rss_before_kib": runner_before.rss_kib,
         "runner_peak_rss_kib": runner_peak,
         "relay_rss_before_kib": relay_before.rss_kib,
         "relay_peak_rss_kib": relay_peak,
         "peaks_reset_before": peaks_reset,
-        "what_flows": "shell keeps 1 MiB head + 1 MiB tail inline and answers one JSON result; no streaming to the caller yet",
+        "what_flows": "streamed rows: every byte, binary frames runner->relay and relay->caller; relay_produced: shell keeps 1 MiB head + 1 MiB tail inline, one JSON result",
     }))
+}
+
+/// One streamed `shell` call read as the binary stream by a persistent
+/// client: returns MB/s and the stdout bytes counted (frames parsed as they
+/// arrive, payloads not copied). Fails without a result frame.
+async fn api_stream(
+    http: &reqwest::Client,
+    relay: &Relay,
+    env: &str,
+    command: &str,
+) -> anyhow::Result<(f64, u64)> {
+    let body = json!({"tool_name": "shell", "args": {"command": command}, "timeout_s": 600});
+    let start = Instant::now();
+    let mut response = http
+        .post(format!("{}{}", relay.url, Relay::invoke_path(env)))
+        .bearer_auth(&relay.admin_key)
+        .header("accept", STREAM_MEDIA_TYPE)
+        .json(&body)
+        .send()
+        .await
+        .context("starting the streamed call")?;
+    if response.status() != 200 {
+        bail!("HTTP {}", response.status());
+    }
+    let mut header = Vec::with_capacity(stream_frame::HEADER_LEN);
+    let mut remaining = 0usize;
+    let mut kind = 0u8;
+    let mut stdout = 0u64;
+    let mut result = Vec::new();
+    let read = async {
+        while let Some(chunk) = response.chunk().await? {
+            let mut rest = &chunk[..];
+            while !rest.is_empty() {
+                if remaining == 0 && header.len() < stream_frame::HEADER_LEN {
+                    let take = (stream_frame::HEADER_LEN - header.len()).min(rest.len());
+                    header.extend_from_slice(&rest[..take]);
+                    rest = &rest[take..];
+                    if let Some(full) = header.first_chunk() {
+                        let (k, len) = stream_frame::parse_header(full);
+                        kind = k;
+                        remaining = len as usize;
+                        header.clear();
+                    }
+                    continue;
+                }
+                let take = remaining.min(rest.len());
+                match kind {
+                    stream_frame::STDOUT => stdout += take as u64,
+                    stream_frame::RESULT | stream_frame::ERROR => {
+                        result.extend_from_slice(&rest[..take])
+                    }
+                    _ => {}
+                }
+                remaining -= take;
+                rest = &rest[take..];
+            }
+        }
+        anyhow::Ok(())
+    };
+    tokio::time::timeout(Duration::from_secs(300), read)
+        .await
+        .context("the streamed call took over 300 s")??;
+    let elapsed = start.elapsed();
+    let answer: Value = serde_json::from_slice(&result).context("no result frame")?;
+    if answer["exit_code"] != 0 {
+        bail!("streamed call failed: {answer}");
+    }
+    Ok((stdout as f64 / elapsed.as_secs_f64() / 1e6, stdout))
 }
 
 /// Runs a command with stdout into a pipe we drain; returns MB/s and checks

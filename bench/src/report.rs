@@ -68,6 +68,8 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
             "ssh_controlmaster_true",
             "runner_invoke_process_shell_true",
             "ssh_cold_true",
+            "local_spawn_bash_uname",
+            "api_shell_uname",
         ] {
             let row = &invoke[key];
             if row.is_null() {
@@ -93,6 +95,13 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
             number(&d["ssh_cold_over_runner_invoke_process_p50"]),
             number(&d["ssh_controlmaster_over_runner_invoke_process_p50"])
         )?;
+        if !d["api_shell_uname_minus_local_bash_uname_p50_us"].is_null() {
+            writeln!(
+                out,
+                "API `shell uname` (a plain command, run without bash) − local `bash -c uname` (p50): {} µs.\n",
+                number(&d["api_shell_uname_minus_local_bash_uname_p50_us"])
+            )?;
+        }
     }
 
     let cells = &s["throughput"]["cells"];
@@ -235,9 +244,28 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
         )?;
         writeln!(
             out,
-            "| relay `shell` (runner consumes all, answers head+tail) | {} | {} |",
+            "| `runner invoke --stream` process, stdout into a pipe | {} | {} |",
+            number(&output["runner_invoke_stream_mb_per_s"]),
+            output["bytes"]
+        )?;
+        writeln!(
+            out,
+            "| API binary stream, persistent client | {} | {} |",
+            number(&output["api_stream_mb_per_s"]),
+            output["bytes"]
+        )?;
+        writeln!(
+            out,
+            "| relay `shell` not streamed (runner consumes all, answers head+tail) | {} | {} |",
             number(&output["relay_produced_mb_per_s"]),
             output["relay_answer_bytes_delivered"]
+        )?;
+        writeln!(
+            out,
+            "\nAPI stream / ssh: {}×; `runner invoke --stream` / ssh: {}×; API stream / local pipe: {}×.",
+            number(&output["api_stream_over_ssh"]),
+            number(&output["runner_invoke_stream_over_ssh"]),
+            number(&output["api_stream_over_local_pipe"])
         )?;
         writeln!(
             out,

@@ -541,8 +541,9 @@ pub struct InvokeArgs {
     /// Seconds before the relay gives up and cancels the call (1–3600).
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<u64>,
-    /// Print the tool's output as it is produced (stdout and stderr apart),
-    /// then exit with the tool's exit code.
+    /// Print the tool's output as it is produced, byte for byte (stdout to
+    /// stdout, stderr to stderr: binary output can be piped), then exit
+    /// with the tool's exit code.
     #[arg(long)]
     pub stream: bool,
     #[command(flatten)]

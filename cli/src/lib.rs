@@ -49,7 +49,16 @@ pub fn main() -> ExitCode {
             return report(&anyhow::Error::from(error).context("starting the async runtime"))
         }
     };
-    match runtime.block_on(dispatch(cli)) {
+    // On a worker thread, not on this one: then the socket's readiness, the
+    // session loop and the calls it starts wake each other on the same
+    // worker instead of across threads (measured: `ping` p50 253–268 µs
+    // before, 210–219 µs after, through a relay on this machine).
+    let outcome = runtime.block_on(async {
+        tokio::spawn(dispatch(cli))
+            .await
+            .unwrap_or_else(|error| Err(anyhow::anyhow!("the command panicked: {error}")))
+    });
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(error) => report(&error),
     }

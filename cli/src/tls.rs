@@ -91,9 +91,20 @@ pub fn build(options: &TlsOptions) -> Result<Arc<rustls::ClientConfig>> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .context("TLS protocol versions")?;
+    // A CA file that cannot be used is an error now, at start; the system
+    // roots are loaded at the first TLS handshake (see [`LazyVerifier`]).
+    if let Some(path) = options.ca_file.as_deref() {
+        if !options.insecure_skip_verify {
+            ca_file_roots(path)?;
+        }
+    }
     let mut config = builder
         .dangerous()
-        .with_custom_certificate_verifier(verifier(options)?)
+        .with_custom_certificate_verifier(Arc::new(LazyVerifier {
+            options: options.clone(),
+            provider: provider(),
+            verifier: OnceLock::new(),
+        }))
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
@@ -136,18 +147,24 @@ pub fn root_store(ca_file: Option<&Path>) -> Result<rustls::RootCertStore> {
     }
     let (_added, _ignored) = roots.add_parsable_certificates(native.certs);
     if let Some(path) = ca_file {
-        let certs = load_pem_certs(path)?;
-        for cert in certs {
-            roots.add(cert).map_err(|error| {
-                ExitError::new(
-                    exit::CONFIG,
-                    format!(
-                        "CA file {} holds a certificate rustls rejects: {error}",
-                        path.display()
-                    ),
-                )
-            })?;
-        }
+        roots.roots.extend(ca_file_roots(path)?.roots);
+    }
+    Ok(roots)
+}
+
+/// The roots of a CA file alone.
+fn ca_file_roots(path: &Path) -> Result<rustls::RootCertStore> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in load_pem_certs(path)? {
+        roots.add(cert).map_err(|error| {
+            ExitError::new(
+                exit::CONFIG,
+                format!(
+                    "CA file {} holds a certificate rustls rejects: {error}",
+                    path.display()
+                ),
+            )
+        })?;
     }
     Ok(roots)
 }
@@ -174,6 +191,67 @@ pub fn load_pem_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
         .into());
     }
     Ok(certs)
+}
+
+/// The verifier [`build`] installs: it reads the system's roots (a
+/// directory of PEM files: ≈ 4 ms, most of a short command's run) only when
+/// a certificate is first to be verified, so commands that talk plain HTTP
+/// to a relay on loopback, or nothing at all, never pay for them.
+#[derive(Debug)]
+struct LazyVerifier {
+    options: TlsOptions,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    verifier: OnceLock<Result<Arc<dyn ServerCertVerifier>, String>>,
+}
+
+impl LazyVerifier {
+    fn get(&self) -> Result<&Arc<dyn ServerCertVerifier>, rustls::Error> {
+        self.verifier
+            .get_or_init(|| verifier(&self.options).map_err(|error| format!("{error:#}")))
+            .as_ref()
+            .map_err(|error| rustls::Error::General(error.clone()))
+    }
+}
+
+impl ServerCertVerifier for LazyVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.get()?
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    // The certificate was verified first, so the verifier is built by now.
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.get()?.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.get()?.verify_tls13_signature(message, cert, dss)
+    }
+
+    /// Asked before any certificate arrives: answered from the provider,
+    /// without loading the roots.
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
 }
 
 /// Accepts any certificate (`accept`: `--insecure-skip-tls-verify` only),

@@ -192,6 +192,42 @@ mod tests {
         assert_eq!(split("ls &"), None);
     }
 
+    #[test]
+    fn plain_commands_are_one_command_of_plain_words() {
+        use crate::plain_command;
+        let argv = |words: &[&str]| Some(words.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>());
+        assert_eq!(plain_command("true"), argv(&["true"]));
+        assert_eq!(
+            plain_command("  ls -la 'a b' \"c*d\";"),
+            argv(&["ls", "-la", "a b", "c*d"])
+        );
+        assert_eq!(
+            plain_command("git log --format=%H -n1"),
+            argv(&["git", "log", "--format=%H", "-n1"])
+        );
+        for outside in [
+            "",
+            " ",
+            ";",
+            "a | b",
+            "a; b",
+            "a && b",
+            "a &",
+            "FOO=1 ls",
+            "ls $HOME",
+            "ls ~",
+            "ls *.rs",
+            "ls {a,b}",
+            "ls > out",
+            "echo `id`",
+            "ls \\x",
+            "if true",
+            "ls\nid",
+        ] {
+            assert_eq!(plain_command(outside), None, "{outside:?}");
+        }
+    }
+
     /// Every script here is in the subset; the fast path must decide it
     /// exactly as the full parser does (same candidates, rules and verdicts).
     #[test]

@@ -233,6 +233,22 @@ impl PermissionSet {
     }
 }
 
+/// The words of `script` when it is exactly one simple command of plain
+/// words: the lexical subset in which bash does nothing but quote removal
+/// (no expansion, redirection, assignment, operator or reserved word; see
+/// module `fast`). Then `bash -c script` runs this argv and nothing else,
+/// so a caller may run it without bash (as GNU make does for recipe lines
+/// without shell syntax). `None` for everything else, including two
+/// commands, an empty script and a trailing `;` after nothing.
+pub fn plain_command(script: &str) -> Option<Vec<String>> {
+    let mut commands = fast::split(script)?;
+    if commands.len() != 1 {
+        return None;
+    }
+    let words = commands.pop()?;
+    Some(words.into_iter().map(|word| word.into_owned()).collect())
+}
+
 fn finish(checker: shell::Checker<'_>) -> Decision {
     let shell::Checker {
         candidates, error, ..

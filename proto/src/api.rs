@@ -242,6 +242,41 @@ pub const DEFAULT_TIMEOUT_S: u64 = 300;
 /// Largest accepted `timeout_s`.
 pub const MAX_TIMEOUT_S: u64 = 3600;
 
+/// `Accept` this on `invoke-tool` to get a streamed call as one binary
+/// body: the output exactly as the tool wrote it (no UTF-8 decoding, no
+/// JSON), then the result. The body is a sequence of frames, each an
+/// 8-byte header (kind, three zero bytes, payload length as a big-endian
+/// `u32`: the layout of Docker's multiplexed attach stream) and its
+/// payload. Kinds are [`stream_frame`]'s constants; the last frame is
+/// always a result or an error. A reader skips kinds it does not know.
+pub const STREAM_MEDIA_TYPE: &str = "application/vnd.runner.stream";
+
+/// Frames of a [`STREAM_MEDIA_TYPE`] body.
+pub mod stream_frame {
+    /// Bytes the tool wrote to standard output.
+    pub const STDOUT: u8 = 1;
+    /// Bytes the tool wrote to standard error.
+    pub const STDERR: u8 = 2;
+    /// The call's [`super::InvokeResponse`] as JSON. Last frame.
+    pub const RESULT: u8 = 3;
+    /// An [`super::ErrorBody`] as JSON (timeout, runner gone). Last frame.
+    pub const ERROR: u8 = 4;
+    /// Length of a frame header.
+    pub const HEADER_LEN: usize = 8;
+
+    /// The header of a frame of `kind` with a payload of `len` bytes.
+    pub fn header(kind: u8, len: u32) -> [u8; HEADER_LEN] {
+        let [a, b, c, d] = len.to_be_bytes();
+        [kind, 0, 0, 0, a, b, c, d]
+    }
+
+    /// `(kind, payload length)` of a header.
+    pub fn parse_header(header: &[u8; HEADER_LEN]) -> (u8, u32) {
+        let [kind, _, _, _, a, b, c, d] = *header;
+        (kind, u32::from_be_bytes([a, b, c, d]))
+    }
+}
+
 /// Answer of `invoke-tool`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InvokeResponse {

@@ -133,6 +133,11 @@ pub struct Welcome {
     /// one. 0 from relays that do not fence.
     #[serde(default)]
     pub epoch: u64,
+    /// The relay reads output as binary frames ([`OutputFrame`]). Runners
+    /// send binary frames only to a relay that says so, and JSON
+    /// [`RunnerMessage::Output`] frames to one that does not (older relays).
+    #[serde(default)]
+    pub binary_output: bool,
 }
 
 /// Identity of an environment as the runner sees it.
@@ -239,7 +244,8 @@ pub enum Stream {
     Stderr,
 }
 
-/// Body of [`RunnerMessage::Output`].
+/// Body of [`RunnerMessage::Output`], the JSON form of an output chunk
+/// (sent to relays that do not read [`OutputFrame`]s).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Output {
     /// The call this chunk belongs to.
@@ -248,6 +254,118 @@ pub struct Output {
     pub stream: Stream,
     /// The bytes, lossily decoded as UTF-8.
     pub data: String,
+}
+
+/// An output chunk as one binary WebSocket message: the bytes exactly as
+/// the tool wrote them (no UTF-8 decoding, no JSON escaping, no base64),
+/// after a header of 3 + `call_id` bytes:
+///
+/// | offset | size | field |
+/// |---|---|---|
+/// | 0 | 1 | [`OutputFrame::KIND`] (`0x01`; not `{`, so a binary output frame is never mistaken for JSON where both travel) |
+/// | 1 | 1 | stream: `1` stdout, `2` stderr |
+/// | 2 | 1 | length *n* of `call_id` (1–255) |
+/// | 3 | *n* | `call_id`, UTF-8 |
+/// | 3 + *n* | rest | data |
+///
+/// Binary messages of any other kind are ignored by the receiver, so new
+/// kinds can be added within a protocol version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputFrame<'a> {
+    /// The call this chunk belongs to.
+    pub call_id: &'a str,
+    /// stdout or stderr.
+    pub stream: Stream,
+    /// Where the data starts in the frame it was decoded from.
+    pub data_offset: usize,
+}
+
+/// Why a binary frame is not an output chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameError {
+    /// Another kind of binary frame (from a newer peer): ignore it.
+    UnknownKind(u8),
+    /// An output frame that is cut short or malformed.
+    Malformed(&'static str),
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::UnknownKind(kind) => write!(f, "unknown binary frame kind {kind:#04x}"),
+            FrameError::Malformed(why) => write!(f, "malformed output frame: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+impl<'a> OutputFrame<'a> {
+    /// First byte of an output frame.
+    pub const KIND: u8 = 0x01;
+
+    /// Length of the header before the data for this `call_id`.
+    pub fn header_len(call_id: &str) -> usize {
+        3 + call_id.len()
+    }
+
+    /// Appends the header of a chunk of `call_id` on `stream` to `out`; the
+    /// data follows it. A `call_id` longer than 255 bytes cannot be framed
+    /// (the relay's own ids are 36, clients' at most 128).
+    pub fn write_header(
+        call_id: &str,
+        stream: Stream,
+        out: &mut Vec<u8>,
+    ) -> Result<(), FrameError> {
+        let length = u8::try_from(call_id.len())
+            .ok()
+            .filter(|length| *length > 0)
+            .ok_or(FrameError::Malformed("call_id must be 1 to 255 bytes"))?;
+        out.reserve(Self::header_len(call_id));
+        out.push(Self::KIND);
+        out.push(match stream {
+            Stream::Stdout => 1,
+            Stream::Stderr => 2,
+        });
+        out.push(length);
+        out.extend_from_slice(call_id.as_bytes());
+        Ok(())
+    }
+
+    /// A whole frame: header then `data`.
+    pub fn encode(call_id: &str, stream: Stream, data: &[u8]) -> Result<Vec<u8>, FrameError> {
+        let mut frame = Vec::with_capacity(Self::header_len(call_id) + data.len());
+        Self::write_header(call_id, stream, &mut frame)?;
+        frame.extend_from_slice(data);
+        Ok(frame)
+    }
+
+    /// Reads the header of `frame`; the data is `&frame[data_offset..]`.
+    pub fn decode(frame: &'a [u8]) -> Result<OutputFrame<'a>, FrameError> {
+        let (&kind, rest) = frame.split_first().ok_or(FrameError::Malformed("empty"))?;
+        if kind != Self::KIND {
+            return Err(FrameError::UnknownKind(kind));
+        }
+        let [stream, length, rest @ ..] = rest else {
+            return Err(FrameError::Malformed("header cut short"));
+        };
+        let stream = match stream {
+            1 => Stream::Stdout,
+            2 => Stream::Stderr,
+            _ => return Err(FrameError::Malformed("unknown stream")),
+        };
+        let length = usize::from(*length);
+        if length == 0 || rest.len() < length {
+            return Err(FrameError::Malformed("call_id cut short"));
+        }
+        let call_id = std::str::from_utf8(&rest[..length])
+            .map_err(|_| FrameError::Malformed("call_id is not UTF-8"))?;
+        Ok(OutputFrame {
+            call_id,
+            stream,
+            data_offset: 3 + length,
+        })
+    }
 }
 
 /// Body of [`RunnerMessage::Result`]; also the body the API returns for
@@ -267,10 +385,96 @@ pub struct CallResult {
     pub error: Option<String>,
 }
 
+/// Where to cut a byte stream so that the part before the cut does not end
+/// inside a UTF-8 sequence: the length of that part. For [`Output`]'s
+/// lossily decoded `data` (JSON frames, Server-Sent Events), so a character
+/// split across two reads is decoded whole rather than as two U+FFFD.
+pub fn utf8_boundary(bytes: &[u8]) -> usize {
+    let len = bytes.len();
+    for back in 1..=len.min(3) {
+        let byte = bytes[len - back];
+        if byte & 0xC0 == 0x80 {
+            continue; // a continuation byte: look further back for the lead
+        }
+        let needed = match byte {
+            0xF8.. => 1, // never valid in UTF-8: nothing to wait for
+            0xF0.. => 4,
+            0xE0.. => 3,
+            0xC0.. => 2,
+            _ => 1,
+        };
+        return if needed > back { len - back } else { len };
+    }
+    len
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn utf8_sequences_cut_by_a_read_are_held_back() {
+        let euro = "€".as_bytes(); // 3 bytes
+        assert_eq!(utf8_boundary(b"abc"), 3);
+        assert_eq!(utf8_boundary(&euro[..1]), 0);
+        assert_eq!(utf8_boundary(&[b'a', euro[0], euro[1]]), 1);
+        assert_eq!(utf8_boundary(euro), 3);
+        assert_eq!(utf8_boundary(&[0xff]), 1);
+        assert_eq!(utf8_boundary(&[0x80, 0x80, 0x80, 0x80]), 4);
+        assert_eq!(utf8_boundary(b""), 0);
+    }
+
+    #[test]
+    fn output_frames_round_trip_any_bytes() {
+        let data = [0u8, 0xff, b'{', 0xc3, 0x28, b'\n'];
+        let frame = OutputFrame::encode("call-1", Stream::Stderr, &data).expect("framed");
+        assert_eq!(&frame[..9], b"\x01\x02\x06call-1");
+        let decoded = OutputFrame::decode(&frame).expect("decoded");
+        assert_eq!(decoded.call_id, "call-1");
+        assert_eq!(decoded.stream, Stream::Stderr);
+        assert_eq!(&frame[decoded.data_offset..], &data);
+        // An empty chunk is still a frame.
+        let empty = OutputFrame::encode("c", Stream::Stdout, &[]).expect("framed");
+        assert_eq!(OutputFrame::decode(&empty).map(|f| f.data_offset), Ok(4));
+    }
+
+    #[test]
+    fn bad_output_frames_are_errors_not_panics() {
+        assert_eq!(
+            OutputFrame::decode(b""),
+            Err(FrameError::Malformed("empty"))
+        );
+        assert_eq!(
+            OutputFrame::decode(b"{\"type\""),
+            Err(FrameError::UnknownKind(b'{'))
+        );
+        assert!(OutputFrame::decode(b"\x01\x01").is_err());
+        assert!(OutputFrame::decode(b"\x01\x03\x01c").is_err(), "stream 3");
+        assert!(
+            OutputFrame::decode(b"\x01\x01\x05abc").is_err(),
+            "call_id cut short"
+        );
+        assert!(
+            OutputFrame::decode(b"\x01\x01\x00data").is_err(),
+            "empty call_id"
+        );
+        assert!(
+            OutputFrame::decode(b"\x01\x01\x02\xff\xfe").is_err(),
+            "call_id not UTF-8"
+        );
+        assert!(OutputFrame::encode("", Stream::Stdout, b"x").is_err());
+        assert!(OutputFrame::encode(&"x".repeat(256), Stream::Stdout, b"x").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            if let Ok(frame) = OutputFrame::decode(&bytes) {
+                proptest::prop_assert!(frame.data_offset <= bytes.len());
+            }
+        }
+    }
 
     #[test]
     fn unknown_frame_types_decode_to_unknown() {

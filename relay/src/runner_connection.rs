@@ -12,7 +12,7 @@ use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use runner_proto::api::RunnerInfo;
 use runner_proto::close;
-use runner_proto::ws::{HeartbeatAck, Hello, RelayMessage, RunnerMessage, Welcome};
+use runner_proto::ws::{FrameError, HeartbeatAck, Hello, RelayMessage, RunnerMessage, Welcome};
 use runner_proto::PROTOCOL_VERSION;
 use time::OffsetDateTime;
 use tokio::sync::OwnedSemaphorePermit;
@@ -20,7 +20,9 @@ use tracing::Instrument;
 
 use crate::environment::{name_from_hostname, EnvironmentRecord};
 use crate::registration::{self, TOKEN_TOUCH_INTERVAL};
-use crate::routing::{announcement_json, Attachment, Delivery, Kick, Presence, ServingGuard};
+use crate::routing::{
+    announcement_json, Attachment, Delivery, Kick, OutputChunk, Presence, ServingGuard,
+};
 use crate::state::AppState;
 
 /// How long a new connection has to send `hello`.
@@ -184,6 +186,12 @@ async fn session(
                 };
                 let frame = match decode(message) {
                     Decoded::Frame(frame) => frame,
+                    Decoded::Chunk(chunk) => {
+                        if let Err(ending) = forward_output(state, environment_id, &session_id, &mut sink, chunk).await {
+                            break ending;
+                        }
+                        continue;
+                    }
                     Decoded::Skip => continue,
                     Decoded::End(ending) => break ending,
                 };
@@ -222,13 +230,9 @@ async fn session(
                         }
                     }
                     RunnerMessage::Output(output) => {
-                        let delivery = state.local.deliver_output(environment_id, &session_id, output).await;
-                        if let Delivery::Stalled { call_id } = delivery {
-                            // Written here, not queued: this task is the
-                            // one that drains the queue.
-                            if let Err(ending) = send(&mut sink, &RelayMessage::Cancel { call_id }).await {
-                                break ending;
-                            }
+                        // From a runner that predates binary output frames.
+                        if let Err(ending) = forward_output(state, environment_id, &session_id, &mut sink, output.into()).await {
+                            break ending;
                         }
                     }
                     RunnerMessage::Result(result) => {
@@ -397,6 +401,12 @@ async fn receive_hello(stream: &mut Stream) -> Result<Hello, Ending> {
                 Some(Err(error)) => return Err(read_error(&error)),
                 Some(Ok(message)) => match decode(message) {
                     Decoded::Frame(frame) => return Ok(frame),
+                    Decoded::Chunk(_) => {
+                        return Err(Ending::Close(
+                            close::HANDSHAKE,
+                            "the first frame must be hello".to_owned(),
+                        ))
+                    }
                     Decoded::Skip => continue,
                     Decoded::End(ending) => return Err(ending),
                 },
@@ -481,6 +491,7 @@ async fn welcome(
         heartbeat_interval_s: HEARTBEAT_INTERVAL_S,
         session_id: session_id.to_owned(),
         epoch: 0,
+        binary_output: true,
     })
 }
 
@@ -500,9 +511,32 @@ async fn touch_token(state: &AppState, token_hash: &str, now: OffsetDateTime) {
 
 enum Decoded {
     Frame(RunnerMessage),
+    /// A binary output frame.
+    Chunk(OutputChunk),
     /// Control frames: nothing to do (axum answers pings itself).
     Skip,
     End(Ending),
+}
+
+/// Hands an output chunk to its call's reader; a reader stalled too long
+/// gets the call cancelled on the runner.
+async fn forward_output(
+    state: &AppState,
+    environment_id: &str,
+    session_id: &str,
+    sink: &mut Sink,
+    chunk: OutputChunk,
+) -> Result<(), Ending> {
+    let delivery = state
+        .local
+        .deliver_output(environment_id, session_id, chunk)
+        .await;
+    if let Delivery::Stalled { call_id } = delivery {
+        // Written here, not queued: this task is the one that drains the
+        // queue.
+        send(sink, &RelayMessage::Cancel { call_id }).await?;
+    }
+    Ok(())
 }
 
 fn decode(message: Message) -> Decoded {
@@ -517,10 +551,18 @@ fn decode(message: Message) -> Decoded {
                 ))
             }
         },
-        Message::Binary(_) => Decoded::End(Ending::Close(
-            close::BAD_FRAME,
-            "binary frames are not supported; send JSON text".to_owned(),
-        )),
+        Message::Binary(frame) => match OutputChunk::from_frame(frame) {
+            Ok(chunk) => Decoded::Chunk(chunk),
+            // A kind from a newer runner: ignored, as unknown JSON types are.
+            Err(FrameError::UnknownKind(kind)) => {
+                tracing::debug!(kind, "ignoring a binary frame kind from a newer runner");
+                Decoded::Skip
+            }
+            Err(error @ FrameError::Malformed(_)) => {
+                tracing::warn!(%error, "malformed binary frame from the runner");
+                Decoded::End(Ending::Close(close::BAD_FRAME, error.to_string()))
+            }
+        },
         Message::Ping(_) | Message::Pong(_) => Decoded::Skip,
         Message::Close(_) => Decoded::End(Ending::Drop),
     }

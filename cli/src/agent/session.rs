@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use runner_proto::ws::{Call, CallResult, Heartbeat, Hello, RelayMessage, RunnerMessage, Welcome};
+use runner_proto::ws::{
+    Call, CallResult, Heartbeat, Hello, Output, OutputFrame, RelayMessage, RunnerMessage, Welcome,
+};
 use runner_proto::{close, MAX_FRAME_BYTES, PROTOCOL_VERSION, RUNNER_CONNECT_PATH};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -24,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use super::autoupdate::AutoUpdate;
 use super::health::Health;
 use crate::secret::Secret;
-use crate::tools::{self, workspace::Boundary, CallScope, ToolContext, Toolbox};
+use crate::tools::{self, workspace::Boundary, CallScope, Outbound, ToolContext, Toolbox};
 
 /// Time to open the socket (TCP, TLS, upgrade).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -85,14 +87,14 @@ const FLUSH_POLL: Duration = Duration::from_millis(50);
 /// ids of recent calls.
 pub struct Carry {
     calls: Calls,
-    out_tx: mpsc::Sender<RunnerMessage>,
-    out_rx: tokio::sync::Mutex<mpsc::Receiver<RunnerMessage>>,
+    out_tx: mpsc::Sender<Outbound>,
+    out_rx: tokio::sync::Mutex<mpsc::Receiver<Outbound>>,
     recent: Mutex<std::collections::VecDeque<String>>,
 }
 
 impl Carry {
     pub fn new(max_concurrent_calls: usize, health: &Health) -> Carry {
-        let (out_tx, out_rx) = mpsc::channel::<RunnerMessage>(256);
+        let (out_tx, out_rx) = mpsc::channel::<Outbound>(256);
         Carry {
             calls: Calls::new(max_concurrent_calls, health),
             out_tx,
@@ -212,11 +214,11 @@ pub async fn run(
                 match frame {
                     Some(Ok(Message::Text(text))) => match serde_json::from_str::<RelayMessage>(&text) {
                         Ok(RelayMessage::Call(call)) => match carry.admit(&call, welcome.epoch) {
-                            None => calls.start(call, &context, out_tx.clone()),
+                            None => calls.start(call, &context, out_tx.clone(), welcome.binary_output),
                             Some(answer) => {
                                 if let Some(answer) = answer {
                                     // Full queue: the relay's own timeout answers.
-                                    let _ = out_tx.try_send(answer);
+                                    let _ = out_tx.try_send(Outbound::Message(answer));
                                 }
                             }
                         },
@@ -244,10 +246,11 @@ pub async fn run(
                 }
             }
             Some(message) = out_rx.recv() => {
-                if let Err(error) = send(&mut sink, &message).await {
+                let is_result = matches!(message, Outbound::Message(RunnerMessage::Result(_)));
+                if let Err(error) = send_outbound(&mut sink, message, welcome.binary_output).await {
                     break retry(true, format!("sending to the relay: {error}"));
                 }
-                if matches!(message, RunnerMessage::Result(_)) {
+                if is_result {
                     if let Some(version) = update_to_restart_into(config, calls) {
                         break restart_for_update(&mut sink, version).await;
                     }
@@ -301,7 +304,7 @@ pub async fn run(
                     loop {
                         match tokio::time::timeout(FLUSH_POLL, out_rx.recv()).await {
                             Ok(Some(message)) => {
-                                if send(&mut sink, &message).await.is_err() {
+                                if send_outbound(&mut sink, message, welcome.binary_output).await.is_err() {
                                     break;
                                 }
                             }
@@ -452,6 +455,33 @@ fn retry(welcomed: bool, reason: String) -> SessionEnd {
     SessionEnd::Retry { welcomed, reason }
 }
 
+/// Sends what a call produced. A binary frame of a call that started on an
+/// earlier session goes as JSON when this relay does not read binary
+/// frames (a cluster mid-upgrade): decoded lossily, chunk by chunk.
+async fn send_outbound(
+    sink: &mut Sink,
+    outbound: Outbound,
+    binary_output: bool,
+) -> Result<(), tungstenite::Error> {
+    match outbound {
+        Outbound::Message(message) => send(sink, &message).await,
+        Outbound::Frame(frame) if binary_output => sink.send(Message::Binary(frame.into())).await,
+        Outbound::Frame(frame) => match OutputFrame::decode(&frame) {
+            Ok(header) => {
+                let output = RunnerMessage::Output(Output {
+                    call_id: header.call_id.to_owned(),
+                    stream: header.stream,
+                    data: String::from_utf8_lossy(&frame[header.data_offset..]).into_owned(),
+                });
+                send(sink, &output).await
+            }
+            // We encoded it: cannot happen; nothing worth dropping the
+            // connection for either.
+            Err(_) => Ok(()),
+        },
+    }
+}
+
 async fn send(sink: &mut Sink, message: &RunnerMessage) -> Result<(), tungstenite::Error> {
     // Serialising our own types cannot fail (no maps with non-string keys,
     // no floats that are NaN): fall back to an empty frame rather than panic.
@@ -484,7 +514,13 @@ impl Calls {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn start(&self, call: Call, context: &ToolContext, out: mpsc::Sender<RunnerMessage>) {
+    fn start(
+        &self,
+        call: Call,
+        context: &ToolContext,
+        out: mpsc::Sender<Outbound>,
+        binary_output: bool,
+    ) {
         let cancel = CancellationToken::new();
         {
             let mut running = self.lock();
@@ -503,21 +539,37 @@ impl Calls {
         tokio::spawn(tracing::Instrument::instrument(
             async move {
                 let started = Instant::now();
-                backlog.fetch_add(1, Ordering::Relaxed);
-                let permit = tokio::select! {
-                    permit = slots.acquire_owned() => permit.ok(),
-                    () = cancel.cancelled() => None,
+                // Counted as waiting only when there is no free slot, and
+                // as running before no longer waiting: a status read never
+                // sees a call that is about to run as queued, nor a call
+                // in neither count.
+                let permit = match Arc::clone(&slots).try_acquire_owned() {
+                    Ok(permit) => {
+                        in_flight.fetch_add(1, Ordering::Relaxed);
+                        Some(permit)
+                    }
+                    Err(_) => {
+                        backlog.fetch_add(1, Ordering::Relaxed);
+                        let permit = tokio::select! {
+                            permit = slots.acquire_owned() => permit.ok(),
+                            () = cancel.cancelled() => None,
+                        };
+                        if permit.is_some() {
+                            in_flight.fetch_add(1, Ordering::Relaxed);
+                        }
+                        backlog.fetch_sub(1, Ordering::Relaxed);
+                        permit
+                    }
                 };
-                backlog.fetch_sub(1, Ordering::Relaxed);
                 let timeout = Duration::from_secs(call.timeout_s.max(1));
                 let outcome = match permit {
                     Some(_permit) => {
-                        in_flight.fetch_add(1, Ordering::Relaxed);
                         let scope = CallScope {
                             call_id: call.call_id.clone(),
                             cancel,
                             timeout: timeout.saturating_sub(started.elapsed()),
                             output: call.stream.then(|| out.clone()),
+                            binary_output,
                         };
                         let outcome =
                             tools::dispatch(&call.tool, call.args, &context, &scope).await;
@@ -543,7 +595,7 @@ impl Calls {
                     error: outcome.error,
                 });
                 // The session may be gone; the result then has nowhere to go.
-                let _ = out.send(result).await;
+                let _ = out.send(Outbound::Message(result)).await;
             },
             span,
         ));

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 use reqwest::Method;
-use runner_proto::api::{InvokeRequest, InvokeResponse, DEFAULT_TIMEOUT_S};
+use runner_proto::api::{
+    stream_frame, InvokeRequest, InvokeResponse, DEFAULT_TIMEOUT_S, STREAM_MEDIA_TYPE,
+};
 use serde_json::{Map, Value};
 
 use crate::args::InvokeArgs;
@@ -21,25 +23,50 @@ const TIMEOUT_MARGIN: Duration = Duration::from_secs(15);
 pub async fn run(dirs: &Dirs, args: InvokeArgs) -> Result<u8> {
     let tool_args = build_args(&args.args, args.args_json.as_deref())?;
     let client = ApiClient::from_args(dirs, &args.api).await?;
-    let env = client.resolve_env(&args.env).await?;
     let request = InvokeRequest {
         tool_name: args.tool.clone(),
         args: tool_args,
         timeout_s: args.timeout,
         call_id: None,
     };
+    // An id goes straight into the invoke (one request, not two); only a
+    // name needs looking up first.
+    if !args.env.starts_with("env_") {
+        let env = client.resolve_env(&args.env).await?;
+        return invoke(&client, &env.id, &args, &request).await;
+    }
+    match invoke(&client, &args.env, &args, &request).await {
+        Err(error) if exit_code(&error) == Some(exit::NOT_FOUND) => {
+            // Nothing ran. A name that merely looks like an id, or an
+            // unknown tool: the lookup tells which.
+            let env = client.resolve_env(&args.env).await?;
+            if env.id == args.env {
+                return Err(error);
+            }
+            invoke(&client, &env.id, &args, &request).await
+        }
+        other => other,
+    }
+}
+
+fn exit_code(error: &anyhow::Error) -> Option<u8> {
+    error.downcast_ref::<ExitError>().map(|error| error.code)
+}
+
+/// One `invoke-tool` request, printed as asked.
+async fn invoke(
+    client: &ApiClient,
+    env_id: &str,
+    args: &InvokeArgs,
+    request: &InvokeRequest,
+) -> Result<u8> {
     let wait = Duration::from_secs(args.timeout.unwrap_or(DEFAULT_TIMEOUT_S)) + TIMEOUT_MARGIN;
+    let path = format!("/execution-environments/{env_id}/invoke-tool");
     if args.stream {
-        let path = format!("/execution-environments/{}/invoke-tool", env.id);
-        return stream(&client, &path, &request, wait, args.api.json).await;
+        return stream(client, &path, request, wait, args.api.json).await;
     }
     let response: InvokeResponse = client
-        .request(
-            Method::POST,
-            &format!("/execution-environments/{}/invoke-tool", env.id),
-            Some(&request),
-            wait,
-        )
+        .request(Method::POST, &path, Some(request), wait)
         .await?;
     if args.api.json {
         output::json(&response)?;
@@ -49,9 +76,11 @@ pub async fn run(dirs: &Dirs, args: InvokeArgs) -> Result<u8> {
     Ok(exit_code_of(&response))
 }
 
-/// `--stream`: asks for Server-Sent Events, writes `output` events to our
-/// stdout/stderr as they arrive, and exits with the tool's code from the
-/// final `result` event (printed as JSON with `--json`).
+/// `--stream`: asks for the binary stream ([`STREAM_MEDIA_TYPE`]), writes
+/// the output to our stdout/stderr byte for byte as it arrives, and exits
+/// with the tool's code from the final result frame (printed as JSON with
+/// `--json`). A relay that does not stream answers with one JSON body,
+/// printed as without `--stream`.
 async fn stream(
     client: &ApiClient,
     path: &str,
@@ -60,45 +89,61 @@ async fn stream(
     json: bool,
 ) -> Result<u8> {
     let mut response = client
-        .send_raw(Method::POST, path, request, "text/event-stream", wait)
+        .send_raw(Method::POST, path, request, STREAM_MEDIA_TYPE, wait)
         .await?;
-    let mut events = EventParser::default();
+    let streamed_body = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with(STREAM_MEDIA_TYPE));
+    if !streamed_body {
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|error| anyhow::anyhow!("reading the answer failed: {error}"))?;
+        let response: InvokeResponse = serde_json::from_slice(&bytes).map_err(|error| {
+            anyhow::anyhow!("the relay's answer is not what this runner version expects: {error}")
+        })?;
+        if json {
+            output::json(&response)?;
+        } else {
+            print_result(&response)?;
+        }
+        return Ok(exit_code_of(&response));
+    }
+    let mut frames = FrameReader::default();
     let mut streamed = [0u64; 2];
+    let mut stdout = raw_output(std::io::stdout())?;
+    let mut stderr = raw_output(std::io::stderr())?;
     loop {
         let chunk = response
             .chunk()
             .await
-            .map_err(|error| anyhow::anyhow!("reading the event stream failed: {error}"))?;
+            .map_err(|error| anyhow::anyhow!("reading the stream failed: {error}"))?;
         let Some(chunk) = chunk else {
             return Err(ExitError::new(
                 exit::UNREACHABLE,
-                "the relay ended the event stream without a result",
+                "the relay ended the stream without a result",
             )
             .into());
         };
-        for (name, data) in events.push(&chunk) {
-            match name.as_str() {
-                "output" => {
-                    let output: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
-                    let text = output
-                        .get("data")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    if output.get("stream").and_then(Value::as_str) == Some("stderr") {
-                        streamed[1] += text.len() as u64;
-                        let mut stderr = std::io::stderr().lock();
-                        stderr.write_all(text.as_bytes())?;
-                        stderr.flush()?;
-                    } else {
-                        streamed[0] += text.len() as u64;
-                        let mut stdout = std::io::stdout().lock();
-                        stdout.write_all(text.as_bytes())?;
-                        stdout.flush()?;
-                    }
-                }
-                "result" => {
-                    let response: InvokeResponse = serde_json::from_str(&data).map_err(|error| {
-                        anyhow::anyhow!("the relay's result event is not what this runner version expects: {error}")
+        let control = frames.push(&chunk, |kind, piece| match kind {
+            stream_frame::STDOUT => {
+                streamed[0] += piece.len() as u64;
+                stdout.write_all(piece)
+            }
+            stream_frame::STDERR => {
+                streamed[1] += piece.len() as u64;
+                stderr.write_all(piece)
+            }
+            // A kind from a newer relay.
+            _ => Ok(()),
+        })?;
+        if let Some((kind, payload)) = control {
+            match kind {
+                stream_frame::RESULT => {
+                    let response: InvokeResponse = serde_json::from_slice(&payload).map_err(|error| {
+                        anyhow::anyhow!("the relay's result frame is not what this runner version expects: {error}")
                     })?;
                     if json {
                         output::json(&response)?;
@@ -107,23 +152,21 @@ async fn stream(
                     }
                     return Ok(exit_code_of(&response));
                 }
-                "error" => {
-                    let status = match serde_json::from_str::<Value>(&data)
+                _ => {
+                    let code = serde_json::from_slice::<Value>(&payload)
                         .ok()
                         .and_then(|body| {
                             body.pointer("/error/code")
                                 .and_then(Value::as_str)
                                 .map(str::to_owned)
-                        })
-                        .as_deref()
-                    {
+                        });
+                    let status = match code.as_deref() {
                         Some("timeout") => reqwest::StatusCode::GATEWAY_TIMEOUT,
                         Some("runner_disconnected") => reqwest::StatusCode::SERVICE_UNAVAILABLE,
                         _ => reqwest::StatusCode::BAD_GATEWAY,
                     };
-                    return Err(crate::client::status_error(status, data.as_bytes()).into());
+                    return Err(crate::client::status_error(status, &payload).into());
                 }
-                _ => {}
             }
         }
     }
@@ -159,41 +202,83 @@ fn finish_stream(response: &InvokeResponse, streamed: [u64; 2]) {
     }
 }
 
-/// Splits a `text/event-stream` body into `(event, data)` pairs.
-#[derive(Debug, Default)]
-struct EventParser {
-    buffer: String,
-    carry: Vec<u8>,
+/// Our stdout or stderr without std's line buffering (which copies binary
+/// output and splits it at every newline): each frame is one `write`, so
+/// output still appears as it arrives.
+fn raw_output(stream: impl std::os::fd::AsFd) -> Result<std::fs::File> {
+    Ok(std::fs::File::from(stream.as_fd().try_clone_to_owned()?))
 }
 
-impl EventParser {
-    fn push(&mut self, bytes: &[u8]) -> Vec<(String, String)> {
-        self.carry.extend_from_slice(bytes);
-        let valid = match std::str::from_utf8(&self.carry) {
-            Ok(text) => text.len(),
-            Err(error) if error.error_len().is_none() => error.valid_up_to(),
-            Err(_) => self.carry.len(),
-        };
-        self.buffer
-            .push_str(&String::from_utf8_lossy(&self.carry[..valid]));
-        self.carry.drain(..valid);
-        let mut events = Vec::new();
-        while let Some(end) = self.buffer.find("\n\n") {
-            let block: String = self.buffer.drain(..end + 2).collect();
-            let mut name = "message".to_owned();
-            let mut data: Vec<&str> = Vec::new();
-            for line in block.lines() {
-                if let Some(value) = line.strip_prefix("event:") {
-                    name = value.trim().to_owned();
-                } else if let Some(value) = line.strip_prefix("data:") {
-                    data.push(value.strip_prefix(' ').unwrap_or(value));
+/// Largest result or error frame this client accepts (results are
+/// bounded by the runner's 16 MiB frame limit). Output frames are not held
+/// whole, so their size does not matter.
+const MAX_CONTROL_FRAME: usize = 64 * 1024 * 1024;
+
+/// Reads a [`STREAM_MEDIA_TYPE`] body whatever its HTTP chunking: output
+/// payloads are handed on as their bytes arrive (never held whole, never
+/// copied), a result or error frame is collected and returned when whole.
+#[derive(Debug, Default)]
+struct FrameReader {
+    header: Vec<u8>,
+    kind: u8,
+    /// Payload bytes of the current frame still to come.
+    remaining: usize,
+    control: Vec<u8>,
+}
+
+impl FrameReader {
+    /// Feeds `bytes`; output goes to `output(kind, piece)`. Returns the
+    /// first result or error frame completed (it is the last of the body).
+    fn push(
+        &mut self,
+        mut bytes: &[u8],
+        mut output: impl FnMut(u8, &[u8]) -> std::io::Result<()>,
+    ) -> Result<Option<(u8, Vec<u8>)>> {
+        while !bytes.is_empty() {
+            if self.remaining == 0 {
+                let take = (stream_frame::HEADER_LEN - self.header.len()).min(bytes.len());
+                self.header.extend_from_slice(&bytes[..take]);
+                bytes = &bytes[take..];
+                let Some(header) = self.header.first_chunk::<{ stream_frame::HEADER_LEN }>() else {
+                    continue;
+                };
+                let (kind, len) = stream_frame::parse_header(header);
+                self.header.clear();
+                self.kind = kind;
+                self.remaining = usize::try_from(len).unwrap_or(usize::MAX);
+                if self.is_control() && self.remaining > MAX_CONTROL_FRAME {
+                    return Err(ExitError::new(
+                        exit::UNREACHABLE,
+                        format!(
+                            "the relay sent a {}-byte result frame (limit {MAX_CONTROL_FRAME})",
+                            self.remaining
+                        ),
+                    )
+                    .into());
                 }
+                if self.remaining == 0 && self.is_control() {
+                    return Ok(Some((kind, Vec::new())));
+                }
+                continue;
             }
-            if !data.is_empty() {
-                events.push((name, data.join("\n")));
+            let take = self.remaining.min(bytes.len());
+            let (piece, rest) = bytes.split_at(take);
+            bytes = rest;
+            self.remaining -= take;
+            if self.is_control() {
+                self.control.extend_from_slice(piece);
+                if self.remaining == 0 {
+                    return Ok(Some((self.kind, std::mem::take(&mut self.control))));
+                }
+            } else {
+                output(self.kind, piece)?;
             }
         }
-        events
+        Ok(None)
+    }
+
+    fn is_control(&self) -> bool {
+        matches!(self.kind, stream_frame::RESULT | stream_frame::ERROR)
     }
 }
 
@@ -318,23 +403,50 @@ mod tests {
     }
 
     #[test]
-    fn event_streams_split_into_events_across_chunks() {
-        let mut parser = EventParser::default();
-        assert!(parser.push(b"event: output\ndata: {\"a\":").is_empty());
-        let events = parser.push(b"1}\n\n: keep-alive\n\nevent: result\ndata: x\ndata: y\n\n");
-        assert_eq!(
-            events,
-            vec![
-                ("output".to_owned(), "{\"a\":1}".to_owned()),
-                ("result".to_owned(), "x\ny".to_owned())
-            ]
-        );
-        let euro = "€".as_bytes();
-        assert!(parser
-            .push(&[b"data: "[..].to_vec(), euro[..1].to_vec()].concat())
-            .is_empty());
-        let events = parser.push(&[euro[1..].to_vec(), b"\n\n".to_vec()].concat());
-        assert_eq!(events, vec![("message".to_owned(), "€".to_owned())]);
+    fn stream_frames_split_across_chunks_and_oversized_ones_fail() {
+        let mut body = Vec::new();
+        body.extend_from_slice(&stream_frame::header(stream_frame::STDOUT, 3));
+        body.extend_from_slice(&[0, 0xff, b'\n']);
+        body.extend_from_slice(&stream_frame::header(9, 2)); // unknown kind
+        body.extend_from_slice(b"??");
+        body.extend_from_slice(&stream_frame::header(stream_frame::STDERR, 1));
+        body.extend_from_slice(b"e");
+        body.extend_from_slice(&stream_frame::header(stream_frame::RESULT, 2));
+        body.extend_from_slice(b"{}");
+        // Every split point: one byte at a time, and all at once.
+        for step in [1, body.len()] {
+            let mut reader = FrameReader::default();
+            let mut output: Vec<(u8, Vec<u8>)> = Vec::new();
+            let mut control = None;
+            for piece in body.chunks(step) {
+                let done = reader
+                    .push(piece, |kind, bytes| {
+                        output.push((kind, bytes.to_vec()));
+                        Ok(())
+                    })
+                    .expect("valid");
+                if done.is_some() {
+                    control = done;
+                }
+            }
+            let joined = |wanted: u8| -> Vec<u8> {
+                output
+                    .iter()
+                    .filter(|(kind, _)| *kind == wanted)
+                    .flat_map(|(_, bytes)| bytes.clone())
+                    .collect()
+            };
+            assert_eq!(
+                joined(stream_frame::STDOUT),
+                vec![0, 0xff, b'\n'],
+                "step {step}"
+            );
+            assert_eq!(joined(stream_frame::STDERR), b"e".to_vec());
+            assert_eq!(control, Some((stream_frame::RESULT, b"{}".to_vec())));
+        }
+        let mut reader = FrameReader::default();
+        let header = stream_frame::header(stream_frame::RESULT, u32::MAX);
+        assert!(reader.push(&header, |_, _| Ok(())).is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 
-use super::process::{self, Spec};
+use super::process::{self, Join, Spec};
 use super::shell::{scope_with_own_timeout, workdir};
 use super::{optional_string_arg, optional_strings_arg, CallScope, ToolContext, ToolOutcome};
 
@@ -66,11 +66,13 @@ async fn run_inner(
         format!("{name} is not installed on this runner's machine (not found on PATH)")
     })?;
     let spec = Spec {
+        arg0: None,
         program: program.into_os_string(),
         args: arguments,
         workdir: workdir(args, context)?,
         env: process::parse_env(args)?,
         stdin: optional_string_arg(args, "stdin")?.map(|text| text.as_bytes().to_vec()),
+        join: Join::Wrapper,
     };
     let scope = scope_with_own_timeout(args, scope)?;
     let finished = process::run(spec, context, &scope).await?;

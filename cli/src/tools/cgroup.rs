@@ -17,11 +17,14 @@
 //! How a process gets in: std cannot spawn into a cgroup (`CLONE_INTO_CGROUP`
 //! is not exposed) and `pre_exec` needs `unsafe`, which the workspace
 //! forbids (and which would stop std from using `posix_spawn`). Moving the
-//! child after spawning races with its first forks. So the call runs under
-//! a two-line `/bin/sh` wrapper ([`wrap`]) that writes its own pid into the
-//! call's `cgroup.procs` and then `exec`s the real program: every process
-//! of the call starts inside the cgroup. The cost is one extra `exec` of
-//! `sh` per call (measured in the `spawn_cost` test of `process`).
+//! child after spawning races with its first forks. So the process moves
+//! itself before it starts anything: a `bash -c` script (the `shell` tool)
+//! gets a first command that writes the shell's pid into the call's
+//! `cgroup.procs` ([`CallGroup::join_then`], no extra process); any other
+//! program runs under a two-line `/bin/sh` wrapper ([`CallGroup::wrap`])
+//! that does the same and then `exec`s it, at the cost of one extra `exec`
+//! of `sh` (≈ 1 ms; measured in the `spawn_cost` test of `process`). Either
+//! way every process of the call starts inside the cgroup.
 //!
 //! Stopping: `cgroup.kill` (Linux 5.14+) SIGKILLs every member at once,
 //! new forks included; on older kernels every pid in `cgroup.procs` gets
@@ -86,7 +89,10 @@ impl CallGroup {
     pub fn create() -> Option<CallGroup> {
         static SEQUENCE: AtomicU64 = AtomicU64::new(0);
         let parent = own_cgroup()?;
-        prune(parent);
+        static PRUNED: super::process::Throttle = super::process::Throttle::new();
+        if PRUNED.due(super::process::HOUSEKEEPING_INTERVAL) {
+            prune(parent);
+        }
         let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
         let dir = parent.join(format!("{NAME_PREFIX}{}-{sequence}", std::process::id()));
         match std::fs::create_dir(&dir) {
@@ -119,6 +125,20 @@ impl CallGroup {
         ];
         wrapped.extend(args.iter().map(OsString::from));
         (PathBuf::from(WRAPPER_SHELL), wrapped)
+    }
+
+    /// `script` for `bash -c`, preceded by a command that moves the shell
+    /// into this cgroup: for the `shell` tool, whose bash is there anyway,
+    /// this replaces the extra `exec` of `sh` that [`Self::wrap`] costs
+    /// (≈ 1 ms a call; measured in `process`'s `spawn_cost`). The prefix
+    /// shares the script's first line, so `$LINENO` is unchanged; `builtin`
+    /// keeps a function named `echo` (from `BASH_ENV`) out of it; a failed
+    /// write leaves the call to the process group and the marker, as the
+    /// wrapper does.
+    pub fn join_then(&self, script: &str) -> String {
+        let procs = self.dir.join("cgroup.procs");
+        let quoted = procs.to_string_lossy().replace('\'', r"'\''");
+        format!("{{ builtin echo $$ >'{quoted}'; }} 2>/dev/null; {script}")
     }
 
     /// The pids in the cgroup now.

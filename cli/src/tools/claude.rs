@@ -22,7 +22,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use super::process::{self, Spec};
+use super::process::{self, Join, Spec};
 use super::shell::{scope_with_own_timeout, workdir};
 use super::{
     optional_bool_arg, optional_string_arg, optional_strings_arg, optional_u64_arg, string_arg,
@@ -137,11 +137,13 @@ async fn code(
         }
     }
     let spec = Spec {
+        arg0: None,
         program: binary.as_os_str().to_owned(),
         args: argv,
         workdir: workdir(args, context)?,
         env: Default::default(),
         stdin: None,
+        join: Join::Wrapper,
     };
     let scope = scope_with_own_timeout(args, scope)?;
     let finished = process::run(spec, context, &scope).await?;
@@ -298,11 +300,13 @@ async fn status(binary: &Path, context: &ToolContext, scope: &CallScope) -> Resu
     scope.timeout = scope.timeout.min(VERSION_TIMEOUT);
     scope.output = None;
     let spec = Spec {
+        arg0: None,
         program: binary.as_os_str().to_owned(),
         args: vec!["--version".to_owned()],
         workdir: context.boundary.root().to_path_buf(),
         env: Default::default(),
         stdin: None,
+        join: Join::Wrapper,
     };
     let finished = process::run(spec, context, &scope).await?;
     let version_ok = finished.exit_code == Some(0);

@@ -26,7 +26,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use runner_policy::PermissionSet;
-use runner_proto::ws::{Output, Policy, RunnerMessage, Stream, ToolAccess};
+use runner_proto::ws::{
+    utf8_boundary, Output, OutputFrame, Policy, RunnerMessage, Stream, ToolAccess,
+};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -59,7 +61,9 @@ pub struct CallScope {
     pub timeout: Duration,
     /// Where output chunks go while the call runs; `None` when nobody
     /// streams this call.
-    pub output: Option<mpsc::Sender<RunnerMessage>>,
+    pub output: Option<mpsc::Sender<Outbound>>,
+    /// The relay reads binary output frames (`welcome.binary_output`).
+    pub binary_output: bool,
 }
 
 impl CallScope {
@@ -69,45 +73,58 @@ impl CallScope {
             sender: sender.clone(),
             call_id: self.call_id.clone(),
             stream,
+            binary: self.binary_output,
             carry: Vec::new(),
             closed: false,
         })
     }
 }
 
-/// Sends one stream's bytes as `output` frames. A multi-byte character cut
-/// by a read boundary is held back until its end arrives, so the lossy
-/// UTF-8 decoding of the frames does not garble it.
+/// Sends one stream's bytes as output frames: binary [`OutputFrame`]s, the
+/// bytes as read, to relays that read them; JSON [`Output`] frames to
+/// older relays, where a multi-byte character cut by a read boundary is held
+/// back until its end arrives so the lossy UTF-8 decoding does not garble
+/// it.
 #[derive(Debug)]
 pub struct OutputSink {
-    sender: mpsc::Sender<RunnerMessage>,
+    sender: mpsc::Sender<Outbound>,
     call_id: String,
     stream: Stream,
+    binary: bool,
     carry: Vec<u8>,
     closed: bool,
 }
 
 impl OutputSink {
     pub async fn send(&mut self, bytes: &[u8]) {
-        if self.closed {
+        if self.closed || bytes.is_empty() {
+            return;
+        }
+        if self.binary {
+            match OutputFrame::encode(&self.call_id, self.stream, bytes) {
+                Ok(frame) => self.emit(Outbound::Frame(frame)).await,
+                // Call ids come from the relay, at most 128 bytes: cannot
+                // happen, and a chunk is not worth failing the call for.
+                Err(error) => tracing::warn!(%error, "output chunk not sent"),
+            }
             return;
         }
         self.carry.extend_from_slice(bytes);
-        let cut = complete_utf8_prefix(&self.carry);
+        let cut = utf8_boundary(&self.carry);
         let text = String::from_utf8_lossy(&self.carry[..cut]).into_owned();
         self.carry.drain(..cut);
-        self.emit(text).await;
+        self.emit_text(text).await;
     }
 
     /// Sends what is held back (at the end of the stream).
     pub async fn flush(&mut self) {
         let text = String::from_utf8_lossy(&self.carry).into_owned();
         self.carry.clear();
-        self.emit(text).await;
+        self.emit_text(text).await;
     }
 
-    async fn emit(&mut self, data: String) {
-        if data.is_empty() || self.closed {
+    async fn emit_text(&mut self, data: String) {
+        if data.is_empty() {
             return;
         }
         let frame = RunnerMessage::Output(Output {
@@ -115,6 +132,13 @@ impl OutputSink {
             stream: self.stream,
             data,
         });
+        self.emit(Outbound::Message(frame)).await;
+    }
+
+    async fn emit(&mut self, frame: Outbound) {
+        if self.closed {
+            return;
+        }
         // The session is gone: the result will have nowhere to go either.
         if self.sender.send(frame).await.is_err() {
             self.closed = true;
@@ -122,24 +146,13 @@ impl OutputSink {
     }
 }
 
-/// Length of the longest prefix that does not end inside a UTF-8 sequence.
-fn complete_utf8_prefix(bytes: &[u8]) -> usize {
-    let len = bytes.len();
-    for back in 1..=len.min(3) {
-        let byte = bytes[len - back];
-        if byte & 0xC0 == 0x80 {
-            continue; // a continuation byte: look further back for the lead
-        }
-        let needed = match byte {
-            0xF8.. => 1, // never valid in UTF-8: nothing to wait for
-            0xF0.. => 4,
-            0xE0.. => 3,
-            0xC0.. => 2,
-            _ => 1,
-        };
-        return if needed > back { len - back } else { len };
-    }
-    len
+/// What goes out on the runner's socket.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outbound {
+    /// A JSON frame.
+    Message(RunnerMessage),
+    /// A binary [`OutputFrame`], encoded.
+    Frame(Vec<u8>),
 }
 
 /// The answer of a tool.
@@ -320,17 +333,5 @@ mod tests {
         assert!(policy_allows(&policy, "ping").is_ok());
         assert!(policy_allows(&policy, "file_write").is_err());
         assert!(policy_allows(&policy, "git").is_err());
-    }
-
-    #[test]
-    fn utf8_sequences_cut_by_a_read_are_held_back() {
-        let euro = "€".as_bytes(); // 3 bytes
-        assert_eq!(complete_utf8_prefix(b"abc"), 3);
-        assert_eq!(complete_utf8_prefix(&euro[..1]), 0);
-        assert_eq!(complete_utf8_prefix(&[b'a', euro[0], euro[1]]), 1);
-        assert_eq!(complete_utf8_prefix(euro), 3);
-        assert_eq!(complete_utf8_prefix(&[0xff]), 1);
-        assert_eq!(complete_utf8_prefix(&[0x80, 0x80, 0x80, 0x80]), 4);
-        assert_eq!(complete_utf8_prefix(b""), 0);
     }
 }

@@ -5,14 +5,7 @@ use serde_json::json;
 use crate::support::{runner_bin, Relay, Runner};
 
 fn admin(relay: &Relay) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(runner_bin());
-    command
-        .env("RUNNER_URL", &relay.url)
-        .env("RUNNER_API_KEY", &relay.admin_key)
-        .env("RUNNER_CONFIG_DIR", relay.dir.path().join("admin-config"))
-        .env("RUNNER_STATE_DIR", relay.dir.path().join("admin-state"))
-        .env("NO_COLOR", "1");
-    command
+    relay.admin_command()
 }
 
 async fn run(mut command: tokio::process::Command) -> (Option<i32>, String, String) {
@@ -50,6 +43,32 @@ async fn invoke_prints_output_and_exits_with_the_tools_code() {
     assert_eq!(code, Some(0), "{stderr}");
     let body: serde_json::Value = serde_json::from_str(&stdout).expect("json");
     assert_eq!(body["result"]["n"], 5);
+
+    // An id goes straight to invoke-tool; a tool the runner lacks is still
+    // "not found" (67), after the lookup confirms the id.
+    let mut command = admin(&relay);
+    command.args(["invoke", &env, "no_such_tool"]);
+    let (code, _stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(67), "{stderr}");
+    assert!(stderr.contains("no_such_tool"), "{stderr}");
+}
+
+/// A name that looks like an id still works: the id is tried first, then
+/// the name.
+#[tokio::test]
+async fn invoke_finds_an_environment_whose_name_looks_like_an_id() {
+    let relay = Relay::spawn().await;
+    let (_env, _runner) = Runner::online(
+        &relay,
+        json!({"name": "env_lookalike", "tier": "development"}),
+    )
+    .await;
+    let mut command = admin(&relay);
+    command.args(["invoke", "env_lookalike", "ping", "--arg", "n:=1", "--json"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let body: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(body["result"]["n"], 1);
 }
 
 #[tokio::test]

@@ -40,6 +40,19 @@ pub struct Relay {
 }
 
 impl Relay {
+    /// A `runner` command for the API (`invoke`, `env`, …) as this relay's
+    /// admin, with its own config and state directories.
+    pub fn admin_command(&self) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(runner_bin());
+        command
+            .env("RUNNER_URL", &self.url)
+            .env("RUNNER_API_KEY", &self.admin_key)
+            .env("RUNNER_CONFIG_DIR", self.dir.path().join("admin-config"))
+            .env("RUNNER_STATE_DIR", self.dir.path().join("admin-state"))
+            .env("NO_COLOR", "1");
+        command
+    }
+
     pub async fn spawn() -> Relay {
         Relay::spawn_with(&[]).await
     }

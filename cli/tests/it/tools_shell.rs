@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::{self, dev_env, runner_bin, Relay, Runner};
+use crate::support::{self, dev_env, Relay, Runner};
 use crate::tools_support::{invoke_events, peak_rss_kib};
 
 const FIFTY_MB: u64 = 50 * 1024 * 1024;
@@ -207,12 +207,8 @@ async fn output_streams_as_server_sent_events_then_one_result() {
 async fn invoke_stream_prints_output_live_and_exits_with_the_tools_code() {
     let relay = Relay::spawn().await;
     let (env, _runner) = Runner::online(&relay, dev_env()).await;
-    let mut command = tokio::process::Command::new(runner_bin());
+    let mut command = relay.admin_command();
     command
-        .env("RUNNER_URL", &relay.url)
-        .env("RUNNER_API_KEY", &relay.admin_key)
-        .env("RUNNER_CONFIG_DIR", relay.dir.path().join("admin-config"))
-        .env("RUNNER_STATE_DIR", relay.dir.path().join("admin-state"))
         .args(["invoke", &env, "shell", "--stream", "--arg"])
         .arg("command=echo to-out; echo to-err >&2; exit 3");
     let output = command.output().await.expect("runner invoke runs");
@@ -221,6 +217,49 @@ async fn invoke_stream_prints_output_live_and_exits_with_the_tools_code() {
     assert!(
         String::from_utf8_lossy(&output.stderr).contains("to-err\n"),
         "{output:?}"
+    );
+}
+
+/// Output that is not text (every byte value, several MiB, more than the
+/// inline limit) arrives through `runner invoke --stream` byte for byte:
+/// binary frames from the runner, the binary stream from the relay.
+#[tokio::test]
+async fn invoke_stream_is_byte_exact_for_binary_output() {
+    let relay = Relay::spawn().await;
+    let (env, runner) = Runner::online(&relay, dev_env()).await;
+    // 3 MiB of a simple generator: every byte value, no pattern that a
+    // chunk boundary could hide.
+    let mut state = 0x2545_f491_u32;
+    let blob: Vec<u8> = (0..3 * 1024 * 1024)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state.to_le_bytes()[0]
+        })
+        .collect();
+    std::fs::write(runner.workspace().join("blob.bin"), &blob).expect("blob");
+    let mut command = relay.admin_command();
+    command
+        .args(["invoke", &env, "shell", "--stream", "--arg"])
+        .arg("command=cat blob.bin; printf '\\377\\376' >&2");
+    let output = command.output().await.expect("runner invoke runs");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{:?}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.stdout == blob,
+        "stdout differs: {} bytes of {}",
+        output.stdout.len(),
+        blob.len()
+    );
+    assert!(
+        output.stderr.starts_with(&[0xff, 0xfe]),
+        "{:?}",
+        &output.stderr[..output.stderr.len().min(64)]
     );
 }
 

@@ -5,26 +5,36 @@
 //! connected runner offering the tool, and the arguments against the JSON
 //! Schema the runner announced for it (400 naming the field at fault).
 //!
-//! With `Accept: text/event-stream` the answer is a stream of Server-Sent
-//! Events instead of one JSON body: `output` events (`{"stream","data"}`)
-//! as the tool produces output, then exactly one `result` event (the usual
-//! [`InvokeResponse`]) or one `error` event (the usual error body: timeout,
-//! runner gone). Errors found before the call is relayed are ordinary HTTP
-//! error answers either way.
+//! Streamed calls, output as the tool produces it:
+//!
+//! * `Accept: application/vnd.runner.stream` ([`STREAM_MEDIA_TYPE`]): one
+//!   binary body of frames, the output byte for byte, then the result (the
+//!   usual [`InvokeResponse`]) or an error body: for bulk and binary output;
+//! * `Accept: text/event-stream`: Server-Sent Events, `output` events
+//!   (`{"stream","data"}`, the bytes decoded as UTF-8, invalid sequences
+//!   replaced), then exactly one `result` event or one `error` event
+//!   (timeout, runner gone): for text, and for clients that speak SSE.
+//!
+//! Errors found before the call is relayed are ordinary HTTP error answers
+//! either way.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use bytes::Bytes;
+use futures_util::StreamExt;
 use runner_proto::api::{
-    ErrorBody, ErrorDetail, InvokeRequest, InvokeResponse, DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S,
+    stream_frame, ErrorBody, ErrorDetail, InvokeRequest, InvokeResponse, DEFAULT_TIMEOUT_S,
+    MAX_TIMEOUT_S, STREAM_MEDIA_TYPE,
 };
-use runner_proto::ws::{Call, CallResult, Output};
+use runner_proto::ws::{utf8_boundary, Call, CallResult, Stream};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
@@ -32,7 +42,7 @@ use tracing::Instrument;
 use super::auth::{environment_for, Caller, Intent};
 use super::error::{ApiError, RawBody};
 use crate::enforcement::{self, Refusal};
-use crate::routing::{CallRouter, JournaledRouter, RouteError};
+use crate::routing::{CallRouter, JournaledRouter, OutputChunk, RouteError};
 use crate::state::AppState;
 
 /// Parses the body by hand so that every shape error names its field.
@@ -151,13 +161,22 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Whether the caller asked for Server-Sent Events.
-fn wants_stream(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .any(|value| value.contains("text/event-stream"))
+/// Whether the caller asked for a streamed call, and in which form. The
+/// binary form wins when both are acceptable (it loses nothing).
+fn stream_format(headers: &HeaderMap) -> Option<StreamFormat> {
+    let accepted = || {
+        headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+    };
+    if accepted().any(|value| value.contains(STREAM_MEDIA_TYPE)) {
+        Some(StreamFormat::Binary)
+    } else if accepted().any(|value| value.contains("text/event-stream")) {
+        Some(StreamFormat::ServerSentEvents)
+    } else {
+        None
+    }
 }
 
 pub async fn invoke(
@@ -205,7 +224,7 @@ pub async fn invoke(
             format!("{} (tool {:?})", error, request.tool_name),
         )
     })?;
-    let stream = wants_stream(&headers);
+    let stream = stream_format(&headers);
 
     let call_id = request
         .call_id
@@ -218,10 +237,17 @@ pub async fn invoke(
         tool = %request.tool_name,
         timeout_s
     );
-    if stream {
-        return stream_call(&state, &environment.id, &call_id, request, timeout_s)
-            .instrument(span)
-            .await;
+    if let Some(format) = stream {
+        return stream_call(
+            &state,
+            &environment.id,
+            &call_id,
+            request,
+            timeout_s,
+            format,
+        )
+        .instrument(span)
+        .await;
     }
     relay_call(&state, &environment.id, &call_id, request, timeout_s)
         .instrument(span)
@@ -333,7 +359,7 @@ async fn relay_call(
 
 /// A streamed call's state between events.
 struct Streaming {
-    output: mpsc::Receiver<Output>,
+    output: mpsc::Receiver<OutputChunk>,
     result: oneshot::Receiver<CallResult>,
     guard: CancelOnDrop,
     deadline: tokio::time::Instant,
@@ -345,7 +371,80 @@ struct Streaming {
     done: bool,
 }
 
-/// Relays the call and answers with its output as Server-Sent Events. The
+/// What a streamed call tells its caller, in order: output, then exactly
+/// one result or error.
+enum StreamEvent {
+    Output(OutputChunk),
+    Result(InvokeResponse),
+    Error(ErrorBody),
+}
+
+impl Streaming {
+    /// The next event; `None` after the result or error.
+    async fn next(&mut self) -> Option<StreamEvent> {
+        if self.done {
+            return None;
+        }
+        let event = tokio::select! {
+            // Output first: the runner sends every chunk before the result.
+            biased;
+            Some(output) = self.output.recv() => StreamEvent::Output(output),
+            result = &mut self.result => {
+                self.done = true;
+                self.guard.armed = false;
+                match result {
+                    Ok(result) => {
+                        self.state.health.record_success(&self.environment_id);
+                        tracing::info!(exit_code = ?result.exit_code, failed = result.error.is_some(), "call finished");
+                        StreamEvent::Result(InvokeResponse {
+                            call_id: self.call_id.clone(),
+                            result: result.result,
+                            exit_code: result.exit_code,
+                            error: result.error,
+                        })
+                    }
+                    Err(_closed) => {
+                        tracing::warn!("runner disconnected during the call");
+                        journal_given_up(&self.state, &self.guard, &self.tool).await;
+                        error_body(
+                            "runner_disconnected",
+                            "the runner disconnected before the call finished",
+                            &self.call_id,
+                        )
+                    }
+                }
+            }
+            () = tokio::time::sleep_until(self.deadline) => {
+                // The guard stays armed: dropping the stream cancels the call.
+                self.done = true;
+                self.state.health.record_timeout(
+                    &self.environment_id,
+                    self.timeout_s,
+                    self.state.clock.now(),
+                );
+                tracing::warn!("call timed out");
+                journal_given_up(&self.state, &self.guard, &self.tool).await;
+                let message = format!(
+                    "the call did not finish within {} s; the runner was told to cancel it",
+                    self.timeout_s
+                );
+                error_body("timeout", &message, &self.call_id)
+            }
+        };
+        Some(event)
+    }
+}
+
+/// How the caller asked to receive a streamed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamFormat {
+    /// `text/event-stream`: JSON events, output decoded as UTF-8 (lossily).
+    ServerSentEvents,
+    /// [`STREAM_MEDIA_TYPE`]: binary frames, output byte for byte.
+    Binary,
+}
+
+/// Relays the call and answers with its output as it is produced. The
 /// stream owns the cancel guard: a caller that goes away cancels the call.
 async fn stream_call(
     state: &AppState,
@@ -353,6 +452,7 @@ async fn stream_call(
     call_id: &str,
     request: InvokeRequest,
     timeout_s: u64,
+    format: StreamFormat,
 ) -> Result<Response, ApiError> {
     let tool = request.tool_name.clone();
     let (handle, guard) = start(state, environment_id, call_id, request, timeout_s, true).await?;
@@ -368,63 +468,117 @@ async fn stream_call(
         timeout_s,
         done: false,
     };
-    let events = futures_util::stream::unfold(streaming, |mut streaming| async move {
-        if streaming.done {
-            return None;
-        }
-        let event = tokio::select! {
-            // Output first: the runner sends every chunk before the result.
-            biased;
-            Some(output) = streaming.output.recv() => {
-                event("output", &json!({"stream": output.stream, "data": output.data}))
-            }
-            result = &mut streaming.result => {
-                streaming.done = true;
-                streaming.guard.armed = false;
-                match result {
-                    Ok(result) => {
-                        streaming.state.health.record_success(&streaming.environment_id);
-                        tracing::info!(exit_code = ?result.exit_code, failed = result.error.is_some(), "call finished");
-                        event("result", &InvokeResponse {
-                            call_id: streaming.call_id.clone(),
-                            result: result.result,
-                            exit_code: result.exit_code,
-                            error: result.error,
-                        })
-                    }
-                    Err(_closed) => {
-                        tracing::warn!("runner disconnected during the call");
-                        journal_given_up(&streaming.state, &streaming.guard, &streaming.tool).await;
-                        error_event(
-                            "runner_disconnected",
-                            "the runner disconnected before the call finished",
-                            &streaming.call_id,
-                        )
-                    }
+    Ok(match format {
+        StreamFormat::ServerSentEvents => server_sent_events(streaming),
+        StreamFormat::Binary => binary_stream(streaming),
+    })
+}
+
+/// `output` events (`{"stream","data"}`), then one `result` or `error`
+/// event. A character split between two chunks is held back until whole.
+fn server_sent_events(streaming: Streaming) -> Response {
+    let carries = [Vec::new(), Vec::new()];
+    let events = futures_util::stream::unfold(
+        (streaming, carries),
+        |(mut streaming, mut carries)| async move {
+            let events = match streaming.next().await? {
+                StreamEvent::Output(chunk) => {
+                    let carry = &mut carries[stream_index(chunk.stream)];
+                    carry.extend_from_slice(&chunk.data);
+                    let cut = utf8_boundary(carry);
+                    let text: Vec<u8> = carry.drain(..cut).collect();
+                    output_event(chunk.stream, &text).into_iter().collect()
                 }
-            }
-            () = tokio::time::sleep_until(streaming.deadline) => {
-                // The guard stays armed: dropping the stream cancels the call.
-                streaming.done = true;
-                streaming.state.health.record_timeout(
-                    &streaming.environment_id,
-                    streaming.timeout_s,
-                    streaming.state.clock.now(),
-                );
-                tracing::warn!("call timed out");
-                journal_given_up(&streaming.state, &streaming.guard, &streaming.tool).await;
-                let message = format!(
-                    "the call did not finish within {} s; the runner was told to cancel it",
-                    streaming.timeout_s
-                );
-                error_event("timeout", &message, &streaming.call_id)
-            }
-        };
-        Some((Ok::<Event, Infallible>(event), streaming))
-    });
-    Ok(Sse::new(events)
+                StreamEvent::Result(response) => {
+                    let mut events = flush_carries(&mut carries);
+                    events.push(event("result", &response));
+                    events
+                }
+                StreamEvent::Error(body) => {
+                    let mut events = flush_carries(&mut carries);
+                    events.push(event("error", &body));
+                    events
+                }
+            };
+            Some((events, (streaming, carries)))
+        },
+    )
+    .flat_map(|events| futures_util::stream::iter(events.into_iter().map(Ok::<Event, Infallible>)));
+    Sse::new(events)
         .keep_alive(KeepAlive::default())
-        .into_response())
+        .into_response()
+}
+
+fn stream_index(stream: Stream) -> usize {
+    match stream {
+        Stream::Stdout => 0,
+        Stream::Stderr => 1,
+    }
+}
+
+fn output_event(stream: Stream, bytes: &[u8]) -> Option<Event> {
+    (!bytes.is_empty()).then(|| {
+        event(
+            "output",
+            &json!({"stream": stream, "data": String::from_utf8_lossy(bytes)}),
+        )
+    })
+}
+
+/// What is held back at the end of the output (an incomplete character).
+fn flush_carries(carries: &mut [Vec<u8>; 2]) -> Vec<Event> {
+    [Stream::Stdout, Stream::Stderr]
+        .into_iter()
+        .filter_map(|stream| {
+            let bytes = std::mem::take(&mut carries[stream_index(stream)]);
+            output_event(stream, &bytes)
+        })
+        .collect()
+}
+
+/// [`STREAM_MEDIA_TYPE`] frames: output chunks as the runner sent them
+/// (the bytes are not copied: header and data go out as two buffers), then
+/// the result or error as JSON.
+fn binary_stream(streaming: Streaming) -> Response {
+    let frames = futures_util::stream::unfold(streaming, |mut streaming| async move {
+        let buffers = match streaming.next().await? {
+            StreamEvent::Output(chunk) => {
+                let kind = match chunk.stream {
+                    Stream::Stdout => stream_frame::STDOUT,
+                    Stream::Stderr => stream_frame::STDERR,
+                };
+                frame_buffers(kind, chunk.data)
+            }
+            StreamEvent::Result(response) => {
+                frame_buffers(stream_frame::RESULT, json_bytes(&response))
+            }
+            StreamEvent::Error(body) => frame_buffers(stream_frame::ERROR, json_bytes(&body)),
+        };
+        Some((buffers, streaming))
+    })
+    .flat_map(|buffers| {
+        futures_util::stream::iter(buffers.into_iter().map(Ok::<Bytes, Infallible>))
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, STREAM_MEDIA_TYPE)
+        .header(header::CACHE_CONTROL, "no-store")
+        .body(Body::from_stream(frames))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// A frame's header and payload. Chunks are bounded by the runner's frame
+/// limit (16 MiB), so the length fits in the header's `u32`.
+fn frame_buffers(kind: u8, payload: Bytes) -> [Bytes; 2] {
+    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    [
+        Bytes::copy_from_slice(&stream_frame::header(kind, len)),
+        payload,
+    ]
+}
+
+fn json_bytes(value: &impl serde::Serialize) -> Bytes {
+    // Our own types with string keys: serialising cannot fail.
+    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
 }
 
 fn event(name: &str, data: &impl serde::Serialize) -> Event {
@@ -434,17 +588,14 @@ fn event(name: &str, data: &impl serde::Serialize) -> Event {
         .unwrap_or_else(|_| Event::default().event(name).data("{}"))
 }
 
-fn error_event(code: &str, message: &str, call_id: &str) -> Event {
-    event(
-        "error",
-        &ErrorBody {
-            error: ErrorDetail {
-                code: code.to_owned(),
-                message: message.to_owned(),
-                call_id: Some(call_id.to_owned()),
-            },
+fn error_body(code: &str, message: &str, call_id: &str) -> StreamEvent {
+    StreamEvent::Error(ErrorBody {
+        error: ErrorDetail {
+            code: code.to_owned(),
+            message: message.to_owned(),
+            call_id: Some(call_id.to_owned()),
         },
-    )
+    })
 }
 
 fn disconnected(call_id: &str) -> ApiError {

@@ -13,11 +13,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use runner_proto::ws::{Call, CallResult, Heartbeat, Output, Policy, RelayMessage, ToolSpec};
+use runner_proto::ws::{Call, CallResult, Heartbeat, Policy, RelayMessage, ToolSpec};
 use tokio::sync::mpsc::error::{SendTimeoutError, TrySendError};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{CallHandle, CallRouter, CatalogueInterner, Presence, RouteError};
+use super::{CallHandle, CallRouter, CatalogueInterner, OutputChunk, Presence, RouteError};
 
 /// Frames waiting to be written to one runner. Bounded so a runner that
 /// stops reading cannot make the relay buffer without limit.
@@ -63,7 +63,7 @@ pub struct Attachment {
 
 #[derive(Debug)]
 struct PendingCall {
-    output: mpsc::Sender<Output>,
+    output: mpsc::Sender<OutputChunk>,
     result: oneshot::Sender<CallResult>,
     /// The caller reads output (a streamed call); otherwise chunks are
     /// dropped at once, since nobody would ever take them.
@@ -206,7 +206,7 @@ impl LocalRouter {
         &self,
         environment_id: &str,
         session_id: &str,
-        output: Output,
+        output: OutputChunk,
     ) -> Delivery {
         let queue = self
             .with_session(environment_id, session_id, |live| {

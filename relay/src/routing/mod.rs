@@ -21,7 +21,10 @@ mod nats;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use runner_proto::ws::{Call, CallResult, Heartbeat, HostFacts, Output, Policy};
+use bytes::Bytes;
+use runner_proto::ws::{
+    Call, CallResult, FrameError, Heartbeat, HostFacts, Output, OutputFrame, Policy, Stream,
+};
 use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 
@@ -61,9 +64,50 @@ pub struct CallHandle {
     /// stalled for longer than a bound gets the call cancelled with an
     /// error result (see [`LocalRouter::deliver_output`]). Relayed over
     /// NATS they are still best effort.
-    pub output: mpsc::Receiver<Output>,
+    pub output: mpsc::Receiver<OutputChunk>,
     /// The final result.
     pub result: oneshot::Receiver<CallResult>,
+}
+
+/// One chunk of a streamed call's output, the bytes as the tool wrote
+/// them. It arrives as a binary [`OutputFrame`] (or, from runners that
+/// predate them, a JSON [`Output`]) and `data` is a slice of that frame:
+/// no copy between the runner's socket and the caller's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputChunk {
+    pub call_id: String,
+    pub stream: Stream,
+    pub data: Bytes,
+}
+
+impl OutputChunk {
+    /// Reads a binary output frame.
+    pub fn from_frame(frame: Bytes) -> Result<OutputChunk, FrameError> {
+        let header = OutputFrame::decode(&frame)?;
+        let call_id = header.call_id.to_owned();
+        let stream = header.stream;
+        let data = frame.slice(header.data_offset..);
+        Ok(OutputChunk {
+            call_id,
+            stream,
+            data,
+        })
+    }
+
+    /// The chunk as a binary output frame (to relay it to another relay).
+    pub fn to_frame(&self) -> Result<Vec<u8>, FrameError> {
+        OutputFrame::encode(&self.call_id, self.stream, &self.data)
+    }
+}
+
+impl From<Output> for OutputChunk {
+    fn from(output: Output) -> OutputChunk {
+        OutputChunk {
+            call_id: output.call_id,
+            stream: output.stream,
+            data: Bytes::from(output.data.into_bytes()),
+        }
+    }
 }
 
 /// Why a call could not be sent.

@@ -43,15 +43,18 @@ use std::time::Duration;
 
 use async_nats::{Client, HeaderMap, Message, RequestErrorKind, Subscriber};
 use async_trait::async_trait;
+use bytes::Bytes;
 use futures_util::StreamExt;
 use runner_proto::api::RunnerInfo;
-use runner_proto::ws::{Call, CallResult, Heartbeat, HostFacts, Output, Policy, ToolSpec};
+use runner_proto::ws::{
+    Call, CallResult, Heartbeat, HostFacts, Output, OutputFrame, Policy, ToolSpec,
+};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::{CallHandle, CallRouter, LocalRouter, Presence, RouteError};
+use super::{CallHandle, CallRouter, LocalRouter, OutputChunk, Presence, RouteError};
 use crate::clock::{from_unix, Clock};
 use crate::status::{CallHealth, StreakChange};
 use crate::store::{LeaseRefresh, Store};
@@ -135,7 +138,9 @@ enum SessionAnswer {
     },
 }
 
-/// Messages to a caller's inbox (each may travel in parts).
+/// JSON messages to a caller's inbox (each may travel in parts). Output
+/// travels as binary [`OutputFrame`]s instead; the JSON form is still read
+/// from relays that predate them.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Reply {
@@ -619,7 +624,12 @@ impl NatsRouter {
         let outcome = loop {
             tokio::select! {
                 chunk = handle.output.recv(), if output_open => match chunk {
-                    Some(output) => self.send(&reply, &Reply::Output(output)).await,
+                    // Output goes as the runner's binary frame, bytes as
+                    // they are; results and the rest as JSON.
+                    Some(chunk) => match chunk.to_frame() {
+                        Ok(frame) => self.send_payload(&reply, frame).await,
+                        Err(error) => tracing::warn!(%error, "output chunk not relayed"),
+                    },
                     None => output_open = false,
                 },
                 result = &mut handle.result => break result.ok(),
@@ -639,7 +649,11 @@ impl NatsRouter {
     /// Publishes a reply whole, or in parts when it is larger than one
     /// message may be.
     async fn send(&self, subject: &str, reply: &Reply) {
-        let payload = encode(reply);
+        self.send_payload(subject, encode(reply)).await;
+    }
+
+    /// [`Self::send`] for an encoded payload.
+    async fn send_payload(&self, subject: &str, payload: Vec<u8>) {
         let size = self.part_size();
         if payload.len() <= size {
             self.publish(subject.to_owned(), None, payload).await;
@@ -918,8 +932,8 @@ impl NatsRouter {
                                 continue;
                             }
                         };
-                        match serde_json::from_slice::<Reply>(&payload) {
-                            Ok(Reply::Output(chunk)) => {
+                        match decode_reply(payload) {
+                            Ok(Incoming::Chunk(chunk)) => {
                                 // In order and without loss while the reader
                                 // keeps taking chunks (the inbox waits in the
                                 // NATS client meanwhile); a reader stalled
@@ -935,11 +949,11 @@ impl NatsRouter {
                                     }
                                 }
                             }
-                            Ok(Reply::Result(answer)) => {
+                            Ok(Incoming::Result(answer)) => {
                                 let _ = result_tx.send(answer);
                                 break;
                             }
-                            Ok(Reply::Disconnected) => break,
+                            Ok(Incoming::Disconnected) => break,
                             Err(error) => tracing::warn!(%error, "malformed reply from the holder"),
                         }
                     }
@@ -983,6 +997,29 @@ impl NatsRouter {
 /// The whole message that `message` completes: itself when it was sent
 /// whole, the reassembled bytes when it is the last of its parts, `None`
 /// while parts are missing.
+/// A message in a caller's inbox, decoded.
+enum Incoming {
+    Chunk(OutputChunk),
+    Result(CallResult),
+    Disconnected,
+}
+
+/// Output chunks come as binary [`OutputFrame`]s (first byte `0x01`, never
+/// `{`), everything else as a JSON [`Reply`].
+fn decode_reply(payload: Cow<'_, [u8]>) -> Result<Incoming, String> {
+    if payload.first() == Some(&OutputFrame::KIND) {
+        return OutputChunk::from_frame(Bytes::from(payload.into_owned()))
+            .map(Incoming::Chunk)
+            .map_err(|error| error.to_string());
+    }
+    match serde_json::from_slice::<Reply>(&payload).map_err(|error| error.to_string())? {
+        // From a relay that predates binary frames.
+        Reply::Output(output) => Ok(Incoming::Chunk(output.into())),
+        Reply::Result(result) => Ok(Incoming::Result(result)),
+        Reply::Disconnected => Ok(Incoming::Disconnected),
+    }
+}
+
 fn reassemble<'m>(
     reassembly: &mut Reassembly,
     message: &'m Message,

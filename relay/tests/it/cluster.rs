@@ -868,7 +868,8 @@ async fn ping_round_trips_across_and_within_relays() {
 }
 
 /// Calls and results larger than one NATS message (1 MiB by default) cross
-/// relays intact, both ways, whole and streamed.
+/// relays intact, both ways, whole and streamed (as events and as binary
+/// frames).
 #[tokio::test]
 #[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
 async fn calls_and_results_over_a_mebibyte_cross_relays_intact() {
@@ -1016,7 +1017,49 @@ async fn calls_and_results_over_a_mebibyte_cross_relays_intact() {
     // (before the caller relay waited for its reader, chunks were dropped:
     // 1.57 of 2 MB in one run), never cut or mixed (checked above).
     assert_eq!(streamed, 2 * EACH, "{streamed} bytes streamed");
-    eprintln!("cluster: 4 MiB call, 4 MiB result and 4 MB shell result crossed relays; {streamed} of {} bytes streamed", 2 * EACH);
+
+    // The binary stream through A: the 3 MiB that are not UTF-8, byte for
+    // byte (output frames cross NATS as raw bytes, not JSON).
+    let response = cluster
+        .http
+        .post(format!("{a}/execution-environments/{env}/invoke-tool"))
+        .bearer_auth(&cluster.admin_key)
+        .header("accept", runner_proto::api::STREAM_MEDIA_TYPE)
+        .json(&json!({"tool_name": "shell", "timeout_s": 60, "args": {"command": "cat big.bin"}}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = response.bytes().await.expect("binary stream");
+    let (mut stdout, mut last) = (Vec::new(), None);
+    let mut rest = &body[..];
+    while let Some(header) = rest.first_chunk() {
+        let (kind, len) = runner_proto::api::stream_frame::parse_header(header);
+        let end = runner_proto::api::stream_frame::HEADER_LEN + len as usize;
+        let payload = rest
+            .get(runner_proto::api::stream_frame::HEADER_LEN..end)
+            .expect("whole frame");
+        if kind == runner_proto::api::stream_frame::STDOUT {
+            stdout.extend_from_slice(payload);
+        }
+        last = Some((kind, payload.to_vec()));
+        rest = &rest[end..];
+    }
+    assert!(rest.is_empty(), "a frame was cut");
+    let (kind, payload) = last.expect("frames");
+    assert_eq!(
+        kind,
+        runner_proto::api::stream_frame::RESULT,
+        "{}",
+        String::from_utf8_lossy(&payload)
+    );
+    assert!(
+        stdout == binary,
+        "{} bytes streamed, not the file's {}",
+        stdout.len(),
+        binary.len()
+    );
+    eprintln!("cluster: 4 MiB call, 4 MiB result and 4 MB shell result crossed relays; {streamed} of {} bytes streamed as events, {} bytes byte for byte as frames", 2 * EACH, stdout.len());
 }
 
 /// The first 300 characters of a JSON value, for assertion messages.

@@ -1,11 +1,13 @@
-//! Streamed calls (`Accept: text/event-stream`): output reaches a slow API
-//! caller complete and in order, and a caller that stops reading gets its
-//! call cancelled instead of holding up the runner's socket for good.
+//! Streamed calls: output reaches a slow API caller complete and in order,
+//! a caller that stops reading gets its call cancelled instead of holding up
+//! the runner's socket for good, binary output frames reach a binary stream
+//! byte for byte and Server-Sent Events as whole characters.
 
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
-use runner_proto::ws::{Output, RelayMessage, RunnerMessage, Stream};
+use runner_proto::api::{stream_frame, STREAM_MEDIA_TYPE};
+use runner_proto::ws::{Output, OutputFrame, RelayMessage, RunnerMessage, Stream};
 use serde_json::{json, Value};
 
 use crate::support::{hello, spawn_relay, FakeRunner, TestRelay};
@@ -24,23 +26,11 @@ fn chunk(index: usize) -> String {
     data
 }
 
-/// Starts a streamed `shell` call; returns the response once its headers
-/// arrived (the body is read by the test, at its own pace).
+/// Starts a streamed `shell` call as Server-Sent Events; returns the
+/// response once its headers arrived (the body is read by the test, at its
+/// own pace).
 async fn streamed_call(relay: &TestRelay, env_id: &str) -> reqwest::Response {
-    let response = relay
-        .http
-        .post(format!(
-            "{}/execution-environments/{env_id}/invoke-tool",
-            relay.url
-        ))
-        .bearer_auth(&relay.admin_key)
-        .header("accept", "text/event-stream")
-        .json(&json!({"tool_name": "shell", "args": {"command": "yes"}, "timeout_s": 120}))
-        .send()
-        .await
-        .expect("request sent");
-    assert_eq!(response.status(), StatusCode::OK);
-    response
+    streamed_call_accepting(relay, env_id, "text/event-stream").await
 }
 
 /// Reads Server-Sent Events until the `result` or `error` event; returns
@@ -184,4 +174,162 @@ async fn a_reader_that_stops_gets_its_call_cancelled() {
         "{result}"
     );
     assert_eq!(cancel, call_id);
+}
+
+/// Starts a streamed call with the given `Accept`; returns the response
+/// once its headers arrived.
+async fn streamed_call_accepting(
+    relay: &TestRelay,
+    env_id: &str,
+    accept: &str,
+) -> reqwest::Response {
+    let response = relay
+        .http
+        .post(format!(
+            "{}/execution-environments/{env_id}/invoke-tool",
+            relay.url
+        ))
+        .bearer_auth(&relay.admin_key)
+        .header("accept", accept)
+        .json(&json!({"tool_name": "shell", "args": {"command": "yes"}, "timeout_s": 120}))
+        .send()
+        .await
+        .expect("request sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    response
+}
+
+/// Reads a whole binary stream body into `(kind, payload)` frames.
+async fn read_frames(response: reqwest::Response) -> Vec<(u8, Vec<u8>)> {
+    let body = tokio::time::timeout(Duration::from_secs(30), response.bytes())
+        .await
+        .expect("the stream ends within 30 s")
+        .expect("the body reads");
+    let mut frames = Vec::new();
+    let mut rest = &body[..];
+    while !rest.is_empty() {
+        let header = rest.first_chunk().expect("a whole header");
+        let (kind, len) = stream_frame::parse_header(header);
+        let len = len as usize;
+        let payload = rest
+            .get(stream_frame::HEADER_LEN..stream_frame::HEADER_LEN + len)
+            .expect("a whole payload");
+        frames.push((kind, payload.to_vec()));
+        rest = &rest[stream_frame::HEADER_LEN + len..];
+    }
+    frames
+}
+
+fn frame(call_id: &str, stream: Stream, data: &[u8]) -> Vec<u8> {
+    OutputFrame::encode(call_id, stream, data).expect("framed")
+}
+
+#[tokio::test]
+async fn binary_output_frames_reach_a_binary_stream_byte_for_byte() {
+    let relay = spawn_relay().await;
+    let (id, token) = relay.dev_env("bytes").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &["shell"])).await;
+    assert!(
+        runner.welcome.binary_output,
+        "the relay offers binary output"
+    );
+    let (response, call) = tokio::join!(
+        streamed_call_accepting(&relay, &id, STREAM_MEDIA_TYPE),
+        runner.next_call()
+    );
+    assert_eq!(
+        response.headers()["content-type"].to_str().ok(),
+        Some(STREAM_MEDIA_TYPE)
+    );
+    // Every byte value, bytes that are not UTF-8, and a JSON chunk from a
+    // runner that predates binary frames, interleaved with stderr.
+    let all_bytes: Vec<u8> = (0..=255u8).cycle().take(100_000).collect();
+    runner
+        .send_binary(frame(&call.call_id, Stream::Stdout, &all_bytes))
+        .await;
+    runner
+        .send_binary(frame(&call.call_id, Stream::Stderr, &[0xff, 0xfe, b'\n']))
+        .await;
+    runner
+        .send(&RunnerMessage::Output(Output {
+            call_id: call.call_id.clone(),
+            stream: Stream::Stdout,
+            data: "text €".into(),
+        }))
+        .await;
+    // A kind from a newer runner is skipped, not fatal.
+    runner.send_binary(vec![0x7f, 1, 2, 3]).await;
+    runner.answer(&call, 3).await;
+
+    let frames = read_frames(response).await;
+    let (last_kind, last) = frames.last().expect("frames").clone();
+    assert_eq!(last_kind, stream_frame::RESULT);
+    let result: Value = serde_json::from_slice(&last).expect("result JSON");
+    assert_eq!(result["exit_code"], 3);
+    assert_eq!(result["call_id"], call.call_id.as_str());
+    let of = |kind: u8| -> Vec<u8> {
+        frames
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .flat_map(|(_, payload)| payload.clone())
+            .collect()
+    };
+    let mut expected = all_bytes.clone();
+    expected.extend_from_slice("text €".as_bytes());
+    assert!(of(stream_frame::STDOUT) == expected, "stdout byte for byte");
+    assert_eq!(of(stream_frame::STDERR), vec![0xff, 0xfe, b'\n']);
+}
+
+#[tokio::test]
+async fn server_sent_events_keep_characters_split_across_binary_frames_whole() {
+    let relay = spawn_relay().await;
+    let (id, token) = relay.dev_env("utf8").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &["shell"])).await;
+    let (response, call) = tokio::join!(
+        streamed_call_accepting(&relay, &id, "text/event-stream"),
+        runner.next_call()
+    );
+    let euro = "€".as_bytes();
+    runner
+        .send_binary(frame(&call.call_id, Stream::Stdout, &[b'a', euro[0]]))
+        .await;
+    runner
+        .send_binary(frame(&call.call_id, Stream::Stdout, &euro[1..]))
+        .await;
+    runner
+        .send_binary(frame(&call.call_id, Stream::Stdout, &[b'b', 0xff, b'c']))
+        .await;
+    // An incomplete character at the very end still arrives (replaced).
+    runner
+        .send_binary(frame(&call.call_id, Stream::Stderr, &[euro[0]]))
+        .await;
+    runner.answer(&call, 0).await;
+    let (outputs, result) = read_events(response, 0).await;
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert_eq!(outputs.concat(), "a€b\u{fffd}c\u{fffd}");
+}
+
+#[tokio::test]
+async fn a_malformed_output_frame_closes_the_session_and_fails_its_call() {
+    let relay = spawn_relay().await;
+    let (id, token) = relay.dev_env("bad").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &["shell"])).await;
+    let (response, _call) = tokio::join!(
+        streamed_call_accepting(&relay, &id, STREAM_MEDIA_TYPE),
+        runner.next_call()
+    );
+    // Stream 9 does not exist.
+    runner
+        .send_binary(vec![OutputFrame::KIND, 9, 1, b'c', b'x'])
+        .await;
+    let closed = runner.closed().await;
+    assert_eq!(
+        crate::support::code(&closed),
+        Some(runner_proto::close::BAD_FRAME)
+    );
+    let frames = read_frames(response).await;
+    let (kind, payload) = frames.last().expect("frames");
+    assert_eq!(*kind, stream_frame::ERROR);
+    let body: Value = serde_json::from_slice(payload).expect("error JSON");
+    assert_eq!(body["error"]["code"], "runner_disconnected", "{body}");
 }

@@ -301,6 +301,13 @@ impl FakeRunner {
         send(&mut self.socket, frame).await;
     }
 
+    pub async fn send_binary(&mut self, bytes: Vec<u8>) {
+        self.socket
+            .send(Message::binary(bytes))
+            .await
+            .expect("send");
+    }
+
     pub async fn send_text(&mut self, text: &str) {
         self.socket
             .send(Message::text(text.to_owned()))
@@ -385,6 +392,7 @@ fn placeholder_welcome() -> Welcome {
         heartbeat_interval_s: 0,
         session_id: String::new(),
         epoch: 0,
+        binary_output: false,
     }
 }
 
