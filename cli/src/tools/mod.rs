@@ -320,6 +320,55 @@ pub fn optional_strings_arg(args: &Value, name: &str) -> Result<Option<Vec<Strin
 mod tests {
     use super::*;
 
+    /// Output goes as binary frames, bytes as read, to a relay that reads
+    /// them; as JSON frames with whole characters to one that does not.
+    #[tokio::test]
+    async fn output_sinks_frame_bytes_for_the_relay_they_talk_to() {
+        let euro = "€".as_bytes();
+        for binary in [true, false] {
+            let (sender, mut receiver) = mpsc::channel(8);
+            let scope = CallScope {
+                call_id: "c1".to_owned(),
+                cancel: CancellationToken::new(),
+                timeout: Duration::from_secs(1),
+                output: Some(sender),
+                binary_output: binary,
+            };
+            let mut sink = scope.output_sink(Stream::Stdout).expect("streamed");
+            sink.send(&[b'a', euro[0]]).await;
+            sink.send(&[euro[1], euro[2], 0xff]).await;
+            sink.flush().await;
+            drop((sink, scope));
+            let mut frames = Vec::new();
+            while let Some(frame) = receiver.recv().await {
+                frames.push(frame);
+            }
+            if binary {
+                let bytes: Vec<u8> = frames
+                    .iter()
+                    .flat_map(|frame| match frame {
+                        Outbound::Frame(frame) => {
+                            let header = OutputFrame::decode(frame).expect("an output frame");
+                            assert_eq!((header.call_id, header.stream), ("c1", Stream::Stdout));
+                            frame[header.data_offset..].to_vec()
+                        }
+                        Outbound::Message(message) => panic!("JSON frame {message:?}"),
+                    })
+                    .collect();
+                assert_eq!(bytes, [b'a', euro[0], euro[1], euro[2], 0xff]);
+            } else {
+                let text: String = frames
+                    .iter()
+                    .map(|frame| match frame {
+                        Outbound::Message(RunnerMessage::Output(output)) => output.data.clone(),
+                        other => panic!("not a JSON output frame: {other:?}"),
+                    })
+                    .collect();
+                assert_eq!(text, "a€\u{fffd}");
+            }
+        }
+    }
+
     #[test]
     fn policy_lists_and_approvals_are_enforced_locally_too() {
         let policy = Policy {

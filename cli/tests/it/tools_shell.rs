@@ -261,6 +261,11 @@ async fn invoke_stream_is_byte_exact_for_binary_output() {
         "{:?}",
         &output.stderr[..output.stderr.len().min(64)]
     );
+    // The caller had every byte: nothing is kept on the runner's disk.
+    let kept = std::fs::read_dir(runner.workspace().join(".runner/output"))
+        .map(|entries| entries.count())
+        .unwrap_or(0);
+    assert_eq!(kept, 0, "a streamed call's output was kept in a file");
 }
 
 #[tokio::test]
