@@ -248,11 +248,15 @@ pub const MAX_TIMEOUT_S: u64 = 3600;
 /// 8-byte header (kind, three zero bytes, payload length as a big-endian
 /// `u32`: the layout of Docker's multiplexed attach stream) and its
 /// payload. Kinds are [`stream_frame`]'s constants; the last frame is
-/// always a result or an error. A reader skips kinds it does not know.
+/// always a result or an error; an empty keep-alive frame comes after 15 s
+/// of silence. A reader skips kinds it does not know.
 pub const STREAM_MEDIA_TYPE: &str = "application/vnd.runner.stream";
 
 /// Frames of a [`STREAM_MEDIA_TYPE`] body.
 pub mod stream_frame {
+    /// Empty; sent after 15 s without another frame so that proxies keep a
+    /// quiet call's connection open. Skip it.
+    pub const KEEP_ALIVE: u8 = 0;
     /// Bytes the tool wrote to standard output.
     pub const STDOUT: u8 = 1;
     /// Bytes the tool wrote to standard error.

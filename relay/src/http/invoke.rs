@@ -372,12 +372,19 @@ struct Streaming {
 }
 
 /// What a streamed call tells its caller, in order: output, then exactly
-/// one result or error.
+/// one result or error; keep-alives while nothing else happens.
 enum StreamEvent {
     Output(OutputChunk),
+    /// [`KEEP_ALIVE_AFTER`] passed without another event.
+    KeepAlive,
     Result(InvokeResponse),
     Error(ErrorBody),
 }
+
+/// Silence after which a streamed call's body carries a keep-alive, so that
+/// proxies (nginx closes after 60 s by default) keep a quiet call's
+/// connection open. Server-Sent Events get axum's comment lines instead.
+const KEEP_ALIVE_AFTER: Duration = Duration::from_secs(15);
 
 impl Streaming {
     /// The next event; `None` after the result or error.
@@ -389,6 +396,7 @@ impl Streaming {
             // Output first: the runner sends every chunk before the result.
             biased;
             Some(output) = self.output.recv() => StreamEvent::Output(output),
+            () = tokio::time::sleep(KEEP_ALIVE_AFTER) => StreamEvent::KeepAlive,
             result = &mut self.result => {
                 self.done = true;
                 self.guard.armed = false;
@@ -482,6 +490,7 @@ fn server_sent_events(streaming: Streaming) -> Response {
         (streaming, carries),
         |(mut streaming, mut carries)| async move {
             let events = match streaming.next().await? {
+                StreamEvent::KeepAlive => Vec::new(),
                 StreamEvent::Output(chunk) => {
                     let carry = &mut carries[stream_index(chunk.stream)];
                     carry.extend_from_slice(&chunk.data);
@@ -549,6 +558,7 @@ fn binary_stream(streaming: Streaming) -> Response {
                 };
                 frame_buffers(kind, chunk.data)
             }
+            StreamEvent::KeepAlive => frame_buffers(stream_frame::KEEP_ALIVE, Bytes::new()),
             StreamEvent::Result(response) => {
                 frame_buffers(stream_frame::RESULT, json_bytes(&response))
             }

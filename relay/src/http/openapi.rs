@@ -305,7 +305,7 @@ pub fn document() -> Value {
                     "requestBody": json_body("InvokeRequest"),
                     "responses": {
                         "200": {
-                            "description": "the tool ran (it may still have failed: see exit_code and error). By Accept: one JSON body; or streamed as produced: text/event-stream (output events {stream, data} with the bytes decoded as UTF-8, then one result or error event), or application/vnd.runner.stream (binary frames, output byte for byte: an 8-byte header of kind (1 stdout, 2 stderr, 3 result JSON, 4 error JSON), three zero bytes and a big-endian u32 length, then the payload; the last frame is a result or an error)",
+                            "description": "the tool ran (it may still have failed: see exit_code and error). By Accept: one JSON body; or streamed as produced: text/event-stream (output events {stream, data} with the bytes decoded as UTF-8, then one result or error event), or application/vnd.runner.stream (binary frames, output byte for byte: an 8-byte header of kind (0 keep-alive after 15 s of silence, 1 stdout, 2 stderr, 3 result JSON, 4 error JSON), three zero bytes and a big-endian u32 length, then the payload; the last frame is a result or an error)",
                             "content": {
                                 "application/json": { "schema": { "$ref": "#/components/schemas/InvokeResponse" } },
                                 "text/event-stream": { "schema": { "type": "string" } },

@@ -333,3 +333,26 @@ async fn a_malformed_output_frame_closes_the_session_and_fails_its_call() {
     let body: Value = serde_json::from_slice(payload).expect("error JSON");
     assert_eq!(body["error"]["code"], "runner_disconnected", "{body}");
 }
+
+/// A binary stream that is quiet for longer than the keep-alive interval
+/// carries an empty keep-alive frame, so proxies keep the connection.
+#[tokio::test]
+async fn a_quiet_binary_stream_carries_keep_alive_frames() {
+    let relay = spawn_relay().await;
+    let (id, token) = relay.dev_env("quiet").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &["shell"])).await;
+    let (response, call) = tokio::join!(
+        streamed_call_accepting(&relay, &id, STREAM_MEDIA_TYPE),
+        runner.next_call()
+    );
+    tokio::time::sleep(Duration::from_secs(16)).await;
+    runner.answer(&call, 0).await;
+    let frames = read_frames(response).await;
+    let kinds: Vec<u8> = frames.iter().map(|(kind, _)| *kind).collect();
+    assert_eq!(
+        kinds,
+        vec![stream_frame::KEEP_ALIVE, stream_frame::RESULT],
+        "{frames:?}"
+    );
+    assert!(frames[0].1.is_empty());
+}
