@@ -66,7 +66,10 @@ async fn run_inner(
             join: Join::Wrapper,
         },
         None => {
-            let (program, arg0) = match resolved("bash", &env) {
+            // Looked up here, on the call's PATH as `execvp` would: the
+            // child then `exec`s the path instead of failing an `exec` for
+            // every PATH entry before bash's.
+            let (program, arg0) = match process::find_program("bash".as_ref(), &env) {
                 Some(path) => (path.into_os_string(), Some("bash".to_owned())),
                 None => ("bash".into(), None),
             };
@@ -180,7 +183,7 @@ fn direct(
     {
         return None;
     }
-    let program = resolved(name, env)?;
+    let program = process::find_program(name.as_ref(), env)?;
     let mut magic = [0u8; 4];
     let read = std::fs::File::open(&program)
         .and_then(|mut file| std::io::Read::read(&mut file, &mut magic))
@@ -195,13 +198,6 @@ fn direct(
         env.insert("SHLVL".to_owned(), "0".to_owned());
     }
     Some((program.into_os_string(), argv, env))
-}
-
-/// `name` looked up on the call's PATH (the runner's unless the call sets
-/// one), as `execvp` would, once: the runner then `exec`s the path and
-/// spares the child a failed `exec` for every PATH entry before it.
-fn resolved(name: &str, env: &HashMap<String, String>) -> Option<std::path::PathBuf> {
-    process::find_program(name.as_ref(), env)
 }
 
 /// `workdir` through the boundary; the workspace root by default.
