@@ -68,12 +68,18 @@ async fn invoke(
     let response: InvokeResponse = client
         .request(Method::POST, &path, Some(request), wait)
         .await?;
-    if args.api.json {
-        output::json(&response)?;
+    answer(&response, args.api.json)
+}
+
+/// Prints a whole (not streamed) answer, as JSON with `--json`, and gives
+/// the exit code.
+fn answer(response: &InvokeResponse, json: bool) -> Result<u8> {
+    if json {
+        output::json(response)?;
     } else {
-        print_result(&response)?;
+        print_result(response)?;
     }
-    Ok(exit_code_of(&response))
+    Ok(exit_code_of(response))
 }
 
 /// `--stream`: asks for the binary stream ([`STREAM_MEDIA_TYPE`]), writes
@@ -104,12 +110,7 @@ async fn stream(
         let response: InvokeResponse = serde_json::from_slice(&bytes).map_err(|error| {
             anyhow::anyhow!("the relay's answer is not what this runner version expects: {error}")
         })?;
-        if json {
-            output::json(&response)?;
-        } else {
-            print_result(&response)?;
-        }
-        return Ok(exit_code_of(&response));
+        return answer(&response, json);
     }
     let mut frames = FrameReader::default();
     let mut streamed = [0u64; 2];
