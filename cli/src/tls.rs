@@ -194,9 +194,10 @@ pub fn load_pem_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
 }
 
 /// The verifier [`build`] installs: it reads the system's roots (a
-/// directory of PEM files: ≈ 4 ms, most of a short command's run) only when
-/// a certificate is first to be verified, so commands that talk plain HTTP
-/// to a relay on loopback, or nothing at all, never pay for them.
+/// directory of PEM files; parsing them topped the profile of a short
+/// `runner invoke`) only when a certificate is first to be verified, so
+/// commands that talk plain HTTP to a relay on loopback, or nothing at all,
+/// never pay for them.
 #[derive(Debug)]
 struct LazyVerifier {
     options: TlsOptions,

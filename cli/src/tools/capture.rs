@@ -111,14 +111,7 @@ pub struct Spooled {
 impl Spool {
     /// `limit` bytes inline; past that the output goes to `path` too.
     pub fn new(limit: usize, path: PathBuf) -> Spool {
-        let limit = limit - limit % 2;
-        Spool {
-            capture: Capture::new(limit),
-            limit: limit as u64,
-            path: Some(path),
-            file: None,
-            file_error: None,
-        }
+        Spool::with_file(limit, Some(path))
     }
 
     /// `limit` bytes inline and no file: for output the caller receives
@@ -126,9 +119,18 @@ impl Spool {
     /// as well would only cost time (at 1 GB the page cache's writeback
     /// halved the stream's rate).
     pub fn without_file(limit: usize) -> Spool {
-        let mut spool = Spool::new(limit, PathBuf::new());
-        spool.path = None;
-        spool
+        Spool::with_file(limit, None)
+    }
+
+    fn with_file(limit: usize, path: Option<PathBuf>) -> Spool {
+        let limit = limit - limit % 2;
+        Spool {
+            capture: Capture::new(limit),
+            limit: limit as u64,
+            path,
+            file: None,
+            file_error: None,
+        }
     }
 
     pub fn push(&mut self, bytes: &[u8]) {

@@ -177,10 +177,7 @@ fn direct(
     if name.contains('/') || BASH_BUILTINS.contains(&name.as_str()) {
         return None;
     }
-    let bash_reads_first = |key: &str| key == "BASH_ENV" || key.starts_with("BASH_FUNC_");
-    if env.keys().any(|key| bash_reads_first(key))
-        || std::env::vars_os().any(|(key, _)| key.to_str().is_some_and(bash_reads_first))
-    {
+    if runner_env().bash_reads_first || env.keys().any(|key| bash_reads_first(key)) {
         return None;
     }
     let program = process::find_program(name.as_ref(), env)?;
@@ -194,10 +191,33 @@ fn direct(
     let mut env = env.clone();
     env.insert("_".to_owned(), program.to_str()?.to_owned());
     env.insert("PWD".to_owned(), workdir.to_str()?.to_owned());
-    if !env.contains_key("SHLVL") && std::env::var_os("SHLVL").is_none() {
+    if !env.contains_key("SHLVL") && !runner_env().has_shlvl {
         env.insert("SHLVL".to_owned(), "0".to_owned());
     }
     Some((program.into_os_string(), argv, env))
+}
+
+/// Variables bash reads before running a command: a startup file, and
+/// exported functions (which may shadow any program).
+fn bash_reads_first(key: &str) -> bool {
+    key == "BASH_ENV" || key.starts_with("BASH_FUNC_")
+}
+
+/// What [`direct`] needs from the runner's own environment, which every
+/// call inherits and which does not change while the runner runs: read
+/// once, not on every call.
+struct RunnerEnv {
+    bash_reads_first: bool,
+    has_shlvl: bool,
+}
+
+fn runner_env() -> &'static RunnerEnv {
+    static ENV: std::sync::OnceLock<RunnerEnv> = std::sync::OnceLock::new();
+    ENV.get_or_init(|| RunnerEnv {
+        bash_reads_first: std::env::vars_os()
+            .any(|(key, _)| key.to_str().is_some_and(bash_reads_first)),
+        has_shlvl: std::env::var_os("SHLVL").is_some(),
+    })
 }
 
 /// `workdir` through the boundary; the workspace root by default.

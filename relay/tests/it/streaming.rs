@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
 use runner_proto::api::{stream_frame, STREAM_MEDIA_TYPE};
-use runner_proto::ws::{Output, OutputFrame, RelayMessage, RunnerMessage, Stream};
+use runner_proto::ws::{Call, Output, OutputFrame, RelayMessage, RunnerMessage, Stream};
 use serde_json::{json, Value};
 
 use crate::support::{hello, spawn_relay, FakeRunner, TestRelay};
@@ -24,13 +24,6 @@ fn chunk(index: usize) -> String {
     let mut data = head.clone();
     data.extend(std::iter::repeat_n('x', CHUNK_BYTES - head.len()));
     data
-}
-
-/// Starts a streamed `shell` call as Server-Sent Events; returns the
-/// response once its headers arrived (the body is read by the test, at its
-/// own pace).
-async fn streamed_call(relay: &TestRelay, env_id: &str) -> reqwest::Response {
-    streamed_call_accepting(relay, env_id, "text/event-stream").await
 }
 
 /// Reads Server-Sent Events until the `result` or `error` event; returns
@@ -79,9 +72,8 @@ async fn read_events(mut response: reqwest::Response, pause_every: usize) -> (Ve
 #[tokio::test]
 async fn a_slow_reader_gets_every_chunk_in_order() {
     let relay = spawn_relay().await;
-    let (id, token) = relay.dev_env("stream").await;
-    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &["shell"])).await;
-    let (response, call) = tokio::join!(streamed_call(&relay, &id), runner.next_call());
+    let (mut runner, call, response) =
+        streamed_to_fake_runner(&relay, "stream", "text/event-stream").await;
     assert!(call.stream);
 
     // The runner produces as fast as the relay lets it, concurrently.
@@ -118,9 +110,8 @@ async fn a_slow_reader_gets_every_chunk_in_order() {
 #[tokio::test]
 async fn a_reader_that_stops_gets_its_call_cancelled() {
     let relay = spawn_relay().await;
-    let (id, token) = relay.dev_env("stuck").await;
-    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &["shell"])).await;
-    let (response, call) = tokio::join!(streamed_call(&relay, &id), runner.next_call());
+    let (runner, call, response) =
+        streamed_to_fake_runner(&relay, "stuck", "text/event-stream").await;
 
     // Output until the relay stops reading the socket and cancels the call.
     let call_id = call.call_id.clone();
@@ -199,6 +190,23 @@ async fn streamed_call_accepting(
     response
 }
 
+/// A fake runner serving a new environment, a streamed call to it (with
+/// this `Accept`) that it has received, and the response once its headers
+/// arrived.
+async fn streamed_to_fake_runner(
+    relay: &TestRelay,
+    name: &str,
+    accept: &str,
+) -> (FakeRunner, Call, reqwest::Response) {
+    let (id, token) = relay.dev_env(name).await;
+    let mut runner = FakeRunner::connect(relay, &token, hello("s", "i1", &["shell"])).await;
+    let (response, call) = tokio::join!(
+        streamed_call_accepting(relay, &id, accept),
+        runner.next_call()
+    );
+    (runner, call, response)
+}
+
 /// Reads a whole binary stream body into `(kind, payload)` frames.
 async fn read_frames(response: reqwest::Response) -> Vec<(u8, Vec<u8>)> {
     let body = tokio::time::timeout(Duration::from_secs(30), response.bytes())
@@ -227,15 +235,11 @@ fn frame(call_id: &str, stream: Stream, data: &[u8]) -> Vec<u8> {
 #[tokio::test]
 async fn binary_output_frames_reach_a_binary_stream_byte_for_byte() {
     let relay = spawn_relay().await;
-    let (id, token) = relay.dev_env("bytes").await;
-    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &["shell"])).await;
+    let (mut runner, call, response) =
+        streamed_to_fake_runner(&relay, "bytes", STREAM_MEDIA_TYPE).await;
     assert!(
         runner.welcome.binary_output,
         "the relay offers binary output"
-    );
-    let (response, call) = tokio::join!(
-        streamed_call_accepting(&relay, &id, STREAM_MEDIA_TYPE),
-        runner.next_call()
     );
     assert_eq!(
         response.headers()["content-type"].to_str().ok(),
@@ -283,12 +287,8 @@ async fn binary_output_frames_reach_a_binary_stream_byte_for_byte() {
 #[tokio::test]
 async fn server_sent_events_keep_characters_split_across_binary_frames_whole() {
     let relay = spawn_relay().await;
-    let (id, token) = relay.dev_env("utf8").await;
-    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &["shell"])).await;
-    let (response, call) = tokio::join!(
-        streamed_call_accepting(&relay, &id, "text/event-stream"),
-        runner.next_call()
-    );
+    let (mut runner, call, response) =
+        streamed_to_fake_runner(&relay, "utf8", "text/event-stream").await;
     let euro = "€".as_bytes();
     runner
         .send_binary(frame(&call.call_id, Stream::Stdout, &[b'a', euro[0]]))
@@ -312,12 +312,8 @@ async fn server_sent_events_keep_characters_split_across_binary_frames_whole() {
 #[tokio::test]
 async fn a_malformed_output_frame_closes_the_session_and_fails_its_call() {
     let relay = spawn_relay().await;
-    let (id, token) = relay.dev_env("bad").await;
-    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &["shell"])).await;
-    let (response, _call) = tokio::join!(
-        streamed_call_accepting(&relay, &id, STREAM_MEDIA_TYPE),
-        runner.next_call()
-    );
+    let (mut runner, _call, response) =
+        streamed_to_fake_runner(&relay, "bad", STREAM_MEDIA_TYPE).await;
     // Stream 9 does not exist.
     runner
         .send_binary(vec![OutputFrame::KIND, 9, 1, b'c', b'x'])
@@ -339,12 +335,8 @@ async fn a_malformed_output_frame_closes_the_session_and_fails_its_call() {
 #[tokio::test]
 async fn a_quiet_binary_stream_carries_keep_alive_frames() {
     let relay = spawn_relay().await;
-    let (id, token) = relay.dev_env("quiet").await;
-    let mut runner = FakeRunner::connect(&relay, &token, hello("s", "i1", &["shell"])).await;
-    let (response, call) = tokio::join!(
-        streamed_call_accepting(&relay, &id, STREAM_MEDIA_TYPE),
-        runner.next_call()
-    );
+    let (mut runner, call, response) =
+        streamed_to_fake_runner(&relay, "quiet", STREAM_MEDIA_TYPE).await;
     tokio::time::sleep(Duration::from_secs(16)).await;
     runner.answer(&call, 0).await;
     let frames = read_frames(response).await;
