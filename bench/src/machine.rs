@@ -60,6 +60,12 @@ pub fn facts(nofile: NoFile) -> Value {
         "nofile_hard": nofile.hard,
         "ip_local_port_range": read_trimmed("/proc/sys/net/ipv4/ip_local_port_range"),
         "rustc": command_line("rustc", &["--version"]),
+        // Decides the tail of every process-running call with per-call
+        // cgroups (docs/tools.md): null where there is no cgroup2 mount.
+        "cgroup2_favordynmods": std::fs::read_to_string("/proc/self/mountinfo")
+            .ok()
+            .and_then(|mountinfo| runner_cli::tools::cgroup::hierarchy(&mountinfo))
+            .map(|(_, favors)| favors),
     })
 }
 

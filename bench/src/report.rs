@@ -46,9 +46,9 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
     )?;
     writeln!(
         out,
-        "Machine: {} × {}, {} MiB RAM, kernel {}, RLIMIT_NOFILE {}/{}, load average at the end {}.\n",
+        "Machine: {} × {}, {} MiB RAM, kernel {}, cgroup2 favordynmods {}, RLIMIT_NOFILE {}/{}, load average at the end {}.\n",
         m["nproc"], m["cpu_model"].as_str().unwrap_or("?"), m["mem_total_mib"],
-        m["kernel"].as_str().unwrap_or("?"), m["nofile_soft"], m["nofile_hard"],
+        m["kernel"].as_str().unwrap_or("?"), m["cgroup2_favordynmods"], m["nofile_soft"], m["nofile_hard"],
         m["loadavg_at_end"].as_str().unwrap_or("?")
     )?;
 
@@ -109,21 +109,23 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
         writeln!(out, "### 2. Throughput (`ping`)\n")?;
         writeln!(
             out,
-            "| runners | concurrency | invokes/s | p50 µs | p99 µs | errors | relay CPU avg % |"
+            "| runners | concurrency | invokes/s | p50 µs | p99 µs | max µs | errors | relay CPU avg % | callers busy % |"
         )?;
-        writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|")?;
+        writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|")?;
         for runners in [1, 16] {
             for concurrency in [1, 16, 64, 256] {
                 if let Some(row) = map.get(&format!("runners_{runners}_concurrency_{concurrency}"))
                 {
                     writeln!(
                         out,
-                        "| {runners} | {concurrency} | {} | {} | {} | {} | {} |",
+                        "| {runners} | {concurrency} | {} | {} | {} | {} | {} | {} | {} |",
                         number(&row["invokes_per_s"]),
                         number(&row["p50_us"]),
                         number(&row["p99_us"]),
+                        number(&row["max_us"]),
                         row["errors"],
-                        number(&row["relay_cpu_average_percent"])
+                        number(&row["relay_cpu_average_percent"]),
+                        number(&row["workers_in_call_percent"])
                     )?;
                 }
             }

@@ -27,7 +27,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
 pub use runner_cli::agent::backoff::{Backoff, BASE as BACKOFF_BASE, HEALTHY_SESSION};
-use runner_cli::agent::session::{CONNECT_TIMEOUT, WELCOME_TIMEOUT};
+use runner_cli::agent::session::{retry_after, CONNECT_TIMEOUT, WELCOME_TIMEOUT};
 /// Socket buffers of the load generator itself: small, so that its own
 /// memory does not limit the fleet (it is not what is measured).
 const LOADGEN_BUFFER_BYTES: usize = 4 * 1024;
@@ -171,10 +171,22 @@ fn catalogue() -> Vec<ToolSpec> {
 enum Ended {
     /// Stop for good (terminal close code or refused token).
     Stop,
-    /// Reconnect after the backoff.
-    Retry { welcomed: bool },
+    /// Reconnect after the backoff (no sooner than the relay's
+    /// `Retry-After`, as the runner does).
+    Retry {
+        welcomed: bool,
+        retry_after: Option<Duration>,
+    },
     /// The harness is done with this runner.
     Shutdown,
+}
+
+impl Ended {
+    /// A welcomed session that ended: reconnect after the backoff.
+    const LOST: Ended = Ended::Retry {
+        welcomed: true,
+        retry_after: None,
+    };
 }
 
 /// One simulated runner, until the fleet shuts down or the relay tells it to
@@ -209,11 +221,17 @@ pub async fn run(fleet: Arc<Fleet>, index: u32, token: String, source: Ipv4Addr)
         };
         match ended {
             Ended::Stop | Ended::Shutdown => return,
-            Ended::Retry { welcomed } => {
+            Ended::Retry {
+                welcomed,
+                retry_after,
+            } => {
                 if welcomed && started.elapsed() >= HEALTHY_SESSION {
                     backoff.reset();
                 }
-                let delay = backoff.next_delay();
+                let delay = match retry_after {
+                    Some(floor) => backoff.next_delay_at_least(floor),
+                    None => backoff.next_delay(),
+                };
                 tokio::select! {
                     () = tokio::time::sleep(delay) => {}
                     _ = shutdown.changed() => return,
@@ -243,15 +261,21 @@ async fn session(fleet: &Fleet, index: u32, token: &str, source: Ipv4Addr, hello
             fleet.error(message);
             return Ended::Stop;
         }
-        Ok(Err(HandshakeError::Retry(message))) => {
+        Ok(Err(HandshakeError::Retry(message, retry_after))) => {
             fleet.failed_attempts.fetch_add(1, Ordering::Relaxed);
             fleet.error(message);
-            return Ended::Retry { welcomed: false };
+            return Ended::Retry {
+                welcomed: false,
+                retry_after,
+            };
         }
         Err(_) => {
             fleet.failed_attempts.fetch_add(1, Ordering::Relaxed);
             fleet.error("handshake timed out".into());
-            return Ended::Retry { welcomed: false };
+            return Ended::Retry {
+                welcomed: false,
+                retry_after: None,
+            };
         }
     };
     drop(permit);
@@ -269,7 +293,8 @@ type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
 
 enum HandshakeError {
     Stop(String),
-    Retry(String),
+    /// With the relay's `Retry-After`, when it gave one.
+    Retry(String, Option<Duration>),
 }
 
 async fn handshake(
@@ -279,7 +304,7 @@ async fn handshake(
     hello: &str,
 ) -> Result<(Socket, Duration), HandshakeError> {
     let retry = |what: &str, error: &dyn std::fmt::Display| {
-        HandshakeError::Retry(format!("{what}: {error}"))
+        HandshakeError::Retry(format!("{what}: {error}"), None)
     };
     let socket = TcpSocket::new_v4().map_err(|e| retry("socket", &e))?;
     socket
@@ -314,6 +339,14 @@ async fn handshake(
                     "the relay refused the token (401)".into(),
                 ))
             }
+            Err(tokio_tungstenite::tungstenite::Error::Http(response))
+                if matches!(response.status().as_u16(), 429 | 503) =>
+            {
+                return Err(HandshakeError::Retry(
+                    format!("turned away ({})", response.status()),
+                    retry_after(response.headers()),
+                ))
+            }
             Err(error) => return Err(retry("upgrade", &error)),
         };
     socket
@@ -340,13 +373,14 @@ async fn handshake(
                         "closed with terminal code {code}"
                     )));
                 }
-                return Err(HandshakeError::Retry(format!(
-                    "closed during handshake ({code})"
-                )));
+                return Err(HandshakeError::Retry(
+                    format!("closed during handshake ({code})"),
+                    None,
+                ));
             }
             Some(Ok(_)) => continue,
             Some(Err(error)) => return Err(retry("reading welcome", &error)),
-            None => return Err(HandshakeError::Retry("closed before welcome".into())),
+            None => return Err(HandshakeError::Retry("closed before welcome".into(), None)),
         }
     }
 }
@@ -378,7 +412,7 @@ async fn welcomed(fleet: &Fleet, socket: Socket, interval: Duration) -> Ended {
                         };
                         let Ok(text) = serde_json::to_string(&RunnerMessage::Result(result)) else { continue };
                         if sink.send(Message::Text(text.into())).await.is_err() {
-                            return Ended::Retry { welcomed: true };
+                            return Ended::LOST;
                         }
                         fleet.calls_answered.fetch_add(1, Ordering::Relaxed);
                     }
@@ -394,14 +428,14 @@ async fn welcomed(fleet: &Fleet, socket: Socket, interval: Duration) -> Ended {
                         }
                         return Ended::Stop;
                     }
-                    return Ended::Retry { welcomed: true };
+                    return Ended::LOST;
                 }
                 Some(Ok(_)) => {}
-                Some(Err(_)) | None => return Ended::Retry { welcomed: true },
+                Some(Err(_)) | None => return Ended::LOST,
             },
             _ = heartbeat.tick() => {
                 if sink.send(Message::Text(beat.clone().into())).await.is_err() {
-                    return Ended::Retry { welcomed: true };
+                    return Ended::LOST;
                 }
                 fleet.heartbeats_sent.fetch_add(1, Ordering::Relaxed);
             }

@@ -76,9 +76,7 @@ async fn cell(
         let key = relay.admin_key.clone();
         let envs = Arc::clone(&envs);
         workers.push(tokio::spawn(async move {
-            let mut samples = Vec::new();
-            let mut errors = 0usize;
-            let mut first_error = None;
+            let mut tally = Tally::default();
             let body = json!({"tool_name": "ping", "args": {"worker": worker}});
             let mut i = 0usize;
             loop {
@@ -89,47 +87,78 @@ async fn cell(
                 let env = &envs[(worker + i) % envs.len()];
                 i += 1;
                 let call = procs::api(&http, &url, &key, reqwest::Method::POST, &Relay::invoke_path(env), Some(&body)).await;
-                let elapsed = now.elapsed();
+                let done = Instant::now();
                 let ok = matches!(&call, Ok((200, answer)) if answer["result"]["worker"] == json!(worker));
-                if now < measure_from {
+                tally.in_call += overlap((now, done), (measure_from, end));
+                if done <= measure_from || done > end {
+                    // Finished in the warm-up or after the window: its
+                    // time in the window counts as busy, the call does not.
+                    if done > end {
+                        tally.late = tally.late.max(done - end);
+                    }
                     continue;
                 }
                 if ok {
-                    samples.push(elapsed);
+                    tally.samples.push(done - now);
                 } else {
-                    errors += 1;
-                    if first_error.is_none() {
-                        first_error = Some(match call {
+                    tally.errors += 1;
+                    if tally.first_error.is_none() {
+                        tally.first_error = Some(match call {
                             Ok((status, answer)) => format!("HTTP {status}: {}", crate::compact_str(&answer.to_string())),
                             Err(error) => format!("{error:#}"),
                         });
                     }
                 }
             }
-            (samples, errors, first_error)
+            tally
         }));
     }
-    let mut samples = Vec::new();
-    let mut errors = 0;
-    let mut first_error = None;
+    let mut all = Tally::default();
     for worker in workers {
-        let (mut s, e, f) = worker.await.context("a load worker failed")?;
-        samples.append(&mut s);
-        errors += e;
-        if first_error.is_none() {
-            first_error = f;
+        let tally = worker.await.context("a load worker failed")?;
+        all.samples.extend(tally.samples);
+        all.errors += tally.errors;
+        all.in_call += tally.in_call;
+        all.late = all.late.max(tally.late);
+        if all.first_error.is_none() {
+            all.first_error = tally.first_error;
         }
     }
-    let measured = Instant::now()
-        .saturating_duration_since(measure_from)
-        .as_secs_f64()
-        .max(1e-9);
-    let summary = Summary::of(&samples);
+    let window = seconds.as_secs_f64();
+    let summary = Summary::of(&all.samples);
     let mut value = summary.to_json();
-    value["invokes_per_s"] = json!(round(samples.len() as f64 / measured, 0));
-    value["errors"] = json!(errors);
-    if let Some(error) = first_error {
+    // Calls that completed inside the fixed window, over the window: a
+    // straggler that ends after it cannot stretch the denominator.
+    value["invokes_per_s"] = json!(round(all.samples.len() as f64 / window, 0));
+    value["errors"] = json!(all.errors);
+    // Below 100 the load generator itself was idle between calls (it
+    // shares the cores), so the rate understates what the relay does.
+    value["workers_in_call_percent"] = json!(round(
+        100.0 * all.in_call.as_secs_f64() / (window * concurrency as f64),
+        1
+    ));
+    value["slowest_past_window_ms"] = json!(round(all.late.as_secs_f64() * 1e3, 1));
+    if let Some(error) = all.first_error {
         value["first_error"] = json!(error);
     }
     Ok(value)
+}
+
+/// One worker's (or all workers') record of a cell.
+#[derive(Default)]
+struct Tally {
+    samples: Vec<Duration>,
+    errors: usize,
+    first_error: Option<String>,
+    /// Time spent inside calls within the measured window.
+    in_call: Duration,
+    /// How far past the window the last call ran.
+    late: Duration,
+}
+
+/// The length of the intersection of two time intervals.
+fn overlap((a0, a1): (Instant, Instant), (b0, b1): (Instant, Instant)) -> Duration {
+    let from = a0.max(b0);
+    let to = a1.min(b1);
+    to.saturating_duration_since(from)
 }

@@ -50,6 +50,20 @@ impl Backoff {
         let half = ceiling / 2;
         half + half.mul_f64(random_unit())
     }
+
+    /// [`Self::next_delay`], but no sooner than `floor` (a relay's
+    /// `Retry-After`, capped at [`CAP`]). A delay raised to the floor gets
+    /// up to half of it again as jitter: runners turned away together by
+    /// the same `Retry-After: 1` must not all come back in the same
+    /// millisecond.
+    pub fn next_delay_at_least(&mut self, floor: Duration) -> Duration {
+        let floor = floor.min(CAP);
+        let delay = self.next_delay();
+        if delay >= floor {
+            return delay;
+        }
+        floor + (floor / 2).mul_f64(random_unit())
+    }
 }
 
 /// A uniform number in [0, 1). Falls back to 0.5 if the OS has no entropy
@@ -92,5 +106,26 @@ mod tests {
             .map(|_| Backoff { attempt: 5 }.next_delay())
             .collect();
         assert!(delays.len() > 40, "only {} distinct delays", delays.len());
+    }
+
+    #[test]
+    fn a_retry_after_is_a_floor_with_jitter_and_a_cap() {
+        for _ in 0..50 {
+            let delay = Backoff::new().next_delay_at_least(Duration::from_secs(4));
+            assert!(
+                delay >= Duration::from_secs(4) && delay <= Duration::from_secs(6),
+                "{delay:?}"
+            );
+        }
+        // Below the backoff's own delay, it changes nothing.
+        let delay = Backoff { attempt: 20 }.next_delay_at_least(Duration::from_secs(1));
+        assert!(delay >= CAP / 2, "{delay:?}");
+        // A relay cannot park a runner past the ceiling (plus its jitter).
+        let delay = Backoff::new().next_delay_at_least(Duration::from_secs(86_400));
+        assert!(delay <= CAP + CAP / 2, "{delay:?}");
+        let spread: std::collections::HashSet<Duration> = (0..50)
+            .map(|_| Backoff::new().next_delay_at_least(Duration::from_secs(1)))
+            .collect();
+        assert!(spread.len() > 40, "only {} distinct delays", spread.len());
     }
 }

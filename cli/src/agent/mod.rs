@@ -143,11 +143,18 @@ pub async fn run_forever(
                     () = shutdown.cancelled() => return Ok(()),
                 }
             }
-            SessionEnd::Retry { welcomed, reason } => {
+            SessionEnd::Retry {
+                welcomed,
+                reason,
+                retry_after,
+            } => {
                 if welcomed && started.elapsed() >= backoff::HEALTHY_SESSION {
                     backoff.reset();
                 }
-                let delay = backoff.next_delay();
+                let delay = match retry_after {
+                    Some(floor) => backoff.next_delay_at_least(floor),
+                    None => backoff.next_delay(),
+                };
                 health.disconnected(&reason);
                 tracing::warn!(%reason, retry_in_ms = delay.as_millis() as u64, "disconnected; reconnecting");
                 tokio::select! {

@@ -115,6 +115,9 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
         health,
         auto_update,
     };
+    if args.call_cgroups && cfg!(target_os = "linux") {
+        tracing::info!("per-call cgroups: {}", tools::cgroup::describe());
+    }
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     agent::run_forever(session, shutdown, probation).await

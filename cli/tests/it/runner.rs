@@ -187,3 +187,45 @@ async fn a_second_runner_replaces_the_first_which_stops_without_fighting_back() 
     let (code, _) = second.stop().await;
     assert_eq!(code, Some(0));
 }
+
+/// A relay that turns connects away with `503` and `Retry-After: 3` (as a
+/// relay at its handshake limit does) is not asked again sooner: the
+/// runner's own first backoff is 0.25–0.5 s.
+#[tokio::test]
+async fn a_busy_relays_retry_after_is_honoured() {
+    use std::io::{Read, Write};
+    let relay = Relay::spawn().await;
+    let (_env, mut runner) = Runner::registered(&relay, dev_env()).await;
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", busy.local_addr().expect("address"));
+    let attempts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&attempts);
+    std::thread::spawn(move || {
+        for stream in busy.incoming() {
+            let Ok(mut stream) = stream else { return };
+            seen.lock().expect("lock").push(std::time::Instant::now());
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(
+                b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 3\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    runner.start(&["--url", &url]);
+    support::wait_until("two connect attempts", || {
+        attempts.lock().expect("lock").len() >= 2
+    })
+    .await;
+    let times = attempts.lock().expect("lock").clone();
+    let gap = times[1] - times[0];
+    assert!(
+        gap >= std::time::Duration::from_secs(3),
+        "retried after {gap:?}, before the relay's Retry-After"
+    );
+    assert!(
+        gap <= std::time::Duration::from_millis(4_500 + 500),
+        "retried after {gap:?}: more than Retry-After plus its jitter"
+    );
+    let (_, stderr) = runner.stop().await;
+    assert!(stderr.contains("retry after 3 s"), "{stderr}");
+}
