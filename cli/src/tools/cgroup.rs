@@ -242,22 +242,45 @@ fn locate(mountinfo: &str, membership: &str) -> Option<PathBuf> {
     if path.contains("/..") || path.ends_with("(deleted)") {
         return None;
     }
-    mountinfo.lines().find_map(|line| {
-        // `id parent major:minor root mount-point options… - fstype source …`
-        let (before, after) = line.split_once(" - ")?;
-        if after.split_whitespace().next()? != "cgroup2" {
-            return None;
-        }
-        let mut fields = before.split_whitespace();
-        let root = fields.nth(3)?;
-        let mount_point = fields.next()?;
-        let relative = if root == "/" {
+    cgroup2_mounts(mountinfo).find_map(|mount| {
+        let relative = if mount.root == "/" {
             path
         } else {
-            path.strip_prefix(root)
+            path.strip_prefix(mount.root)
                 .filter(|rest| rest.is_empty() || rest.starts_with('/'))?
         };
-        Some(Path::new(mount_point).join(relative.trim_start_matches('/')))
+        Some(Path::new(mount.point).join(relative.trim_start_matches('/')))
+    })
+}
+
+/// One cgroup2 line of `/proc/self/mountinfo`.
+struct Cgroup2Mount<'a> {
+    /// The hierarchy's directory seen at the mount point (not `/` inside a
+    /// cgroup namespace or for a bind mount of a subtree).
+    root: &'a str,
+    point: &'a str,
+    favordynmods: bool,
+}
+
+fn cgroup2_mounts(mountinfo: &str) -> impl Iterator<Item = Cgroup2Mount<'_>> {
+    mountinfo.lines().filter_map(|line| {
+        // `id parent major:minor root mount-point options… - fstype source super-options`
+        let (before, after) = line.split_once(" - ")?;
+        let mut after = after.split_whitespace();
+        if after.next()? != "cgroup2" {
+            return None;
+        }
+        let super_options = after.nth(1).unwrap_or("");
+        let mut fields = before.split_whitespace();
+        let root = fields.nth(3)?;
+        let point = fields.next()?;
+        Some(Cgroup2Mount {
+            root,
+            point,
+            favordynmods: super_options
+                .split(',')
+                .any(|option| option == "favordynmods"),
+        })
     })
 }
 
@@ -267,21 +290,11 @@ fn locate(mountinfo: &str, membership: &str) -> Option<PathBuf> {
 /// first process, here) takes the write side of the kernel's
 /// `cgroup_threadgroup_rwsem` the slow way, waiting for an RCU grace
 /// period: p99 of an API `shell true` 15.0 ms without it against 2.6 ms
-/// with it, medians equal (BENCHMARKS.md, this machine).
+/// with it, medians equal, on the benchmark machine (BENCHMARKS.md).
 pub fn hierarchy(mountinfo: &str) -> Option<(PathBuf, bool)> {
-    mountinfo.lines().find_map(|line| {
-        let (before, after) = line.split_once(" - ")?;
-        let mut after = after.split_whitespace();
-        if after.next()? != "cgroup2" {
-            return None;
-        }
-        let super_options = after.nth(1).unwrap_or("");
-        let mount_point = before.split_whitespace().nth(4)?;
-        let favors = super_options
-            .split(',')
-            .any(|option| option == "favordynmods");
-        Some((PathBuf::from(mount_point), favors))
-    })
+    cgroup2_mounts(mountinfo)
+        .next()
+        .map(|mount| (PathBuf::from(mount.point), mount.favordynmods))
 }
 
 /// One line on per-call cgroups here, for `runner doctor` and the
@@ -297,7 +310,7 @@ pub fn describe() -> String {
     match hierarchy {
         Some((_, true)) => format!("each call gets one under {} (favordynmods is on)", own.display()),
         Some((mount, false)) => format!(
-            "each call gets one under {}; cgroup2 is mounted without favordynmods, so moving a call's first process in can wait for an RCU grace period (p99 ≈ 15 ms here, 2.6 ms with it): `mount -o remount,favordynmods {}` as root, at each boot, removes that tail",
+            "each call gets one under {}; cgroup2 is mounted without favordynmods, so moving a call's first process in can wait for an RCU grace period (on the benchmark machine: p99 of `shell true` 15 ms, 2.6 ms with the option): `mount -o remount,favordynmods {}` as root, at each boot, removes that tail",
             own.display(),
             mount.display()
         ),
