@@ -98,6 +98,14 @@ pub const MAX_CALL_BYTES: usize = crate::http::MAX_BODY_BYTES + CALL_ENVELOPE_BY
 pub const MAX_REPLY_BYTES: usize = runner_proto::MAX_FRAME_BYTES + CALL_ENVELOPE_BYTES;
 /// Output chunks buffered per remote call for its reader.
 const OUTPUT_QUEUE: usize = 32;
+/// Output bytes the relay holding the socket may send ahead of what the
+/// caller's relay has handed to its reader ([`SessionRequest::Credit`]).
+/// Without it a slow reader made the caller's relay buffer the whole
+/// output in its NATS client. 8 MiB keeps a 1 GB/s stream flowing across a
+/// millisecond of credit round trip with room to spare.
+const CREDIT_WINDOW: u64 = 8 * 1024 * 1024;
+/// Bounds on a window asked for by another relay.
+const CREDIT_WINDOW_RANGE: std::ops::RangeInclusive<u64> = 64 * 1024..=256 * 1024 * 1024;
 
 /// Settings of shared mode.
 #[derive(Debug, Clone)]
@@ -115,8 +123,20 @@ pub struct ClusterConfig {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum SessionRequest {
-    /// Run this call; stream output and the result to `reply`.
-    Call { call: Call, reply: String },
+    /// Run this call; stream output and the result to `reply`. With a
+    /// `window`, send no more output than the caller has granted
+    /// (answered [`SessionAnswer::Flowing`]); relays that predate it
+    /// ignore the field and answer [`SessionAnswer::Accepted`].
+    Call {
+        call: Call,
+        reply: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        window: Option<u64>,
+    },
+    /// The caller's relay has handed a call's reader output up to
+    /// `granted` − window bytes: output may now go up to `granted` bytes
+    /// in all. Published without a reply subject.
+    Credit { call_id: String, granted: u64 },
     /// Is this call still waiting for its result here?
     Probe { call_id: String },
 }
@@ -126,6 +146,8 @@ enum SessionRequest {
 #[serde(tag = "type", rename_all = "snake_case")]
 enum SessionAnswer {
     Accepted,
+    /// Accepted, and output waits for [`SessionRequest::Credit`].
+    Flowing,
     NotConnected,
     Known {
         known: bool,
@@ -254,6 +276,9 @@ pub struct NatsRouter {
     clock: Arc<dyn Clock>,
     config: ClusterConfig,
     pending: Mutex<Pending>,
+    /// Output credit of the calls this relay forwards for callers on other
+    /// relays, by `environment/call id`.
+    credits: Mutex<HashMap<String, tokio::sync::watch::Sender<u64>>>,
 }
 
 impl NatsRouter {
@@ -282,6 +307,7 @@ impl NatsRouter {
             clock,
             config,
             pending: Mutex::new(Pending::default()),
+            credits: Mutex::default(),
         }))
     }
 
@@ -293,6 +319,13 @@ impl NatsRouter {
     fn pending(&self) -> MutexGuard<'_, Pending> {
         // Single map operations: a poisoned lock still holds a usable map.
         self.pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn credits(&self) -> MutexGuard<'_, HashMap<String, tokio::sync::watch::Sender<u64>>> {
+        // As above: single map operations.
+        self.credits
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -584,9 +617,6 @@ impl NatsRouter {
                     continue;
                 }
             };
-            let Some(reply_to) = reply_to else {
-                continue;
-            };
             let request: SessionRequest = match serde_json::from_slice(&payload) {
                 Ok(request) => request,
                 Err(error) => {
@@ -594,21 +624,43 @@ impl NatsRouter {
                     continue;
                 }
             };
+            if let SessionRequest::Credit { call_id, granted } = &request {
+                self.grant(&environment_id, call_id, *granted);
+                continue;
+            }
+            let Some(reply_to) = reply_to else {
+                continue;
+            };
             let answer = match request {
                 SessionRequest::Probe { call_id } => SessionAnswer::Known {
                     known: self.local.has_call(&environment_id, &call_id),
                 },
-                SessionRequest::Call { mut call, reply } => {
+                SessionRequest::Call {
+                    mut call,
+                    reply,
+                    window,
+                } => {
                     call.epoch = epoch;
                     match self.local.start_call(&environment_id, call).await {
                         Ok(handle) => {
+                            // Registered before the answer, so no credit
+                            // can arrive for a call not known here yet.
+                            let gate = window.map(|window| {
+                                self.open_credit(&environment_id, &handle.call_id, window)
+                            });
+                            let answer = if gate.is_some() {
+                                SessionAnswer::Flowing
+                            } else {
+                                SessionAnswer::Accepted
+                            };
                             let router = self.clone();
-                            tokio::spawn(async move { router.forward(handle, reply).await });
-                            SessionAnswer::Accepted
+                            tokio::spawn(async move { router.forward(handle, reply, gate).await });
+                            answer
                         }
                         Err(_) => SessionAnswer::NotConnected,
                     }
                 }
+                SessionRequest::Credit { .. } => continue,
             };
             self.publish(reply_to, None, encode(&answer)).await;
         }
@@ -618,26 +670,97 @@ impl NatsRouter {
     }
 
     /// Holder side: streams a local call's output and result to the
-    /// caller's inbox.
-    async fn forward(self: Arc<Self>, mut handle: CallHandle, reply: String) {
+    /// caller's inbox; with a credit gate, no further ahead of the caller's
+    /// reader than it granted. While the gate is shut the call's output
+    /// queue here fills and the runner's socket is read no faster (the
+    /// local router's backpressure), and a caller that grants nothing for
+    /// [`super::OUTPUT_STALL_TIMEOUT`] gets the call cancelled, as on one
+    /// relay.
+    async fn forward(
+        self: Arc<Self>,
+        mut handle: CallHandle,
+        reply: String,
+        mut gate: Option<CreditGate>,
+    ) {
         let mut output_open = true;
+        let mut sent: u64 = 0;
         let outcome = loop {
+            let open = gate
+                .as_ref()
+                .is_none_or(|gate| sent < *gate.granted.borrow());
             tokio::select! {
-                chunk = handle.output.recv(), if output_open => match chunk {
+                // Output first: the runner sends every chunk before its
+                // result.
+                biased;
+                chunk = handle.output.recv(), if output_open && open => match chunk {
                     // Output goes as the runner's binary frame, bytes as
                     // they are; results and the rest as JSON.
-                    Some(chunk) => match chunk.to_frame() {
-                        Ok(frame) => self.send_payload(&reply, frame).await,
-                        Err(error) => tracing::warn!(%error, "output chunk not relayed"),
-                    },
+                    Some(chunk) => {
+                        sent += chunk.data.len() as u64;
+                        match chunk.to_frame() {
+                            Ok(frame) => self.send_payload(&reply, frame).await,
+                            Err(error) => tracing::warn!(%error, "output chunk not relayed"),
+                        }
+                    }
                     None => output_open = false,
                 },
+                changed = async {
+                    match gate.as_mut() {
+                        Some(gate) => gate.granted.changed().await,
+                        None => std::future::pending().await,
+                    }
+                }, if !open => {
+                    if changed.is_err() {
+                        // The sender lives in `credits` until below.
+                        gate = None;
+                    }
+                }
                 result = &mut handle.result => break result.ok(),
             }
         };
+        // What is still queued (the gate was shut when the result came)
+        // was sent by the runner before its result: it goes first.
+        while let Ok(chunk) = handle.output.try_recv() {
+            if !credit_for(gate.as_mut(), sent).await {
+                tracing::warn!(call_id = %handle.call_id, "the caller granted no output credit for {} s; the rest of the output is dropped, the result still goes", super::OUTPUT_STALL_TIMEOUT.as_secs());
+                break;
+            }
+            sent += chunk.data.len() as u64;
+            match chunk.to_frame() {
+                Ok(frame) => self.send_payload(&reply, frame).await,
+                Err(error) => tracing::warn!(%error, "output chunk not relayed"),
+            }
+        }
+        if let Some(gate) = &gate {
+            self.credits().remove(&gate.key);
+        }
         match outcome {
             Some(result) => self.send(&reply, &Reply::Result(result)).await,
             None => self.send(&reply, &Reply::Disconnected).await,
+        }
+    }
+
+    /// Holder side: the credit gate of a call forwarded to another relay.
+    fn open_credit(&self, environment_id: &str, call_id: &str, window: u64) -> CreditGate {
+        let window = window.clamp(*CREDIT_WINDOW_RANGE.start(), *CREDIT_WINDOW_RANGE.end());
+        let (sender, granted) = tokio::sync::watch::channel(window);
+        let key = format!("{environment_id}/{call_id}");
+        self.credits().insert(key.clone(), sender);
+        CreditGate { key, granted }
+    }
+
+    /// Holder side: more credit for a forwarded call (never less: credits
+    /// may arrive out of order).
+    fn grant(&self, environment_id: &str, call_id: &str, granted: u64) {
+        let credits = self.credits();
+        if let Some(sender) = credits.get(&format!("{environment_id}/{call_id}")) {
+            sender.send_if_modified(|current| {
+                let more = granted > *current;
+                if more {
+                    *current = granted;
+                }
+                more
+            });
         }
     }
 
@@ -794,10 +917,18 @@ impl NatsRouter {
             let request = SessionRequest::Call {
                 call: call.clone(),
                 reply: inbox,
+                // Only streamed calls send output along the way.
+                window: call.stream.then_some(CREDIT_WINDOW),
             };
             let retry = match self.ask(&subject, encode(&request)).await {
                 Asked::Answer(SessionAnswer::Accepted) => {
-                    return Ok(self.follow(environment_id, epoch, call.call_id, subscriber));
+                    let call_id = call.call_id;
+                    return Ok(self.follow(environment_id, epoch, call_id, subscriber, None));
+                }
+                Asked::Answer(SessionAnswer::Flowing) => {
+                    let call_id = call.call_id;
+                    let window = Some(CREDIT_WINDOW);
+                    return Ok(self.follow(environment_id, epoch, call_id, subscriber, window));
                 }
                 // The holder lost the socket: a newer session is coming.
                 Asked::Answer(SessionAnswer::NotConnected) | Asked::NoResponders => true,
@@ -880,13 +1011,15 @@ impl NatsRouter {
     }
 
     /// Caller side: turns the inbox into a [`CallHandle`], probing the
-    /// holder while the call runs.
+    /// holder while the call runs, and granting it output credit (with a
+    /// `window`) as the reader takes chunks.
     fn follow(
         &self,
         environment_id: &str,
         epoch: u64,
         call_id: String,
         mut inbox: Subscriber,
+        window: Option<u64>,
     ) -> CallHandle {
         let (output_tx, output) = mpsc::channel(OUTPUT_QUEUE);
         let (mut result_tx, result) = oneshot::channel();
@@ -894,6 +1027,12 @@ impl NatsRouter {
         let subject = self.call_subject(environment_id, epoch);
         let probe = encode(&SessionRequest::Probe {
             call_id: call_id.clone(),
+        });
+        let mut credit = window.map(|window| Credit {
+            call_id: call_id.clone(),
+            window,
+            handed: 0,
+            granted: window,
         });
         let span = tracing::info_span!("remote_call", environment_id, epoch, %call_id);
         let task = async move {
@@ -941,7 +1080,16 @@ impl NatsRouter {
                                 // rest of the output, never the result.
                                 if !reader_stalled {
                                     let wait = crate::routing::local::OUTPUT_STALL_TIMEOUT;
-                                    if let Err(error) = output_tx.send_timeout(chunk, wait).await {
+                                    let len = chunk.data.len() as u64;
+                                    let sent = output_tx.send_timeout(chunk, wait).await;
+                                    if let (Ok(()), Some(credit)) = (&sent, credit.as_mut()) {
+                                        if let Some(grant) = credit.handed(len) {
+                                            // At most once; repeated each
+                                            // probe tick below.
+                                            let _ = client.publish(subject.clone(), encode(&grant).into()).await;
+                                        }
+                                    }
+                                    if let Err(error) = sent {
                                         if matches!(error, tokio::sync::mpsc::error::SendTimeoutError::Timeout(_)) {
                                             tracing::warn!("the caller read no output for {}s; dropping the rest of it", wait.as_secs());
                                         }
@@ -958,6 +1106,12 @@ impl NatsRouter {
                         }
                     }
                     _ = probes.tick(), if lost_at.is_none() => {
+                        // Grants are published at most once: repeat the
+                        // latest, so a lost one cannot leave the holder
+                        // waiting until its stall rule cancels the call.
+                        if let Some(credit) = credit.as_ref().filter(|_| !reader_stalled) {
+                            let _ = client.publish(subject.clone(), encode(&credit.grant()).into()).await;
+                        }
                         for transfer in incoming.expire(tokio::time::Instant::now()) {
                             tracing::warn!(%transfer, "a reply in parts stalled; dropped");
                         }
@@ -994,9 +1148,60 @@ impl NatsRouter {
     }
 }
 
-/// The whole message that `message` completes: itself when it was sent
-/// whole, the reassembled bytes when it is the last of its parts, `None`
-/// while parts are missing.
+/// Holder side: how far a forwarded call's output may go.
+#[derive(Debug)]
+struct CreditGate {
+    /// Its entry in [`NatsRouter::credits`].
+    key: String,
+    /// Output bytes the caller allows in all.
+    granted: tokio::sync::watch::Receiver<u64>,
+}
+
+/// Whether output past `sent` bytes may go: at once without a gate, else
+/// once the caller grants it, waiting at most
+/// [`super::OUTPUT_STALL_TIMEOUT`].
+async fn credit_for(gate: Option<&mut CreditGate>, sent: u64) -> bool {
+    let Some(gate) = gate else { return true };
+    let granted = gate.granted.wait_for(|granted| sent < *granted);
+    match tokio::time::timeout(super::OUTPUT_STALL_TIMEOUT, granted).await {
+        Ok(Ok(_)) => true,
+        // The sender is kept in `credits` until the forwarding ends.
+        Ok(Err(_closed)) => true,
+        Err(_elapsed) => false,
+    }
+}
+
+/// Caller side: output handed to the reader, and credit granted for it.
+#[derive(Debug)]
+struct Credit {
+    call_id: String,
+    window: u64,
+    handed: u64,
+    granted: u64,
+}
+
+impl Credit {
+    /// Counts `len` bytes handed to the reader; the grant to publish once
+    /// half the window has been used, so the holder never waits on a
+    /// reader that keeps up.
+    fn handed(&mut self, len: u64) -> Option<SessionRequest> {
+        self.handed += len;
+        if self.handed + self.window / 2 < self.granted {
+            return None;
+        }
+        self.granted = self.handed + self.window;
+        Some(self.grant())
+    }
+
+    /// The latest grant.
+    fn grant(&self) -> SessionRequest {
+        SessionRequest::Credit {
+            call_id: self.call_id.clone(),
+            granted: self.granted,
+        }
+    }
+}
+
 /// A message in a caller's inbox, decoded.
 enum Incoming {
     Chunk(OutputChunk),
@@ -1020,6 +1225,9 @@ fn decode_reply(payload: Cow<'_, [u8]>) -> Result<Incoming, String> {
     }
 }
 
+/// The whole message that `message` completes: itself when it was sent
+/// whole, the reassembled bytes when it is the last of its parts, `None`
+/// while parts are missing.
 fn reassemble<'m>(
     reassembly: &mut Reassembly,
     message: &'m Message,
@@ -1090,5 +1298,46 @@ impl CallRouter for NatsRouter {
                 .await;
         }
         here || remote
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credit_is_granted_once_half_the_window_is_used() {
+        let mut credit = Credit {
+            call_id: "c1".to_owned(),
+            window: 1000,
+            handed: 0,
+            granted: 1000,
+        };
+        assert!(credit.handed(400).is_none(), "under half: no message");
+        match credit.handed(100) {
+            Some(SessionRequest::Credit { call_id, granted }) => {
+                assert_eq!(call_id, "c1");
+                assert_eq!(granted, 1500, "what was handed plus a window");
+            }
+            other => panic!("expected a grant, got {other:?}"),
+        }
+        assert!(credit.handed(10).is_none());
+    }
+
+    #[test]
+    fn old_call_requests_still_parse_and_new_ones_carry_the_window() {
+        let old = r#"{"type":"call","call":{"call_id":"c1","tool":"ping","args":{},"timeout_s":5},"reply":"_INBOX.x"}"#;
+        match serde_json::from_str::<SessionRequest>(old) {
+            Ok(SessionRequest::Call { window: None, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        let grant = encode(&SessionRequest::Credit {
+            call_id: "c1".to_owned(),
+            granted: 42,
+        });
+        assert_eq!(
+            String::from_utf8_lossy(&grant),
+            r#"{"type":"credit","call_id":"c1","granted":42}"#
+        );
     }
 }

@@ -1062,6 +1062,99 @@ async fn calls_and_results_over_a_mebibyte_cross_relays_intact() {
     eprintln!("cluster: 4 MiB call, 4 MiB result and 4 MB shell result crossed relays; {streamed} of {} bytes streamed as events, {} bytes byte for byte as frames", 2 * EACH, stdout.len());
 }
 
+/// A caller that reads slowly still gets a large streamed output through
+/// another relay whole, and that relay does not hold the output meanwhile:
+/// the relay with the runner's socket sends no further ahead than the
+/// caller's relay has handed to its reader (output credit), so the runner
+/// waits instead. Before, all of it piled up in relay A's NATS client.
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn a_slow_reader_across_relays_gets_every_byte_and_the_relays_hold_little() {
+    const TOTAL: usize = 192 * 1024 * 1024;
+    let cluster = Cluster::start().await;
+    let (env, token) = cluster.dev_env("slow-reader").await;
+    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
+    let _runner = RealRunner::start(&balancer.url, &token);
+    cluster.wait_status(cluster.url(0), &env, connected).await;
+    let a = cluster.url(0).to_owned();
+    let pids: Vec<u32> = cluster.relays[..2]
+        .iter()
+        .map(|relay| relay.child.id().expect("running"))
+        .collect();
+    let before: Vec<u64> = pids.iter().map(|pid| status_kib(*pid, "VmRSS:")).collect();
+    let command = format!("head -c {TOTAL} /dev/zero | tr '\\0' x");
+    let client = reqwest::Client::new();
+    let mut response = client
+        .post(format!("{a}/execution-environments/{env}/invoke-tool"))
+        .bearer_auth(&cluster.admin_key)
+        .header("accept", runner_proto::api::STREAM_MEDIA_TYPE)
+        .json(&json!({"tool_name": "shell", "timeout_s": 120, "args": {"command": command}}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    // Read nothing for 3 s (under the 5 s stall limit): the runner writes
+    // far faster than that.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (mut pending, mut stdout, mut result) = (Vec::new(), 0usize, None);
+    while let Some(chunk) = tokio::time::timeout(REQUEST_TIMEOUT, response.chunk())
+        .await
+        .expect("the stream keeps coming")
+        .expect("stream")
+    {
+        pending.extend_from_slice(&chunk);
+        let mut used = 0;
+        while let Some(header) = pending[used..].first_chunk() {
+            let (kind, len) = runner_proto::api::stream_frame::parse_header(header);
+            let end = used + runner_proto::api::stream_frame::HEADER_LEN + len as usize;
+            let Some(payload) =
+                pending.get(used + runner_proto::api::stream_frame::HEADER_LEN..end)
+            else {
+                break;
+            };
+            match kind {
+                runner_proto::api::stream_frame::STDOUT => {
+                    assert!(payload.iter().all(|b| *b == b'x'), "foreign bytes");
+                    stdout += payload.len();
+                }
+                runner_proto::api::stream_frame::RESULT => {
+                    result = Some(serde_json::from_slice::<Value>(payload).expect("result"));
+                }
+                _ => {}
+            }
+            used = end;
+        }
+        pending.drain(..used);
+    }
+    let result = result.expect("a result frame");
+    assert_eq!(result["exit_code"], 0, "{}", short(&result));
+    assert_eq!(stdout, TOTAL, "every byte, in order");
+    for (index, pid) in pids.iter().enumerate() {
+        let grew = status_kib(*pid, "VmHWM:").saturating_sub(before[index]);
+        assert!(
+            grew < 64 * 1024,
+            "relay {} grew by {grew} KiB while {} MiB streamed through it to a slow reader",
+            cluster.relays[index].name,
+            TOTAL >> 20
+        );
+        eprintln!(
+            "cluster: relay {} peak RSS grew {grew} KiB while {} MiB streamed to a slow reader",
+            cluster.relays[index].name,
+            TOTAL >> 20
+        );
+    }
+}
+
+/// A `/proc/PID/status` figure in KiB (`VmRSS:`, `VmHWM:`).
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("field in /proc/PID/status")
+}
+
 /// The first 300 characters of a JSON value, for assertion messages.
 fn short(value: &Value) -> String {
     value.to_string().chars().take(300).collect()
