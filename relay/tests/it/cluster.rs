@@ -1145,6 +1145,67 @@ async fn a_slow_reader_across_relays_gets_every_byte_and_the_relays_hold_little(
     }
 }
 
+/// A caller that stops reading a stream through another relay stops the
+/// credit, so the holder's own stall rule cancels the call (as on one
+/// relay) and the runner stops writing: the reader that comes back later
+/// finds the cancellation, not a gigabyte.
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn a_reader_that_stops_across_relays_gets_the_call_cancelled() {
+    let cluster = Cluster::start().await;
+    let (env, token) = cluster.dev_env("stopped-reader").await;
+    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
+    let _runner = RealRunner::start(&balancer.url, &token);
+    cluster.wait_status(cluster.url(0), &env, connected).await;
+    let a = cluster.url(0).to_owned();
+    let response = reqwest::Client::new()
+        .post(format!("{a}/execution-environments/{env}/invoke-tool"))
+        .bearer_auth(&cluster.admin_key)
+        .header("accept", runner_proto::api::STREAM_MEDIA_TYPE)
+        .json(&json!({"tool_name": "shell", "timeout_s": 120,
+            "args": {"command": "head -c 100000000000 /dev/zero"}}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    // Two stall periods (the caller's relay, then the holder's) and margin.
+    tokio::time::sleep(Duration::from_secs(14)).await;
+    let body = tokio::time::timeout(REQUEST_TIMEOUT, response.bytes())
+        .await
+        .expect("the stream ends")
+        .expect("stream");
+    let (mut stdout, mut result, mut rest) = (0usize, None, &body[..]);
+    while let Some(header) = rest.first_chunk() {
+        let (kind, len) = runner_proto::api::stream_frame::parse_header(header);
+        let end = runner_proto::api::stream_frame::HEADER_LEN + len as usize;
+        let payload = rest
+            .get(runner_proto::api::stream_frame::HEADER_LEN..end)
+            .expect("whole frame");
+        match kind {
+            runner_proto::api::stream_frame::STDOUT => stdout += payload.len(),
+            runner_proto::api::stream_frame::RESULT | runner_proto::api::stream_frame::ERROR => {
+                result = Some(serde_json::from_slice::<Value>(payload).expect("result"));
+            }
+            _ => {}
+        }
+        rest = &rest[end..];
+    }
+    let result = result.unwrap_or_else(|| {
+        panic!(
+            "a result frame after {stdout} bytes of output ({} left over)",
+            rest.len()
+        )
+    });
+    let error = result["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("cancelled") && error.contains("read none of its output"),
+        "{}",
+        short(&result)
+    );
+    assert!(stdout < 1 << 30, "{stdout} bytes: the runner did not wait");
+    eprintln!("cluster: a stopped reader across relays got {stdout} bytes, then: {error}");
+}
+
 /// A `/proc/PID/status` figure in KiB (`VmRSS:`, `VmHWM:`).
 fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
