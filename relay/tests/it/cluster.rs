@@ -1132,7 +1132,9 @@ async fn a_slow_reader_across_relays_gets_every_byte_and_the_relays_hold_little(
     for (index, pid) in pids.iter().enumerate() {
         let grew = status_kib(*pid, "VmHWM:").saturating_sub(before[index]);
         assert!(
-            grew < 64 * 1024,
+            // The credit window (16 MiB) and the reader's queue, with
+            // room; without credit relay A grew by 306 MiB here.
+            grew < 96 * 1024,
             "relay {} grew by {grew} KiB while {} MiB streamed through it to a slow reader",
             cluster.relays[index].name,
             TOTAL >> 20
