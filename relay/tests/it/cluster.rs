@@ -270,6 +270,16 @@ impl Cluster {
         &self.relays[index].url
     }
 
+    /// A new environment whose real runner connects to relay B (through a
+    /// balancer the test can repoint), online as relay A sees it.
+    async fn runner_on_b(&self, name: &str) -> (String, Balancer, RealRunner) {
+        let (env, token) = self.dev_env(name).await;
+        let balancer = Balancer::start(vec![self.relays[1].address]).await;
+        let runner = RealRunner::start(&balancer.url, &token);
+        self.wait_status(self.url(0), &env, connected).await;
+        (env, balancer, runner)
+    }
+
     async fn request(
         &self,
         method: reqwest::Method,
@@ -455,10 +465,7 @@ fn connected(status: &Value) -> bool {
 async fn invoke_through_one_relay_reaches_a_runner_on_another() {
     let _ = IGNORE;
     let cluster = Cluster::start().await;
-    let (env, token) = cluster.dev_env("cross").await;
-    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
-    let _runner = RealRunner::start(&balancer.url, &token);
-    cluster.wait_status(cluster.url(0), &env, connected).await;
+    let (env, _balancer, _runner) = cluster.runner_on_b("cross").await;
 
     let (status, body) = cluster
         .invoke(
@@ -494,10 +501,7 @@ async fn invoke_through_one_relay_reaches_a_runner_on_another() {
 #[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
 async fn killing_the_holder_mid_call_fails_fast_and_the_late_result_is_kept() {
     let mut cluster = Cluster::start().await;
-    let (env, token) = cluster.dev_env("killed").await;
-    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
-    let runner = RealRunner::start(&balancer.url, &token);
-    cluster.wait_status(cluster.url(0), &env, connected).await;
+    let (env, balancer, runner) = cluster.runner_on_b("killed").await;
 
     let call_id = format!("kill-{}", random_suffix());
     let mut body = append(&runner, "late", 3);
@@ -533,10 +537,7 @@ async fn killing_the_holder_mid_call_fails_fast_and_the_late_result_is_kept() {
 #[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
 async fn the_same_call_id_runs_once() {
     let cluster = Cluster::start().await;
-    let (env, token) = cluster.dev_env("once").await;
-    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
-    let runner = RealRunner::start(&balancer.url, &token);
-    cluster.wait_status(cluster.url(0), &env, connected).await;
+    let (env, _balancer, runner) = cluster.runner_on_b("once").await;
 
     // Sequentially, through different relays.
     let mut body = append(&runner, "first", 0);
@@ -835,10 +836,7 @@ async fn a_rolling_restart_under_load_loses_no_call_silently() {
 #[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
 async fn ping_round_trips_across_and_within_relays() {
     let cluster = Cluster::start().await;
-    let (env, token) = cluster.dev_env("ping").await;
-    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
-    let _runner = RealRunner::start(&balancer.url, &token);
-    cluster.wait_status(cluster.url(0), &env, connected).await;
+    let (env, _balancer, _runner) = cluster.runner_on_b("ping").await;
     const ROUNDS: usize = 300;
     for (label, relay) in [("same relay (B)", 1), ("cross relay (A→B)", 0)] {
         let mut times = Vec::with_capacity(ROUNDS);
@@ -875,10 +873,7 @@ async fn ping_round_trips_across_and_within_relays() {
 async fn calls_and_results_over_a_mebibyte_cross_relays_intact() {
     use base64::Engine;
     let cluster = Cluster::start().await;
-    let (env, token) = cluster.dev_env("large").await;
-    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
-    let runner = RealRunner::start(&balancer.url, &token);
-    cluster.wait_status(cluster.url(0), &env, connected).await;
+    let (env, _balancer, runner) = cluster.runner_on_b("large").await;
     let a = cluster.url(0).to_owned();
     let workspace = runner.dir.path().join("workspace");
 
@@ -1031,27 +1026,19 @@ async fn calls_and_results_over_a_mebibyte_cross_relays_intact() {
         .expect("sent");
     assert_eq!(response.status(), StatusCode::OK);
     let body = response.bytes().await.expect("binary stream");
-    let (mut stdout, mut last) = (Vec::new(), None);
-    let mut rest = &body[..];
-    while let Some(header) = rest.first_chunk() {
-        let (kind, len) = runner_proto::api::stream_frame::parse_header(header);
-        let end = runner_proto::api::stream_frame::HEADER_LEN + len as usize;
-        let payload = rest
-            .get(runner_proto::api::stream_frame::HEADER_LEN..end)
-            .expect("whole frame");
-        if kind == runner_proto::api::stream_frame::STDOUT {
-            stdout.extend_from_slice(payload);
-        }
-        last = Some((kind, payload.to_vec()));
-        rest = &rest[end..];
-    }
-    assert!(rest.is_empty(), "a frame was cut");
-    let (kind, payload) = last.expect("frames");
+    let (frames, used) = crate::support::split_frames(&body);
+    assert_eq!(used, body.len(), "a frame was cut");
+    let stdout: Vec<u8> = frames
+        .iter()
+        .filter(|(kind, _)| *kind == runner_proto::api::stream_frame::STDOUT)
+        .flat_map(|(_, payload)| payload.iter().copied())
+        .collect();
+    let (kind, payload) = *frames.last().expect("frames");
     assert_eq!(
         kind,
         runner_proto::api::stream_frame::RESULT,
         "{}",
-        String::from_utf8_lossy(&payload)
+        String::from_utf8_lossy(payload)
     );
     assert!(
         stdout == binary,
@@ -1072,10 +1059,7 @@ async fn calls_and_results_over_a_mebibyte_cross_relays_intact() {
 async fn a_slow_reader_across_relays_gets_every_byte_and_the_relays_hold_little() {
     const TOTAL: usize = 192 * 1024 * 1024;
     let cluster = Cluster::start().await;
-    let (env, token) = cluster.dev_env("slow-reader").await;
-    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
-    let _runner = RealRunner::start(&balancer.url, &token);
-    cluster.wait_status(cluster.url(0), &env, connected).await;
+    let (env, _balancer, _runner) = cluster.runner_on_b("slow-reader").await;
     let a = cluster.url(0).to_owned();
     let pids: Vec<u32> = cluster.relays[..2]
         .iter()
@@ -1103,15 +1087,8 @@ async fn a_slow_reader_across_relays_gets_every_byte_and_the_relays_hold_little(
         .expect("stream")
     {
         pending.extend_from_slice(&chunk);
-        let mut used = 0;
-        while let Some(header) = pending[used..].first_chunk() {
-            let (kind, len) = runner_proto::api::stream_frame::parse_header(header);
-            let end = used + runner_proto::api::stream_frame::HEADER_LEN + len as usize;
-            let Some(payload) =
-                pending.get(used + runner_proto::api::stream_frame::HEADER_LEN..end)
-            else {
-                break;
-            };
+        let (frames, used) = crate::support::split_frames(&pending);
+        for (kind, payload) in frames {
             match kind {
                 runner_proto::api::stream_frame::STDOUT => {
                     assert!(payload.iter().all(|b| *b == b'x'), "foreign bytes");
@@ -1122,7 +1099,6 @@ async fn a_slow_reader_across_relays_gets_every_byte_and_the_relays_hold_little(
                 }
                 _ => {}
             }
-            used = end;
         }
         pending.drain(..used);
     }
@@ -1155,10 +1131,7 @@ async fn a_slow_reader_across_relays_gets_every_byte_and_the_relays_hold_little(
 #[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
 async fn a_reader_that_stops_across_relays_gets_the_call_cancelled() {
     let cluster = Cluster::start().await;
-    let (env, token) = cluster.dev_env("stopped-reader").await;
-    let balancer = Balancer::start(vec![cluster.relays[1].address]).await;
-    let _runner = RealRunner::start(&balancer.url, &token);
-    cluster.wait_status(cluster.url(0), &env, connected).await;
+    let (env, _balancer, _runner) = cluster.runner_on_b("stopped-reader").await;
     let a = cluster.url(0).to_owned();
     let response = reqwest::Client::new()
         .post(format!("{a}/execution-environments/{env}/invoke-tool"))
@@ -1176,13 +1149,9 @@ async fn a_reader_that_stops_across_relays_gets_the_call_cancelled() {
         .await
         .expect("the stream ends")
         .expect("stream");
-    let (mut stdout, mut result, mut rest) = (0usize, None, &body[..]);
-    while let Some(header) = rest.first_chunk() {
-        let (kind, len) = runner_proto::api::stream_frame::parse_header(header);
-        let end = runner_proto::api::stream_frame::HEADER_LEN + len as usize;
-        let payload = rest
-            .get(runner_proto::api::stream_frame::HEADER_LEN..end)
-            .expect("whole frame");
+    let (frames, used) = crate::support::split_frames(&body);
+    let (mut stdout, mut result) = (0usize, None);
+    for (kind, payload) in frames {
         match kind {
             runner_proto::api::stream_frame::STDOUT => stdout += payload.len(),
             runner_proto::api::stream_frame::RESULT | runner_proto::api::stream_frame::ERROR => {
@@ -1190,12 +1159,11 @@ async fn a_reader_that_stops_across_relays_gets_the_call_cancelled() {
             }
             _ => {}
         }
-        rest = &rest[end..];
     }
     let result = result.unwrap_or_else(|| {
         panic!(
             "a result frame after {stdout} bytes of output ({} left over)",
-            rest.len()
+            body.len() - used
         )
     });
     let error = result["error"].as_str().unwrap_or_default();

@@ -213,19 +213,12 @@ async fn read_frames(response: reqwest::Response) -> Vec<(u8, Vec<u8>)> {
         .await
         .expect("the stream ends within 30 s")
         .expect("the body reads");
-    let mut frames = Vec::new();
-    let mut rest = &body[..];
-    while !rest.is_empty() {
-        let header = rest.first_chunk().expect("a whole header");
-        let (kind, len) = stream_frame::parse_header(header);
-        let len = len as usize;
-        let payload = rest
-            .get(stream_frame::HEADER_LEN..stream_frame::HEADER_LEN + len)
-            .expect("a whole payload");
-        frames.push((kind, payload.to_vec()));
-        rest = &rest[stream_frame::HEADER_LEN + len..];
-    }
+    let (frames, used) = crate::support::split_frames(&body);
+    assert_eq!(used, body.len(), "a frame was cut");
     frames
+        .into_iter()
+        .map(|(kind, payload)| (kind, payload.to_vec()))
+        .collect()
 }
 
 fn frame(call_id: &str, stream: Stream, data: &[u8]) -> Vec<u8> {

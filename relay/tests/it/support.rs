@@ -407,3 +407,21 @@ pub fn code(closed: &Closed) -> Option<u16> {
 pub fn close_code(code: CloseCode) -> u16 {
     u16::from(code)
 }
+
+/// The whole `(kind, payload)` frames at the start of a binary stream
+/// (`application/vnd.runner.stream`) and how many bytes they take; a cut
+/// frame at the end is left for the caller to complete.
+pub fn split_frames(buffer: &[u8]) -> (Vec<(u8, &[u8])>, usize) {
+    use runner_proto::api::stream_frame::{parse_header, HEADER_LEN};
+    let (mut frames, mut used) = (Vec::new(), 0);
+    while let Some(header) = buffer[used..].first_chunk() {
+        let (kind, len) = parse_header(header);
+        let end = used + HEADER_LEN + len as usize;
+        let Some(payload) = buffer.get(used + HEADER_LEN..end) else {
+            break;
+        };
+        frames.push((kind, payload));
+        used = end;
+    }
+    (frames, used)
+}
