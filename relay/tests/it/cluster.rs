@@ -1078,8 +1078,14 @@ async fn a_slow_reader_across_relays_gets_every_byte_and_the_relays_hold_little(
         .expect("sent");
     assert_eq!(response.status(), StatusCode::OK);
     // Read nothing for 3 s (under the 5 s stall limit): the runner writes
-    // far faster than that.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // far faster than that. `CLUSTER_STREAM_PAUSE_MS=0` measures the rate
+    // to a reader that keeps up instead (printed below; BENCHMARKS.md).
+    let pause = std::env::var("CLUSTER_STREAM_PAUSE_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(3_000);
+    tokio::time::sleep(Duration::from_millis(pause)).await;
+    let reading = Instant::now();
     let (mut pending, mut stdout, mut result) = (Vec::new(), 0usize, None);
     while let Some(chunk) = tokio::time::timeout(REQUEST_TIMEOUT, response.chunk())
         .await
@@ -1105,6 +1111,11 @@ async fn a_slow_reader_across_relays_gets_every_byte_and_the_relays_hold_little(
     let result = result.expect("a result frame");
     assert_eq!(result["exit_code"], 0, "{}", short(&result));
     assert_eq!(stdout, TOTAL, "every byte, in order");
+    eprintln!(
+        "cluster: {} MiB read across relays at {:.0} MB/s after a {pause} ms pause",
+        TOTAL >> 20,
+        TOTAL as f64 / reading.elapsed().as_secs_f64() / 1e6
+    );
     for (index, pid) in pids.iter().enumerate() {
         let grew = status_kib(*pid, "VmHWM:").saturating_sub(before[index]);
         assert!(
