@@ -182,37 +182,19 @@ async fn api_stream(
     if response.status() != 200 {
         bail!("HTTP {}", response.status());
     }
-    let mut header = Vec::with_capacity(stream_frame::HEADER_LEN);
-    let mut remaining = 0usize;
-    let mut kind = 0u8;
+    let mut frames = stream_frame::Reader::new(usize::MAX);
     let mut stdout = 0u64;
     let mut result = Vec::new();
     let read = async {
         while let Some(chunk) = response.chunk().await? {
-            let mut rest = &chunk[..];
-            while !rest.is_empty() {
-                if remaining == 0 && header.len() < stream_frame::HEADER_LEN {
-                    let take = (stream_frame::HEADER_LEN - header.len()).min(rest.len());
-                    header.extend_from_slice(&rest[..take]);
-                    rest = &rest[take..];
-                    if let Some(full) = header.first_chunk() {
-                        let (k, len) = stream_frame::parse_header(full);
-                        kind = k;
-                        remaining = len as usize;
-                        header.clear();
-                    }
-                    continue;
+            let control = frames.push(&chunk, |kind, piece| {
+                if kind == stream_frame::STDOUT {
+                    stdout += piece.len() as u64;
                 }
-                let take = remaining.min(rest.len());
-                match kind {
-                    stream_frame::STDOUT => stdout += take as u64,
-                    stream_frame::RESULT | stream_frame::ERROR => {
-                        result.extend_from_slice(&rest[..take])
-                    }
-                    _ => {}
-                }
-                remaining -= take;
-                rest = &rest[take..];
+                Ok::<(), std::convert::Infallible>(())
+            });
+            if let Ok(Some((_, payload))) = control {
+                result = payload;
             }
         }
         anyhow::Ok(())

@@ -279,6 +279,123 @@ pub mod stream_frame {
         let [kind, _, _, _, a, b, c, d] = *header;
         (kind, u32::from_be_bytes([a, b, c, d]))
     }
+
+    /// Reads a body whatever its HTTP chunking: output payloads are handed
+    /// on as their bytes arrive (never held whole, never copied), a result
+    /// or error frame is collected and returned when whole.
+    #[derive(Debug)]
+    pub struct Reader {
+        header: [u8; HEADER_LEN],
+        /// Header bytes of the next frame received so far.
+        have: usize,
+        kind: u8,
+        /// Payload bytes of the current frame still to come.
+        remaining: usize,
+        control: Vec<u8>,
+        max_control: usize,
+    }
+
+    /// Why [`Reader::push`] stopped.
+    #[derive(Debug)]
+    pub enum ReadError<E> {
+        /// A result or error frame announced more bytes than the reader
+        /// holds.
+        ControlTooLarge { len: usize, limit: usize },
+        /// The output callback failed.
+        Output(E),
+    }
+
+    impl<E: std::fmt::Display> std::fmt::Display for ReadError<E> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match self {
+                ReadError::ControlTooLarge { len, limit } => {
+                    write!(f, "a {len}-byte result frame (limit {limit})")
+                }
+                ReadError::Output(error) => error.fmt(f),
+            }
+        }
+    }
+
+    impl<E: std::error::Error> std::error::Error for ReadError<E> {}
+
+    impl Reader {
+        /// A reader that refuses result and error frames over
+        /// `max_control` bytes (output frames are never held, so their
+        /// size does not matter).
+        pub fn new(max_control: usize) -> Reader {
+            Reader {
+                header: [0; HEADER_LEN],
+                have: 0,
+                kind: 0,
+                remaining: 0,
+                control: Vec::new(),
+                max_control,
+            }
+        }
+
+        /// Feeds `bytes`; output payload pieces go to `output(kind, piece)`
+        /// (unknown kinds too: skip what you do not know; an empty frame,
+        /// such as a keep-alive, as one empty piece).
+        /// Returns the first result or error frame completed, which ends
+        /// the body; bytes after it are not read.
+        pub fn push<E>(
+            &mut self,
+            mut bytes: &[u8],
+            mut output: impl FnMut(u8, &[u8]) -> Result<(), E>,
+        ) -> Result<Option<(u8, Vec<u8>)>, ReadError<E>> {
+            while !bytes.is_empty() {
+                if self.remaining == 0 {
+                    let take = (HEADER_LEN - self.have).min(bytes.len());
+                    self.header[self.have..self.have + take].copy_from_slice(&bytes[..take]);
+                    self.have += take;
+                    bytes = &bytes[take..];
+                    if self.have < HEADER_LEN {
+                        continue;
+                    }
+                    self.have = 0;
+                    let (kind, len) = parse_header(&self.header);
+                    self.kind = kind;
+                    self.remaining = usize::try_from(len).unwrap_or(usize::MAX);
+                    if self.is_control() && self.remaining > self.max_control {
+                        return Err(ReadError::ControlTooLarge {
+                            len: self.remaining,
+                            limit: self.max_control,
+                        });
+                    }
+                    if self.remaining == 0 {
+                        if self.is_control() {
+                            return Ok(Some((kind, Vec::new())));
+                        }
+                        output(kind, &[]).map_err(ReadError::Output)?;
+                    }
+                    continue;
+                }
+                let take = self.remaining.min(bytes.len());
+                let (piece, rest) = bytes.split_at(take);
+                bytes = rest;
+                self.remaining -= take;
+                if self.is_control() {
+                    self.control.extend_from_slice(piece);
+                    if self.remaining == 0 {
+                        return Ok(Some((self.kind, std::mem::take(&mut self.control))));
+                    }
+                } else {
+                    output(self.kind, piece).map_err(ReadError::Output)?;
+                }
+            }
+            Ok(None)
+        }
+
+        /// Whether the bytes so far end exactly at a frame boundary (a body
+        /// that ends elsewhere was cut).
+        pub fn at_boundary(&self) -> bool {
+            self.have == 0 && self.remaining == 0
+        }
+
+        fn is_control(&self) -> bool {
+            matches!(self.kind, RESULT | ERROR)
+        }
+    }
 }
 
 /// Answer of `invoke-tool`.
@@ -364,4 +481,86 @@ pub struct RevokedTokens {
     /// Whether a connected runner was disconnected.
     #[serde(default)]
     pub runner_disconnected: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stream_frame::{self, ReadError, Reader};
+
+    #[test]
+    fn stream_frames_split_across_chunks_and_oversized_ones_fail() {
+        let mut body = Vec::new();
+        body.extend_from_slice(&stream_frame::header(stream_frame::STDOUT, 3));
+        body.extend_from_slice(&[0, 0xff, b'\n']);
+        body.extend_from_slice(&stream_frame::header(9, 2)); // unknown kind
+        body.extend_from_slice(b"??");
+        body.extend_from_slice(&stream_frame::header(stream_frame::KEEP_ALIVE, 0));
+        body.extend_from_slice(&stream_frame::header(stream_frame::STDERR, 1));
+        body.extend_from_slice(b"e");
+        body.extend_from_slice(&stream_frame::header(stream_frame::RESULT, 2));
+        body.extend_from_slice(b"{}");
+        // Every split point: one byte at a time, and all at once.
+        for step in [1, body.len()] {
+            let mut reader = Reader::new(1024);
+            let mut output: Vec<(u8, Vec<u8>)> = Vec::new();
+            let mut control = None;
+            for piece in body.chunks(step) {
+                let done = reader
+                    .push(piece, |kind, bytes| {
+                        output.push((kind, bytes.to_vec()));
+                        Ok::<(), std::convert::Infallible>(())
+                    })
+                    .expect("valid");
+                if done.is_some() {
+                    control = done;
+                }
+            }
+            let joined = |wanted: u8| -> Vec<u8> {
+                output
+                    .iter()
+                    .filter(|(kind, _)| *kind == wanted)
+                    .flat_map(|(_, bytes)| bytes.clone())
+                    .collect()
+            };
+            assert_eq!(
+                joined(stream_frame::STDOUT),
+                vec![0, 0xff, b'\n'],
+                "step {step}"
+            );
+            assert_eq!(joined(stream_frame::STDERR), b"e".to_vec());
+            assert!(
+                output.contains(&(stream_frame::KEEP_ALIVE, Vec::new())),
+                "the keep-alive is seen: {output:?}"
+            );
+            assert_eq!(control, Some((stream_frame::RESULT, b"{}".to_vec())));
+            assert!(reader.at_boundary());
+        }
+        let mut reader = Reader::new(1024);
+        let header = stream_frame::header(stream_frame::RESULT, u32::MAX);
+        let refused = reader.push(&header, |_, _| Ok::<(), std::convert::Infallible>(()));
+        assert!(
+            matches!(refused, Err(ReadError::ControlTooLarge { limit: 1024, .. })),
+            "{refused:?}"
+        );
+        // A body cut inside a header, or inside a payload.
+        let mut reader = Reader::new(1024);
+        let cut = &body[..5];
+        let _ = reader.push(cut, |_, _| Ok::<(), std::convert::Infallible>(()));
+        assert!(!reader.at_boundary());
+        let mut reader = Reader::new(1024);
+        let _ = reader.push(&body[..10], |_, _| Ok::<(), std::convert::Infallible>(()));
+        assert!(!reader.at_boundary());
+    }
+
+    #[test]
+    fn an_output_callback_error_stops_the_reader() {
+        let mut body = stream_frame::header(stream_frame::STDOUT, 1).to_vec();
+        body.push(b'x');
+        let mut reader = Reader::new(1024);
+        let failed = reader.push(&body, |_, _| Err("disk full"));
+        assert!(
+            matches!(failed, Err(ReadError::Output("disk full"))),
+            "{failed:?}"
+        );
+    }
 }

@@ -112,7 +112,7 @@ async fn stream(
         })?;
         return answer(&response, json);
     }
-    let mut frames = FrameReader::default();
+    let mut frames = stream_frame::Reader::new(MAX_CONTROL_FRAME);
     let mut streamed = [0u64; 2];
     let mut stdout = raw_output(std::io::stdout())?;
     let mut stderr = raw_output(std::io::stderr())?;
@@ -139,7 +139,16 @@ async fn stream(
             }
             // A kind from a newer relay.
             _ => Ok(()),
-        })?;
+        });
+        let control = match control {
+            Ok(control) => control,
+            Err(stream_frame::ReadError::Output(error)) => return Err(error.into()),
+            Err(error @ stream_frame::ReadError::ControlTooLarge { .. }) => {
+                return Err(
+                    ExitError::new(exit::UNREACHABLE, format!("the relay sent {error}")).into(),
+                )
+            }
+        };
         if let Some((kind, payload)) = control {
             match kind {
                 stream_frame::RESULT => {
@@ -214,74 +223,6 @@ fn raw_output(stream: impl std::os::fd::AsFd) -> Result<std::fs::File> {
 /// bounded by the runner's 16 MiB frame limit). Output frames are not held
 /// whole, so their size does not matter.
 const MAX_CONTROL_FRAME: usize = 64 * 1024 * 1024;
-
-/// Reads a [`STREAM_MEDIA_TYPE`] body whatever its HTTP chunking: output
-/// payloads are handed on as their bytes arrive (never held whole, never
-/// copied), a result or error frame is collected and returned when whole.
-#[derive(Debug, Default)]
-struct FrameReader {
-    header: Vec<u8>,
-    kind: u8,
-    /// Payload bytes of the current frame still to come.
-    remaining: usize,
-    control: Vec<u8>,
-}
-
-impl FrameReader {
-    /// Feeds `bytes`; output goes to `output(kind, piece)`. Returns the
-    /// first result or error frame completed (it is the last of the body).
-    fn push(
-        &mut self,
-        mut bytes: &[u8],
-        mut output: impl FnMut(u8, &[u8]) -> std::io::Result<()>,
-    ) -> Result<Option<(u8, Vec<u8>)>> {
-        while !bytes.is_empty() {
-            if self.remaining == 0 {
-                let take = (stream_frame::HEADER_LEN - self.header.len()).min(bytes.len());
-                self.header.extend_from_slice(&bytes[..take]);
-                bytes = &bytes[take..];
-                let Some(header) = self.header.first_chunk::<{ stream_frame::HEADER_LEN }>() else {
-                    continue;
-                };
-                let (kind, len) = stream_frame::parse_header(header);
-                self.header.clear();
-                self.kind = kind;
-                self.remaining = usize::try_from(len).unwrap_or(usize::MAX);
-                if self.is_control() && self.remaining > MAX_CONTROL_FRAME {
-                    return Err(ExitError::new(
-                        exit::UNREACHABLE,
-                        format!(
-                            "the relay sent a {}-byte result frame (limit {MAX_CONTROL_FRAME})",
-                            self.remaining
-                        ),
-                    )
-                    .into());
-                }
-                if self.remaining == 0 && self.is_control() {
-                    return Ok(Some((kind, Vec::new())));
-                }
-                continue;
-            }
-            let take = self.remaining.min(bytes.len());
-            let (piece, rest) = bytes.split_at(take);
-            bytes = rest;
-            self.remaining -= take;
-            if self.is_control() {
-                self.control.extend_from_slice(piece);
-                if self.remaining == 0 {
-                    return Ok(Some((self.kind, std::mem::take(&mut self.control))));
-                }
-            } else {
-                output(self.kind, piece)?;
-            }
-        }
-        Ok(None)
-    }
-
-    fn is_control(&self) -> bool {
-        matches!(self.kind, stream_frame::RESULT | stream_frame::ERROR)
-    }
-}
 
 /// The tool's exit code, clamped to what a process can exit with; a failed
 /// call without one exits 1.
@@ -401,53 +342,6 @@ mod tests {
             let code = error.downcast_ref::<ExitError>().map(|e| e.code);
             assert_eq!(code, Some(exit::USAGE), "{pairs:?} {json:?}");
         }
-    }
-
-    #[test]
-    fn stream_frames_split_across_chunks_and_oversized_ones_fail() {
-        let mut body = Vec::new();
-        body.extend_from_slice(&stream_frame::header(stream_frame::STDOUT, 3));
-        body.extend_from_slice(&[0, 0xff, b'\n']);
-        body.extend_from_slice(&stream_frame::header(9, 2)); // unknown kind
-        body.extend_from_slice(b"??");
-        body.extend_from_slice(&stream_frame::header(stream_frame::STDERR, 1));
-        body.extend_from_slice(b"e");
-        body.extend_from_slice(&stream_frame::header(stream_frame::RESULT, 2));
-        body.extend_from_slice(b"{}");
-        // Every split point: one byte at a time, and all at once.
-        for step in [1, body.len()] {
-            let mut reader = FrameReader::default();
-            let mut output: Vec<(u8, Vec<u8>)> = Vec::new();
-            let mut control = None;
-            for piece in body.chunks(step) {
-                let done = reader
-                    .push(piece, |kind, bytes| {
-                        output.push((kind, bytes.to_vec()));
-                        Ok(())
-                    })
-                    .expect("valid");
-                if done.is_some() {
-                    control = done;
-                }
-            }
-            let joined = |wanted: u8| -> Vec<u8> {
-                output
-                    .iter()
-                    .filter(|(kind, _)| *kind == wanted)
-                    .flat_map(|(_, bytes)| bytes.clone())
-                    .collect()
-            };
-            assert_eq!(
-                joined(stream_frame::STDOUT),
-                vec![0, 0xff, b'\n'],
-                "step {step}"
-            );
-            assert_eq!(joined(stream_frame::STDERR), b"e".to_vec());
-            assert_eq!(control, Some((stream_frame::RESULT, b"{}".to_vec())));
-        }
-        let mut reader = FrameReader::default();
-        let header = stream_frame::header(stream_frame::RESULT, u32::MAX);
-        assert!(reader.push(&header, |_, _| Ok(())).is_err());
     }
 
     #[test]

@@ -213,12 +213,7 @@ async fn read_frames(response: reqwest::Response) -> Vec<(u8, Vec<u8>)> {
         .await
         .expect("the stream ends within 30 s")
         .expect("the body reads");
-    let (frames, used) = crate::support::split_frames(&body);
-    assert_eq!(used, body.len(), "a frame was cut");
-    frames
-        .into_iter()
-        .map(|(kind, payload)| (kind, payload.to_vec()))
-        .collect()
+    crate::support::stream_frames(&body)
 }
 
 fn frame(call_id: &str, stream: Stream, data: &[u8]) -> Vec<u8> {

@@ -408,20 +408,19 @@ pub fn close_code(code: CloseCode) -> u16 {
     u16::from(code)
 }
 
-/// The whole `(kind, payload)` frames at the start of a binary stream
-/// (`application/vnd.runner.stream`) and how many bytes they take; a cut
-/// frame at the end is left for the caller to complete.
-pub fn split_frames(buffer: &[u8]) -> (Vec<(u8, &[u8])>, usize) {
-    use runner_proto::api::stream_frame::{parse_header, HEADER_LEN};
-    let (mut frames, mut used) = (Vec::new(), 0);
-    while let Some(header) = buffer[used..].first_chunk() {
-        let (kind, len) = parse_header(header);
-        let end = used + HEADER_LEN + len as usize;
-        let Some(payload) = buffer.get(used + HEADER_LEN..end) else {
-            break;
-        };
-        frames.push((kind, payload));
-        used = end;
-    }
-    (frames, used)
+/// The `(kind, payload)` frames of a whole binary stream body
+/// (`application/vnd.runner.stream`), the result or error last; a body
+/// cut inside a frame fails the test.
+pub fn stream_frames(body: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut reader = runner_proto::api::stream_frame::Reader::new(usize::MAX);
+    let mut frames = Vec::new();
+    let control = reader
+        .push(body, |kind, payload| {
+            frames.push((kind, payload.to_vec()));
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .expect("no limit, no failing output");
+    frames.extend(control);
+    assert!(reader.at_boundary(), "a frame was cut");
+    frames
 }
