@@ -3,8 +3,9 @@
 #
 #   scripts/make-release.sh VERSION OUT_DIR [--key PRIVATE_KEY_PEM] [--binary PATH]
 #
-# Without --binary it builds `runner` in release mode for this machine and
-# refuses when the built binary's --version is not VERSION. With --binary it
+# Without --binary it builds `runner` for this machine (Cargo profile `dist`:
+# the release build without line tables) and refuses when the built
+# binary's --version is not VERSION. With --binary it
 # publishes that file as VERSION (warning on a mismatch: the tests publish a
 # copy of one build under several versions).
 #
@@ -98,9 +99,9 @@ esac
 asset="runner-$os-$arch"
 
 if [ -z "$binary" ]; then
-  say "building runner (release) for $os/$arch"
-  (cd "$repo" && cargo build --release --locked -p runner-cli --bin runner)
-  binary="${CARGO_TARGET_DIR:-$repo/target}/release/runner"
+  say "building runner (profile dist: release without line tables) for $os/$arch"
+  (cd "$repo" && cargo build --profile dist --locked -p runner-cli --bin runner)
+  binary="${CARGO_TARGET_DIR:-$repo/target}/dist/runner"
   built="$("$binary" --version | awk '{print $2}')"
   [ "$built" = "$version" ] ||
     die "the built runner reports version '$built', not '$version': bump [workspace.package] version first"

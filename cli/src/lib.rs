@@ -40,19 +40,27 @@ pub fn main() -> ExitCode {
             Err(error) => report(&error),
         };
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // `run` serves many calls at once, on every core. Every other command
+    // is one conversation with a relay or the local system, for which
+    // worker threads only cost start-up (counting the cores, starting the
+    // threads, waking them: 0.4 ms of `runner invoke`'s 5.4 ms on the
+    // benchmark machine, BENCHMARKS.md "Fourth round").
+    let mut builder = if matches!(cli.command, Command::Run(_)) {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             return report(&anyhow::Error::from(error).context("starting the async runtime"))
         }
     };
-    // On a worker thread, not on this one: then the socket's readiness, the
-    // session loop and the calls it starts wake each other on the same
-    // worker instead of across threads (measured: `ping` p50 253–268 µs
-    // before, 210–219 µs after, through a relay on this machine).
+    // On a worker thread, not on this one (for `run`): then the socket's
+    // readiness, the session loop and the calls it starts wake each other
+    // on the same worker instead of across threads (measured: `ping` p50
+    // 253–268 µs before, 210–219 µs after, through a relay). A panic in a
+    // command becomes an error either way.
     let outcome = runtime.block_on(async {
         tokio::spawn(dispatch(cli))
             .await

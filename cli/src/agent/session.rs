@@ -649,12 +649,8 @@ impl Calls {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&call.call_id);
-                tracing::info!(
-                    exit_code = ?outcome.exit_code,
-                    error = outcome.error.as_deref().unwrap_or(""),
-                    elapsed_ms = started.elapsed().as_millis() as u64,
-                    "call finished"
-                );
+                let elapsed_ms = started.elapsed().as_millis() as u64;
+                let (exit_code, error) = (outcome.exit_code, outcome.error.clone());
                 let result = RunnerMessage::Result(CallResult {
                     call_id: call.call_id,
                     result: outcome.result,
@@ -663,6 +659,16 @@ impl Calls {
                 });
                 // The session may be gone; the result then has nowhere to go.
                 let _ = out.send(Outbound::Message(result)).await;
+                // The writer (woken on this worker) puts the result on the
+                // wire before this task writes the operator's log line: the
+                // caller waits for the one, nobody for the other.
+                tokio::task::yield_now().await;
+                tracing::info!(
+                    ?exit_code,
+                    error = error.as_deref().unwrap_or(""),
+                    elapsed_ms,
+                    "call finished"
+                );
             },
             span,
         ));

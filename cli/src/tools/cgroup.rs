@@ -188,28 +188,35 @@ impl CallGroup {
 
 impl Drop for CallGroup {
     fn drop(&mut self) {
-        let busy = match std::fs::remove_dir(&self.dir) {
-            Ok(()) => return,
-            Err(error) => error.kind() == std::io::ErrorKind::ResourceBusy,
-        };
-        // Still populated: processes the command left running on purpose,
-        // or killed ones that count until their new parent (init) reaps
-        // them. Try again for a while; a later prune gets what remains.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        if busy {
-            let dir = std::mem::take(&mut self.dir);
-            runtime.spawn(async move {
-                let deadline = tokio::time::Instant::now() + REMOVE_RETRY;
-                while tokio::time::Instant::now() < deadline {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    match std::fs::remove_dir(&dir) {
-                        Err(error) if error.kind() == std::io::ErrorKind::ResourceBusy => {}
-                        _ => return,
-                    }
-                }
-            });
+        let dir = std::mem::take(&mut self.dir);
+        match tokio::runtime::Handle::try_current() {
+            // In a task of its own: the call's result goes out first (the
+            // `rmdir` is ≈ 20 µs on the benchmark machine).
+            Ok(runtime) => {
+                runtime.spawn(remove(dir));
+            }
+            Err(_) => {
+                let _ = std::fs::remove_dir(&dir);
+            }
+        }
+    }
+}
+
+/// Removes a call's cgroup. Still populated (processes the command left
+/// running on purpose, or killed ones that count until their new parent
+/// reaps them): tried again for [`REMOVE_RETRY`]; a later prune gets what
+/// remains.
+async fn remove(dir: PathBuf) {
+    let deadline = tokio::time::Instant::now() + REMOVE_RETRY;
+    loop {
+        match std::fs::remove_dir(&dir) {
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ResourceBusy
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            _ => return,
         }
     }
 }
