@@ -71,19 +71,33 @@ pub fn facts(nofile: NoFile) -> Value {
             .map(|(_, favors)| favors),
         // The anchor for `ping` (≈ 45 µs) differs from machine to
         // machine: measured here, so a run's `ping` can be read against it.
-        "loopback_tcp_round_trip_us": loopback_round_trip_p50_us().ok(),
+        // A call's hops cross between processes that the scheduler puts on
+        // either core: both cases, pinned.
+        "loopback_tcp_round_trip_us": {
+            "same_cpu": loopback_round_trip_p50_us(0, 0).ok(),
+            "across_cpus": loopback_round_trip_p50_us(0, 1).ok(),
+        },
     })
 }
 
 /// Median of 2,000 one-byte round trips between two threads over TCP on
-/// 127.0.0.1 (`TCP_NODELAY`, after 200 unmeasured): what one hop of a
-/// call costs at least on this machine, wake-ups included.
-fn loopback_round_trip_p50_us() -> std::io::Result<f64> {
+/// 127.0.0.1 (`TCP_NODELAY`, after 200 unmeasured), the caller pinned to
+/// CPU `caller_cpu` and the echo to `echo_cpu`: what one hop of a call
+/// costs at least on this machine, wake-ups included. Fails where a CPU
+/// does not exist.
+fn loopback_round_trip_p50_us(caller_cpu: usize, echo_cpu: usize) -> anyhow::Result<f64> {
     const WARMUP: usize = 200;
     const ROUNDS: usize = 2_000;
+    let pin = |cpu: usize| -> anyhow::Result<()> {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(cpu)?;
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)?;
+        Ok(())
+    };
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let address = listener.local_addr()?;
-    let echo = std::thread::spawn(move || -> std::io::Result<()> {
+    let echo = std::thread::spawn(move || -> anyhow::Result<()> {
+        pin(echo_cpu)?;
         let (mut socket, _) = listener.accept()?;
         socket.set_nodelay(true)?;
         let mut byte = [0u8; 1];
@@ -93,20 +107,33 @@ fn loopback_round_trip_p50_us() -> std::io::Result<f64> {
         }
         Ok(())
     });
-    let mut socket = TcpStream::connect(address)?;
-    socket.set_nodelay(true)?;
-    let mut times = Vec::with_capacity(ROUNDS);
-    let mut byte = [7u8; 1];
-    for round in 0..WARMUP + ROUNDS {
-        let started = Instant::now();
-        socket.write_all(&byte)?;
-        socket.read_exact(&mut byte)?;
-        if round >= WARMUP {
-            times.push(started.elapsed().as_secs_f64() * 1e6);
+    // On its own thread too, so that the harness's threads keep their
+    // affinity.
+    let caller = std::thread::spawn(move || -> anyhow::Result<Vec<f64>> {
+        pin(caller_cpu)?;
+        let mut socket = TcpStream::connect(address)?;
+        socket.set_nodelay(true)?;
+        let mut times = Vec::with_capacity(ROUNDS);
+        let mut byte = [7u8; 1];
+        for round in 0..WARMUP + ROUNDS {
+            let started = Instant::now();
+            socket.write_all(&byte)?;
+            socket.read_exact(&mut byte)?;
+            if round >= WARMUP {
+                times.push(started.elapsed().as_secs_f64() * 1e6);
+            }
         }
-    }
-    echo.join()
-        .map_err(|_| std::io::Error::other("the echo thread panicked"))??;
+        Ok(times)
+    });
+    let times = caller
+        .join()
+        .map_err(|_| anyhow::anyhow!("the caller thread panicked"))?;
+    let echoed = echo
+        .join()
+        .map_err(|_| anyhow::anyhow!("the echo thread panicked"))?;
+    // The caller's error first: a failed echo shows there as a reset.
+    let mut times = times?;
+    echoed?;
     times.sort_by(f64::total_cmp);
     Ok((times[ROUNDS / 2] * 10.0).round() / 10.0)
 }
