@@ -9,6 +9,9 @@ pub const STATE_DIR: &str = "RUNNER_STATE_DIR";
 pub const URL: &str = "RUNNER_URL";
 pub const API_KEY: &str = "RUNNER_API_KEY";
 pub const TOKEN: &str = "RUNNER_TOKEN";
+/// The variables that carry a secret of the runner's: never passed on to
+/// the processes tools start ([`crate::tools::keep_secrets_from`]).
+pub const SECRETS: [&str; 2] = [TOKEN, API_KEY];
 pub const CREDENTIAL_STORE: &str = "RUNNER_CREDENTIAL_STORE";
 pub const WORKSPACE: &str = "RUNNER_WORKSPACE";
 pub const PERMISSION_CONFIG: &str = "RUNNER_PERMISSION_CONFIG";

@@ -262,7 +262,9 @@ impl Browser {
             .prefix("runner-browser-")
             .tempdir()
             .map_err(|error| format!("cannot make a browser profile directory: {error}"))?;
-        let mut child = tokio::process::Command::new(binary)
+        let mut command = tokio::process::Command::new(binary);
+        super::keep_secrets_from(&mut command);
+        let mut child = command
             .args([
                 "--headless",
                 "--no-sandbox",

@@ -438,6 +438,7 @@ async fn start_stdio(state: &ServerState) -> Result<Running, String> {
     let config = &state.config;
     let command_name = config.command.as_deref().unwrap_or_default();
     let mut command = tokio::process::Command::new(command_name);
+    super::keep_secrets_from(&mut command);
     command.args(&config.args).envs(&config.env);
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);

@@ -316,6 +316,19 @@ pub fn optional_strings_arg(args: &Value, name: &str) -> Result<Option<Vec<Strin
     }
 }
 
+/// Takes the runner's own secrets ([`crate::env_vars::SECRETS`]) out of
+/// the environment a tool's process would inherit: a command that may run
+/// `env` must not learn the registration token (which lets anyone stand in
+/// for this runner) or an API key the runner was started with, whatever
+/// the permission file says about the credential files. Called before the
+/// call's own variables are added, so a call that sets one in its `env`
+/// argument still gets its value.
+pub fn keep_secrets_from(command: &mut tokio::process::Command) {
+    for name in crate::env_vars::SECRETS {
+        command.env_remove(name);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -382,6 +382,7 @@ pub async fn run_isolated(
             command
         }
     };
+    super::keep_secrets_from(&mut command);
     command
         .current_dir(&spec.workdir)
         .envs(&spec.env)

@@ -452,3 +452,62 @@ fn kill_processes_with(marker: &str) {
         }
     }
 }
+
+/// The runner's own secrets, given to it in its environment (as a service
+/// manager or `runner-relay dev` does), stay out of the processes its tools
+/// start: with the token, a command could stand in for the runner.
+#[tokio::test]
+async fn the_runners_secrets_are_not_in_a_commands_environment() {
+    let relay = Relay::spawn().await;
+    let env = relay.create_env(dev_env()).await;
+    let token = relay.token(&env).await;
+    let mut runner = Runner::register(&relay, &token).await;
+    let child = runner
+        .command()
+        .arg("run")
+        .env("RUNNER_TOKEN", &token)
+        .env("RUNNER_API_KEY", "rnrk_not_for_tools")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn runner run");
+    runner.child = Some(child);
+    relay.wait_status(&env, "online").await;
+
+    // `env` alone runs without bash; the second through it.
+    for command in [
+        "env",
+        "echo \"token=$RUNNER_TOKEN key=$RUNNER_API_KEY\"; env",
+    ] {
+        let (status, body) = relay
+            .invoke(
+                &env,
+                json!({"tool_name": "shell", "args": {"command": command}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let stdout = body["result"]["stdout"].as_str().expect("stdout");
+        // The listing is there (the call's marker is in it)…
+        assert!(stdout.contains("RUNNER_CALL_ID="), "{stdout}");
+        // …and the secrets are not.
+        assert!(!stdout.contains(&token), "the token leaked: {stdout}");
+        assert!(
+            !stdout.contains("rnrk_not_for_tools"),
+            "the API key leaked: {stdout}"
+        );
+        assert!(!stdout.contains("RUNNER_TOKEN="), "{stdout}");
+    }
+
+    // A call may still set one for its own command.
+    let (status, body) = relay
+        .invoke(
+            &env,
+            json!({"tool_name": "shell", "args": {
+                "command": "echo \"$RUNNER_API_KEY\"",
+                "env": {"RUNNER_API_KEY": "given by the call"},
+            }}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["stdout"], "given by the call\n");
+}
