@@ -359,3 +359,95 @@ async fn api_call(
     }
     Ok(elapsed)
 }
+
+/// `runner-bench ab`: `ping`, `shell true`, `shell uname` and `runner
+/// invoke` of each build in `builds` (a relay and a runner of its own
+/// each), measured alternately: a batch of [`BATCH`] calls per build, build
+/// after build, method after method. A machine that is noisy or drifts
+/// (±15 % between runs on some) then moves every build alike, and a change
+/// of a few per cent shows.
+pub async fn alternate(
+    builds: &[(String, Bins)],
+    calls: usize,
+    process_calls: usize,
+) -> anyhow::Result<Value> {
+    let data = tempfile::Builder::new()
+        .prefix("runner-bench-ab-")
+        .tempdir()?;
+    let mut started = Vec::with_capacity(builds.len());
+    for (index, (name, bins)) in builds.iter().enumerate() {
+        let relay = Relay::spawn(
+            bins,
+            &data.path().join(format!("relay-{index}")),
+            "127.0.0.1:0",
+            None,
+        )
+        .await
+        .with_context(|| format!("starting the relay of {name}"))?;
+        let (envs, runners) = procs::online_runners(bins, &relay, 1)
+            .await
+            .with_context(|| format!("starting the runner of {name}"))?;
+        let env = envs.into_iter().next().context("no environment")?;
+        started.push((relay, env, runners));
+    }
+    let mut setups = Vec::with_capacity(builds.len());
+    for ((_, bins), (relay, env, runners)) in builds.iter().zip(&started) {
+        setups.push(Setup {
+            bins,
+            relay,
+            env: env.clone(),
+            runner_home: runners.first().context("no runner")?.home.path(),
+            http: procs::http_client(4)?,
+            sshd: None,
+        });
+    }
+    let plan = [
+        (Method::ApiPing, calls),
+        (Method::ApiShellTrue, calls),
+        (Method::ApiShellProgram, calls),
+        (Method::RunnerInvokeProcess, process_calls),
+    ];
+    let failed = |name: &str, method: Method| format!("{name}: {}", method.key());
+    for (setup, (name, _)) in setups.iter().zip(builds) {
+        for &(method, count) in &plan {
+            for _ in 0..WARMUP.min(count) {
+                once(setup, method)
+                    .await
+                    .with_context(|| failed(name, method))?;
+            }
+        }
+    }
+    let mut samples = vec![vec![Vec::new(); plan.len()]; setups.len()];
+    loop {
+        let mut progressed = false;
+        for (m, &(method, count)) in plan.iter().enumerate() {
+            for (b, (setup, (name, _))) in setups.iter().zip(builds).enumerate() {
+                for _ in 0..BATCH.min(count.saturating_sub(samples[b][m].len())) {
+                    progressed = true;
+                    let elapsed = once(setup, method)
+                        .await
+                        .with_context(|| failed(name, method))?;
+                    samples[b][m].push(elapsed);
+                }
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+    let baseline: Vec<f64> = samples[0].iter().map(|s| Summary::of(s).p50_us).collect();
+    let mut results = Vec::with_capacity(builds.len());
+    for ((name, _), per_method) in builds.iter().zip(&samples) {
+        let mut methods = Map::new();
+        for ((method, _), (times, base)) in plan.iter().zip(per_method.iter().zip(&baseline)) {
+            let summary = Summary::of(times);
+            let mut entry = summary.to_json();
+            if *base > 0.0 {
+                entry["p50_over_first_build"] = json!(round(summary.p50_us / base, 3));
+            }
+            methods.insert(method.key().into(), entry);
+        }
+        results.push(json!({"build": name, "methods": methods}));
+    }
+    Ok(json!({"batch": BATCH, "builds": results}))
+}

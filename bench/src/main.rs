@@ -62,6 +62,27 @@ enum Command {
         /// A result file of `runner-bench run`.
         file: PathBuf,
     },
+    /// Measure two or more builds alternately in one run (API `ping`,
+    /// `shell true`, `shell uname`, `runner invoke`): the before/after of a
+    /// change on a noisy machine. The first build is the baseline.
+    Ab(AbArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct AbArgs {
+    /// A directory holding a build's release `runner` and `runner-relay`
+    /// (give it two or more times, baseline first).
+    #[arg(long = "bin-dir", value_name = "DIR", required = true, num_args = 1)]
+    bin_dirs: Vec<PathBuf>,
+    /// Where to write the JSON results.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Calls per build and API method.
+    #[arg(long, default_value_t = 1000)]
+    calls: usize,
+    /// Calls per build of `runner invoke` (a process each).
+    #[arg(long, default_value_t = 200)]
+    process_calls: usize,
 }
 
 /// Sections of issue 7, in its order.
@@ -146,6 +167,7 @@ async fn main() -> ExitCode {
         Command::Run(args) => run(args).await,
         Command::Compare { a, b } => compare::run(&a, &b),
         Command::Report { file } => report::run(&file),
+        Command::Ab(args) => ab(args).await,
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -154,6 +176,30 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+async fn ab(args: AbArgs) -> anyhow::Result<()> {
+    if args.bin_dirs.len() < 2 {
+        anyhow::bail!("give --bin-dir at least twice: the baseline build, then the others");
+    }
+    let mut builds = Vec::with_capacity(args.bin_dirs.len());
+    for dir in &args.bin_dirs {
+        builds.push((dir.display().to_string(), procs::Bins::find(dir)?));
+    }
+    let started = std::time::SystemTime::now();
+    let value = invoke::alternate(&builds, args.calls, args.process_calls).await?;
+    let results = json!({
+        "schema": RESULTS_SCHEMA,
+        "kind": "ab",
+        "started_unix_s": started.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        "git_commit": machine::git_commit(),
+        "machine": machine::facts(machine::raise_nofile_limit()),
+        "ab": value,
+    });
+    fs_err::write(&args.out, serde_json::to_string_pretty(&results)?)?;
+    println!("{}", report::ab_table(&results["ab"]));
+    note(&format!("results written to {}", args.out.display()));
+    Ok(())
 }
 
 async fn run(mut args: RunArgs) -> anyhow::Result<()> {

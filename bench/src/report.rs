@@ -467,3 +467,37 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
     }
     Ok(out)
 }
+
+/// The table of `runner-bench ab`: p50 / p99 per build and method, and the
+/// p50 against the first build.
+pub fn ab_table(ab: &Value) -> String {
+    let mut out = String::new();
+    let Some(builds) = ab["builds"].as_array() else {
+        return out;
+    };
+    let methods: Vec<String> = builds
+        .first()
+        .and_then(|build| build["methods"].as_object())
+        .map(|methods| methods.keys().cloned().collect())
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "| build | method | n | p50 µs | p99 µs | p50 / first build |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|");
+    for method in &methods {
+        for build in builds {
+            let entry = &build["methods"][method];
+            let _ = writeln!(
+                out,
+                "| {} | `{method}` | {} | {} | {} | {} |",
+                build["build"].as_str().unwrap_or("?"),
+                number(&entry["count"]),
+                number(&entry["p50_us"]),
+                number(&entry["p99_us"]),
+                number(&entry["p50_over_first_build"]),
+            );
+        }
+    }
+    out
+}

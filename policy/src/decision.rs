@@ -16,6 +16,8 @@ pub enum CandidateKind {
     CodeString,
     /// A write redirect, matched as `> TARGET`.
     WriteRedirect,
+    /// A variable a call sets for its process, matched as `NAME=VALUE`.
+    Environment,
 }
 
 impl std::fmt::Display for CandidateKind {
@@ -25,6 +27,7 @@ impl std::fmt::Display for CandidateKind {
             CandidateKind::WrappedCommand => "wrapped command",
             CandidateKind::CodeString => "code string",
             CandidateKind::WriteRedirect => "write redirect",
+            CandidateKind::Environment => "environment variable",
         })
     }
 }

@@ -227,6 +227,45 @@ impl PermissionSet {
         finish(checker)
     }
 
+    /// Decide whether a call may set the environment variable `name` to
+    /// `value` for the process it starts (the `env` argument of `shell`,
+    /// `git`, …): the text `NAME=VALUE` is matched like a leading
+    /// assignment (C2), so `"*": deny` refuses every variable no rule
+    /// allows. A variable that makes a shell, the dynamic loader or a tool
+    /// run code of its choosing ([`code_bearing`]) needs more than a
+    /// catch-all: a rule whose pattern names it must allow it, so that a
+    /// denylist (`"*": allow`) cannot be sidestepped with `BASH_ENV` or
+    /// `LD_PRELOAD`.
+    pub fn check_env(&self, name: &str, value: &str) -> Decision {
+        if name.contains('\0') || value.contains('\0') {
+            return Decision::refused("an environment variable contains a NUL byte");
+        }
+        let text = format!("{name}={value}");
+        let rule = self.first_match(&text);
+        let (verdict, reason) = match rule {
+            Some(rule) if rule.is_catch_all() && code_bearing(name) => (
+                Action::Deny,
+                Some(format!(
+                    "{name} can make the program run other code: only a rule naming it (e.g. \"{name}=*\") allows it"
+                )),
+            ),
+            Some(rule) => (rule.action(), None),
+            None => (Action::Deny, Some("no rule matches".to_owned())),
+        };
+        Decision {
+            allowed: verdict == Action::Allow,
+            candidates: vec![Candidate {
+                text,
+                kind: CandidateKind::Environment,
+                dynamic: false,
+                rule: rule.map(|rule| rule.pattern().to_owned()),
+                verdict,
+                reason,
+            }],
+            error: None,
+        }
+    }
+
     /// Rules that can never decide anything.
     pub fn lint(&self) -> Vec<LintWarning> {
         rules::lint(&self.ordered)
@@ -247,6 +286,54 @@ pub fn plain_command(script: &str) -> Option<Vec<String>> {
     }
     let words = commands.pop()?;
     Some(words.into_iter().map(|word| word.into_owned()).collect())
+}
+
+/// Environment variables that make bash, the dynamic loader or a common
+/// tool run code or load configuration of the caller's choosing: start-up
+/// files and functions (`BASH_ENV`, `ENV`, `BASH_FUNC_*`), trace and prompt
+/// hooks, option sets, word splitting, program lookup (`PATH`, `CDPATH`),
+/// preloaded libraries (`LD_*`), git's configuration and helpers (`GIT_*`),
+/// kubectl's exec plugins (`KUBECONFIG`), and the editors, pagers and
+/// askpass programs tools start.
+pub fn code_bearing(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "BASH_ENV",
+        "ENV",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS0",
+        "PS1",
+        "PS2",
+        "PS3",
+        "PS4",
+        "PROMPT_COMMAND",
+        "IFS",
+        "PATH",
+        "CDPATH",
+        "GLOBIGNORE",
+        "BASH_XTRACEFD",
+        "KUBECONFIG",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+        "SSH_ASKPASS",
+        "PYTHONSTARTUP",
+        "PYTHONPATH",
+        "PERL5OPT",
+        "PERL5LIB",
+        "RUBYOPT",
+        "NODE_OPTIONS",
+    ];
+    const PREFIXES: &[&str] = &[
+        "BASH_FUNC_",
+        "LD_",
+        "GIT_",
+        "DYLD_",
+        "HELM_",
+        "DOCKER_",
+        "TF_CLI_",
+    ];
+    NAMES.contains(&name) || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
 }
 
 fn finish(checker: shell::Checker<'_>) -> Decision {
@@ -272,5 +359,70 @@ fn finish(checker: shell::Checker<'_>) -> Decision {
         allowed,
         candidates,
         error: None,
+    }
+}
+
+#[cfg(test)]
+mod env_tests {
+    use super::*;
+
+    fn rules(yaml: &str) -> PermissionSet {
+        PermissionSet::from_yaml_str(yaml).expect("valid rules")
+    }
+
+    #[test]
+    fn an_allowlist_allows_only_the_variables_it_names() {
+        let set = rules("permission:\n  '*': deny\n  'ls *': allow\n  'LANG=*': allow\n  'PATH=/usr/bin': allow\n");
+        assert!(set.check_env("LANG", "C.UTF-8").allowed);
+        assert!(!set.check_env("FOO", "bar").allowed);
+        assert!(!set.check_env("BASH_ENV", "/tmp/x").allowed);
+        // Named by a rule: allowed, code-bearing or not, for that value only.
+        assert!(set.check_env("PATH", "/usr/bin").allowed);
+        assert!(!set.check_env("PATH", "/tmp/evil:/usr/bin").allowed);
+        let denied = set.check_env("FOO", "bar");
+        assert_eq!(denied.candidates[0].kind, CandidateKind::Environment);
+        assert_eq!(denied.candidates[0].text, "FOO=bar");
+        assert!(
+            denied
+                .summary()
+                .contains("environment variable \"FOO=bar\""),
+            "{}",
+            denied.summary()
+        );
+    }
+
+    #[test]
+    fn a_catch_all_allow_does_not_cover_variables_that_run_code() {
+        let set = rules("permission:\n  '*': allow\n  'rm *': deny\n");
+        assert!(set.check_env("LANG", "C").allowed);
+        for (name, value) in [
+            ("BASH_ENV", "$(id)"),
+            ("ENV", "/tmp/x"),
+            ("BASH_FUNC_ls%%", "() { id; }"),
+            ("LD_PRELOAD", "/tmp/x.so"),
+            ("GIT_CONFIG_VALUE_0", "id"),
+            ("PS4", "$(id)"),
+            ("SHELLOPTS", "xtrace"),
+            ("KUBECONFIG", "/tmp/k"),
+            ("PATH", "/tmp"),
+        ] {
+            let decision = set.check_env(name, value);
+            assert!(!decision.allowed, "{name}");
+            assert!(
+                decision.summary().contains("only a rule naming it"),
+                "{}",
+                decision.summary()
+            );
+        }
+        // A rule that names one allows it.
+        let set = rules("permission:\n  '*': allow\n  'GIT_*': allow\n");
+        assert!(set.check_env("GIT_DIR", "/srv/repo").allowed);
+    }
+
+    #[test]
+    fn a_deny_rule_denies_a_variable() {
+        let set = rules("permission:\n  '*': allow\n  'AWS_*': deny\n");
+        assert!(!set.check_env("AWS_PROFILE", "prod").allowed);
+        assert!(!set.check_env("A\0B", "x").allowed);
     }
 }

@@ -62,6 +62,10 @@ async fn run_inner(
             ));
         }
     }
+    let env = process::parse_env(args)?;
+    if let Some(permissions) = &context.permissions {
+        super::check_env(permissions, &env)?;
+    }
     let program = context.toolbox.binary(name).ok_or_else(|| {
         format!("{name} is not installed on this runner's machine (not found on PATH)")
     })?;
@@ -70,7 +74,7 @@ async fn run_inner(
         program: program.into_os_string(),
         args: arguments,
         workdir: workdir(args, context)?,
-        env: process::parse_env(args)?,
+        env,
         stdin: optional_string_arg(args, "stdin")?.map(|text| text.as_bytes().to_vec()),
         join: Join::Wrapper,
     };

@@ -316,6 +316,28 @@ pub fn optional_strings_arg(args: &Value, name: &str) -> Result<Option<Vec<Strin
     }
 }
 
+/// Checks every variable of a call's `env` argument against the permission
+/// file ([`PermissionSet::check_env`]: `NAME=VALUE`, like a leading
+/// assignment): the command's words are not all that decides what runs
+/// (`BASH_ENV`, `BASH_FUNC_ls%%`, `LD_PRELOAD`, `GIT_CONFIG_*` …).
+pub fn check_env(
+    permissions: &PermissionSet,
+    env: &std::collections::HashMap<String, String>,
+) -> Result<(), String> {
+    let mut names: Vec<&String> = env.keys().collect();
+    names.sort();
+    for name in names {
+        let decision = permissions.check_env(name, &env[name]);
+        if !decision.allowed {
+            return Err(format!(
+                "denied by the runner's permission file: {}",
+                decision.summary()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Takes the runner's own secrets ([`crate::env_vars::SECRETS`]) out of
 /// the environment a tool's process would inherit: a command that may run
 /// `env` must not learn the registration token (which lets anyone stand in

@@ -53,6 +53,9 @@ async fn run_inner(
     }
     let workdir = workdir(&args, context)?;
     let env = process::parse_env(&args)?;
+    if let Some(permissions) = &context.permissions {
+        super::check_env(permissions, &env)?;
+    }
     let stdin = optional_string_arg(&args, "stdin")?.map(|text| text.as_bytes().to_vec());
     let scope = scope_with_own_timeout(&args, scope)?;
     let spec = match direct(command, &workdir, &env) {

@@ -64,6 +64,57 @@ async fn the_permission_file_gates_every_shell_call() {
     }
 }
 
+/// A call's `env` argument is checked too: `BASH_ENV`, an exported
+/// function or `GIT_CONFIG_*` would otherwise run code no rule allowed, under
+/// an allowlist and a denylist alike.
+#[tokio::test]
+async fn the_permission_file_gates_a_calls_environment() {
+    let relay = Relay::spawn().await;
+    for rules_text in [
+        "permission:\n  \"*\": deny\n  \"echo *\": allow\n  \"git status\": allow\n  \"LANG=*\": allow\n",
+        "permission:\n  \"*\": allow\n  \"touch *\": deny\n",
+    ] {
+        let (env, mut runner) = Runner::registered(&relay, dev_env()).await;
+        let rules = runner.home.path().join("permission.yaml");
+        support::write(&rules, rules_text);
+        runner.start(&["--permission-config", &rules.display().to_string()]);
+        relay.wait_status(&env, "online").await;
+        let marker = runner.home.path().join("must-not-exist");
+        let touch = format!("touch {}", marker.display());
+
+        // A variable the rules allow (or do not deny) passes.
+        let (_, body) = relay
+            .invoke(
+                &env,
+                json!({"tool_name": "shell", "args": {"command": "echo \"$LANG\"", "env": {"LANG": "C"}}}),
+            )
+            .await;
+        assert_eq!(body["result"]["stdout"], "C\n", "{rules_text}: {body}");
+
+        for (tool, args) in [
+            ("shell", json!({"command": "echo hi", "env": {"BASH_ENV": format!("$({touch})")}})),
+            ("shell", json!({"command": "echo hi", "env": {"BASH_FUNC_echo%%": format!("() {{ {touch}; }}")}})),
+            ("git", json!({"args": ["status"], "env": {
+                "GIT_CONFIG_COUNT": "1",
+                "GIT_CONFIG_KEY_0": "core.fsmonitor",
+                "GIT_CONFIG_VALUE_0": touch,
+            }})),
+        ] {
+            let (status, body) = relay
+                .invoke(&env, json!({"tool_name": tool, "args": args}))
+                .await;
+            assert_eq!(status, 200, "{body}");
+            let error = body["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains("permission file") && error.contains("environment variable"),
+                "{rules_text}: {tool} {args}: {body}"
+            );
+            assert!(!marker.exists(), "{rules_text}: {tool} {args} ran");
+        }
+        runner.stop().await;
+    }
+}
+
 #[tokio::test]
 async fn a_second_runner_with_the_same_state_dir_is_refused_naming_the_pid() {
     let relay = Relay::spawn().await;
