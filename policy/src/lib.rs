@@ -426,3 +426,75 @@ mod env_tests {
         assert!(!set.check_env("A\0B", "x").allowed);
     }
 }
+
+#[cfg(test)]
+mod evaluated_operand_tests {
+    use super::*;
+
+    const ALLOWLIST: &str = "permission:\n  '*': deny\n  'ls': allow\n  'ls *': allow\n  'printf *': allow\n  'test *': allow\n  'read *': allow\n  'declare *': allow\n  'let *': allow\n  'mapfile *': allow\n  'source *': allow\n  'bash *': allow\n";
+    const DENYLIST: &str = "permission:\n  '*': allow\n  'rm *': deny\n  'id': deny\n";
+
+    fn check(rules: &str, command: &str) -> Decision {
+        PermissionSet::from_yaml_str(rules)
+            .expect("valid rules")
+            .check(command)
+    }
+
+    /// Each runs `id` (or `rm`) in bash 5.2 although no word of it is a
+    /// command: found by review, reproduced with `bash -c`.
+    #[test]
+    fn code_in_evaluated_operands_is_checked() {
+        for (rules, command) in [
+            (ALLOWLIST, "ls; [[ -v 'a[$(id)]' ]]"),
+            (ALLOWLIST, "ls; [[ ! -v 'a[$(id)]' ]]"),
+            (ALLOWLIST, "printf -v 'a[$(id >&2)]' x"),
+            (ALLOWLIST, "test -v 'a[$(id >&2)]'"),
+            (DENYLIST, "[ -v 'a[$(id >&2)]' ]"),
+            (DENYLIST, "read 'a[$(id)]' <<<x"),
+            (DENYLIST, "declare 'a[$(id)]=1'"),
+            (DENYLIST, "declare -i x; x='a[$(rm -rf /tmp/x)]'"),
+            (DENYLIST, "declare -n r='a[$(id)]'; echo $r"),
+            (DENYLIST, "let 'a[$(id)]'"),
+            (DENYLIST, "mapfile -C 'id' -c 1 a <<<x"),
+            (DENYLIST, "compgen -C id x"),
+            (DENYLIST, "hash -p /usr/bin/id ls; ls"),
+            (DENYLIST, "PS4='$(id)'; set -x; ls"),
+            (DENYLIST, "BASH_ENV='$(id)' bash -c true"),
+            (DENYLIST, "PROMPT_COMMAND=id"),
+            (DENYLIST, "source /dev/stdin <<< id"),
+            (DENYLIST, "bash /dev/stdin <<< 'rm -rf /x'"),
+            (DENYLIST, "unset 'a[$(id)]'"),
+        ] {
+            let decision = check(rules, command);
+            assert!(
+                !decision.allowed,
+                "{command} was allowed: {}",
+                decision.summary()
+            );
+        }
+    }
+
+    #[test]
+    fn plain_uses_of_those_builtins_stay_allowed() {
+        for (rules, command) in [
+            (ALLOWLIST, "printf -v x '%s' y"),
+            (ALLOWLIST, "test -v x"),
+            (ALLOWLIST, "test -v 'a[1]'"),
+            (ALLOWLIST, "ls; [[ -v x ]]"),
+            (ALLOWLIST, "read -r line"),
+            (ALLOWLIST, "declare -a arr"),
+            (ALLOWLIST, "let '2 + 3'"),
+            (ALLOWLIST, "source ./env.sh"),
+            (ALLOWLIST, "bash ./build.sh"),
+            (DENYLIST, "PS4='+ '; set -x; ls"),
+            (DENYLIST, "source /dev/stdin <<< 'echo hi'"),
+        ] {
+            let decision = check(rules, command);
+            assert!(
+                decision.allowed,
+                "{command} was denied: {}",
+                decision.summary()
+            );
+        }
+    }
+}

@@ -311,7 +311,19 @@ impl<'a> Checker<'a> {
             ast::ExtendedTestExpr::Not(a) | ast::ExtendedTestExpr::Parenthesized(a) => {
                 self.extended_test(a, depth + 1)
             }
-            ast::ExtendedTestExpr::UnaryTest(_, word) => self.scan_word(&word.value, depth),
+            ast::ExtendedTestExpr::UnaryTest(predicate, word) => {
+                self.scan_word(&word.value, depth);
+                if matches!(
+                    predicate,
+                    ast::UnaryPredicate::ShellVariableIsSetAndAssigned
+                        | ast::UnaryPredicate::ShellVariableIsSetAndNameRef
+                ) {
+                    // `[[ -v 'a[$(cmd)]' ]]` evaluates the subscript.
+                    for name in self.expand_word(&word.value, depth, false) {
+                        self.variable_operand(&name, depth);
+                    }
+                }
+            }
             ast::ExtendedTestExpr::BinaryTest(predicate, left, right) => {
                 use ast::BinaryPredicate as P;
                 let arithmetic = matches!(
@@ -481,6 +493,7 @@ impl<'a> Checker<'a> {
             reduced[0] = words::lit(&base);
             self.decide(kind, &words::join(&reduced));
         }
+        self.evaluated_operands(&base, &argv, depth);
         match wrappers::analyse(&base, &argv, stdin) {
             wrappers::Runs::Nothing => {}
             wrappers::Runs::Command(inner) => self.command_words(
@@ -527,9 +540,164 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Operands that builtins evaluate as code although they are not
+    /// commands: variable names with a subscript (bash evaluates
+    /// `NAME[SUBSCRIPT]`'s subscript as arithmetic, command substitutions
+    /// included: `printf -v 'a[$(id)]' x` runs `id`), `let`'s expressions,
+    /// the callbacks of `mapfile -C` and `compgen`/`complete -C`, and the
+    /// integer and name-reference attributes of `declare`, which make later
+    /// values evaluated too. `hash -p` binds a name to any program.
+    fn evaluated_operands(&mut self, name: &str, argv: &[Word], depth: usize) {
+        let args = &argv[1..];
+        let text = |word: &Word| words::static_text(word);
+        let after = |flag: &str| -> Vec<&Word> {
+            args.windows(2)
+                .filter(|pair| text(&pair[0]).as_deref() == Some(flag))
+                .map(|pair| &pair[1])
+                .collect()
+        };
+        let operands = || {
+            args.iter()
+                .filter(|word| !text(word).is_some_and(|t| t.starts_with('-')))
+        };
+        match name {
+            "test" | "[" => {
+                for word in after("-v").into_iter().chain(after("-R")) {
+                    self.variable_operand(word, depth);
+                }
+            }
+            "printf" => {
+                for word in after("-v") {
+                    self.variable_operand(word, depth);
+                }
+            }
+            "wait" => {
+                for word in after("-p") {
+                    self.variable_operand(word, depth);
+                }
+            }
+            "read" | "unset" | "getopts" | "export" | "readonly" => {
+                for word in operands() {
+                    self.variable_operand(word, depth);
+                }
+            }
+            "declare" | "typeset" | "local" => {
+                let flags: String = args
+                    .iter()
+                    .filter_map(text)
+                    .filter(|t| t.starts_with('-') || t.starts_with('+'))
+                    .collect();
+                if flags.contains('i') {
+                    self.dynamic(
+                        CandidateKind::CodeString,
+                        words::display(&words::join(argv)),
+                        "an integer variable evaluates every value given to it as arithmetic",
+                    );
+                }
+                for word in operands() {
+                    self.variable_operand(word, depth);
+                    if flags.contains('n') {
+                        // A name reference's value is a variable name.
+                        if let Some((_, value)) =
+                            text(word).as_deref().and_then(|t| t.split_once('='))
+                        {
+                            self.variable_operand(&words::lit(value), depth);
+                        }
+                    }
+                }
+            }
+            "let" => {
+                for word in args {
+                    match text(word) {
+                        Some(expression) => self.arithmetic(&expression, depth + 1),
+                        None => self.dynamic(
+                            CandidateKind::CodeString,
+                            words::display(word),
+                            "an arithmetic expression only known at run time",
+                        ),
+                    }
+                }
+            }
+            "mapfile" | "readarray" | "compgen" | "complete" => {
+                for word in after("-C") {
+                    match text(word) {
+                        Some(code) => self.code(&code, depth + 1),
+                        None => self.dynamic(
+                            CandidateKind::CodeString,
+                            words::display(word),
+                            "the callback is only known at run time",
+                        ),
+                    }
+                }
+                if matches!(name, "mapfile" | "readarray") {
+                    for word in operands() {
+                        self.variable_operand(word, depth);
+                    }
+                }
+            }
+            "hash"
+                if !after("-p").is_empty()
+                    || args
+                        .iter()
+                        .any(|w| text(w).is_some_and(|t| t.starts_with("-p"))) =>
+            {
+                self.dynamic(
+                    CandidateKind::WrappedCommand,
+                    words::display(&words::join(argv)),
+                    "hash -p makes a command name run any program",
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// A variable name that bash resolves: `NAME[SUBSCRIPT]` (before any
+    /// `=VALUE`) has its subscript checked as arithmetic; a name only known
+    /// at run time could carry such a subscript.
+    fn variable_operand(&mut self, word: &Word, depth: usize) {
+        match words::static_text(word) {
+            Some(text) => {
+                let name = text.split_once('=').map_or(text.as_str(), |(name, _)| name);
+                if let Some((_, rest)) = name.split_once('[') {
+                    let subscript = rest.rsplit_once(']').map_or(rest, |(inside, _)| inside);
+                    self.subscript(subscript, depth);
+                }
+            }
+            None => self.dynamic(
+                CandidateKind::CodeString,
+                words::display(word),
+                "a variable name only known at run time can carry a subscript, which bash evaluates as code",
+            ),
+        }
+    }
+
     fn assignment(&mut self, assignment: &ast::Assignment, depth: usize) {
         if let ast::AssignmentName::ArrayElementName(_, index) = &assignment.name {
             self.subscript(index, depth);
+        }
+        if let (ast::AssignmentName::VariableName(name), ast::AssignmentValue::Scalar(value)) =
+            (&assignment.name, &assignment.value)
+        {
+            // Values bash expands again when it uses them (a trace line, a
+            // prompt, a shell's start-up), or runs as a command: what they
+            // hold runs later, so it is checked now.
+            let later = matches!(
+                name.as_str(),
+                "PS0" | "PS1" | "PS2" | "PS3" | "PS4" | "BASH_ENV" | "ENV"
+            );
+            if later || name == "PROMPT_COMMAND" {
+                for word in self.expand_word(&value.value, depth, false) {
+                    match words::static_text(&word) {
+                        Some(text) if name == "PROMPT_COMMAND" => self.code(&text, depth + 1),
+                        Some(text) => self.scan_word(&text, depth + 1),
+                        None => self.dynamic(
+                            CandidateKind::CodeString,
+                            format!("{name}={}", words::display(&word)),
+                            "the value is expanded again or run later, and is only known at run time",
+                        ),
+                    }
+                }
+            }
         }
         match &assignment.value {
             ast::AssignmentValue::Scalar(_) => {}

@@ -492,6 +492,12 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             }
         }
         shell if SHELLS.contains(&shell) => shell_runs(argv, stdin)?,
+        // `source FILE`: a file we cannot see, unless it is standard input.
+        "source" | "." => match argv.get(1).and_then(|word| words::static_text(word)) {
+            Some(file) if reads_stdin(&file) => stdin_code(stdin),
+            Some(_) => Runs::Nothing,
+            None => Runs::Unknown("the sourced file is only known at run time".to_owned()),
+        },
         _ => Runs::Nothing,
     })
 }
@@ -589,11 +595,23 @@ fn shell_runs(argv: &[Word], stdin: &Stdin) -> Result<Runs, String> {
         };
     }
     if i < argv.len() && !read_stdin {
-        // `bash FILE`: the script is a file we cannot see; the rules decide
-        // on the command text alone.
-        return Ok(Runs::Nothing);
+        match words::static_text(&argv[i]) {
+            // `bash /dev/stdin <<< CODE` reads its script from stdin.
+            Some(file) if reads_stdin(&file) => {}
+            // `bash FILE`: the script is a file we cannot see; the rules
+            // decide on the command text alone.
+            _ => return Ok(Runs::Nothing),
+        }
     }
     Ok(stdin_code(stdin))
+}
+
+/// Paths that name the reading process's standard input.
+fn reads_stdin(path: &str) -> bool {
+    matches!(
+        path,
+        "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0" | "/proc/thread-self/fd/0"
+    )
 }
 
 fn xargs(argv: &[Word]) -> Result<Runs, String> {
