@@ -493,7 +493,7 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
         }
         shell if SHELLS.contains(&shell) => shell_runs(argv, stdin)?,
         // `source FILE`: a file we cannot see, unless it is standard input.
-        "source" | "." => match argv.get(1).and_then(|word| words::static_text(word)) {
+        "source" | "." => match argv.get(1).and_then(words::static_text) {
             Some(file) if reads_stdin(&file) => stdin_code(stdin),
             Some(_) => Runs::Nothing,
             None => Runs::Unknown("the sourced file is only known at run time".to_owned()),
