@@ -153,35 +153,29 @@ fn write_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> 
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|error| format!("{raw}: {error}"))?;
     }
+    let open = |options: &mut std::fs::OpenOptions| {
+        use std::io::Write;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        // The path was resolved and checked; a symlink put in its place
+        // since then is not followed (ELOOP), and the mode is set on the
+        // file opened, not on whatever the path names by then.
+        let mut file = options
+            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+            .open(&path)?;
+        file.write_all(&bytes)?;
+        if let Some(bits) = permissions {
+            file.set_permissions(std::fs::Permissions::from_mode(bits))?;
+        }
+        std::io::Result::Ok(())
+    };
     match mode {
         "overwrite" => replace_atomically(&path, &bytes, permissions)
             .map_err(|error| format!("{raw}: {error}"))?,
-        "create" => {
-            use std::io::Write;
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(|error| format!("{raw}: {error}"))?;
-            file.write_all(&bytes)
-                .map_err(|error| format!("{raw}: {error}"))?;
-        }
-        "append" => {
-            use std::io::Write;
-            let mut file = std::fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .open(&path)
-                .map_err(|error| format!("{raw}: {error}"))?;
-            file.write_all(&bytes)
-                .map_err(|error| format!("{raw}: {error}"))?;
-        }
+        "create" => open(std::fs::OpenOptions::new().write(true).create_new(true))
+            .map_err(|error| format!("{raw}: {error}"))?,
+        "append" => open(std::fs::OpenOptions::new().append(true).create(true))
+            .map_err(|error| format!("{raw}: {error}"))?,
         other => return Err(format!("mode {other:?} is not overwrite, create or append")),
-    }
-    if let (Some(bits), "create" | "append") = (permissions, mode) {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(bits))
-            .map_err(|error| format!("{raw}: {error}"))?;
     }
     let mut result = json!({
         "path": path.display().to_string(),

@@ -98,7 +98,18 @@ impl Boundary {
             path: raw.to_owned(),
             reason: error.to_string(),
         })?;
+        // A name in the missing part that exists as a symlink points
+        // nowhere yet: creating the file through it would create its
+        // target, wherever that is.
+        let mut lexical = existing.to_path_buf();
         for name in rest.iter().rev() {
+            lexical.push(name);
+            if lexical.symlink_metadata().is_ok() {
+                return Err(PathError::Io {
+                    path: raw.to_owned(),
+                    reason: "is a symbolic link whose target does not exist: it is not followed for writing".to_owned(),
+                });
+            }
             real.push(name);
         }
         self.check_real(raw, &real)?;

@@ -291,3 +291,48 @@ async fn the_relay_file_access_list_bounds_search_tools() {
         .await;
     assert_eq!(status, 403, "{body}");
 }
+
+/// A dangling symlink in the workspace (planted by a `git checkout`, say)
+/// must not let `file_write` create or chmod its target outside: every mode
+/// is refused, nothing appears outside, and the link is left as it was.
+#[tokio::test]
+async fn file_write_does_not_follow_a_dangling_symlink_out_of_the_workspace() {
+    let relay = Relay::spawn().await;
+    let (env, runner) = Runner::online(&relay, dev_env()).await;
+    let ws = runner.workspace();
+    let outside = runner.home.path().join("outside");
+    std::fs::create_dir_all(&outside).expect("outside dir");
+    let target = outside.join("created-by-file-write");
+    std::os::unix::fs::symlink(&target, ws.join("evil")).expect("dangling symlink");
+    std::os::unix::fs::symlink(outside.join("newdir"), ws.join("evildir"))
+        .expect("dangling dir symlink");
+
+    for (path, mode) in [
+        ("evil", "append"),
+        ("evil", "create"),
+        ("evil", "overwrite"),
+        ("evildir/file", "append"),
+    ] {
+        let (status, body) = relay
+            .invoke(
+                &env,
+                json!({"tool_name": "file_write", "args": {
+                    "path": path, "content": "escaped\n", "mode": mode, "permissions": "0755",
+                }}),
+            )
+            .await;
+        let error = body["error"].as_str().unwrap_or_default();
+        assert!(
+            status == 403 || !error.is_empty(),
+            "{path} {mode}: {status} {body}"
+        );
+        assert!(!target.exists(), "{path} {mode} created the target: {body}");
+        assert!(!outside.join("newdir").exists(), "{path} {mode}: {body}");
+    }
+    assert!(ws
+        .join("evil")
+        .symlink_metadata()
+        .expect("link still there")
+        .file_type()
+        .is_symlink());
+}
