@@ -4,6 +4,7 @@
 //! token, then runs the real `runner` binary against it (`register`, then
 //! `run`), waits until the environment is online and prints how to use it.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
@@ -45,7 +46,13 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         )),
     };
-    fs_err::create_dir_all(&dir)?;
+    // Owner only: it holds the database, the API key and the runner's
+    // credentials (in a world-readable temporary directory by default).
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
     let dir = fs_err::canonicalize(&dir)?;
     eprintln!(
         "runner-relay dev: data directory {} (kept after exit)",

@@ -38,6 +38,27 @@ pub struct SqliteStore {
     pool: SqlitePool,
 }
 
+/// Creates a missing database file readable by its owner only: it holds
+/// call results (command output, file contents) and member names. SQLite
+/// gives the `-wal` and `-shm` files the database file's mode. An existing
+/// file keeps the mode its operator gave it; `:memory:` has no file.
+fn create_private(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if path.as_os_str().is_empty() || path == std::path::Path::new(":memory:") {
+        return Ok(());
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating if missing) the database and runs migrations.
     pub async fn open(database_url: &str) -> Result<Self, StoreError> {
@@ -51,6 +72,11 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
+        create_private(options.get_filename()).map_err(|error| {
+            StoreError::Database(sqlx::Error::Configuration(
+                format!("creating {}: {error}", options.get_filename().display()).into(),
+            ))
+        })?;
         let pool = SqlitePoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
             // A local file cannot drop a connection the way a server can;
@@ -764,5 +790,34 @@ impl Store for SqliteStore {
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    /// The database holds call results: a new one, and the WAL that
+    /// SQLite makes beside it, are the owner's alone.
+    #[tokio::test]
+    async fn a_new_database_is_readable_by_its_owner_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("relay.db");
+        let store = SqliteStore::open(&format!("sqlite://{}", path.display()))
+            .await
+            .expect("open");
+        store
+            .create_team("ops", OffsetDateTime::now_utc())
+            .await
+            .expect("a write, so that the WAL exists");
+        for file in [path.clone(), dir.path().join("relay.db-wal")] {
+            let mode = std::fs::metadata(&file)
+                .expect("database file")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+        }
     }
 }
