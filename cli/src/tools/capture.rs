@@ -166,7 +166,19 @@ impl Spool {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        let mut file = std::fs::File::create(path)?;
+        // The runner's user only: a command's output may hold anything it
+        // printed (tokens, keys); O_NOFOLLOW, since the workspace is the
+        // command's to change.
+        let mut file = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+                .open(path)?
+        };
         if let Some(bytes) = self.capture.whole() {
             file.write_all(&bytes)?;
         }

@@ -61,6 +61,13 @@ async fn fifty_megabytes_of_output_arrive_whole_through_the_kept_file_with_bound
     assert!(kept.starts_with(".runner/output/"), "{kept}");
     let bytes = std::fs::read(runner.workspace().join(kept)).expect("kept file");
     assert_eq!(bytes.len() as u64, FIFTY_MB);
+    // The output may hold secrets: the runner's user alone reads it.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(runner.workspace().join(kept))
+            .expect("kept file")
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600, "{kept}");
     let line = b"abcdefghijklmnopqrstuvwxyz0123456789\n";
     assert!(
         bytes
