@@ -635,11 +635,11 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
+            // `-p PATH NAME`, alone or among other flags (`-rp`).
             "hash"
-                if !after("-p").is_empty()
-                    || args
-                        .iter()
-                        .any(|w| text(w).is_some_and(|t| t.starts_with("-p"))) =>
+                if args.iter().any(|word| {
+                    text(word).is_some_and(|t| t.starts_with('-') && t.contains('p'))
+                }) =>
             {
                 self.dynamic(
                     CandidateKind::WrappedCommand,
