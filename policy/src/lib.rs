@@ -498,3 +498,53 @@ mod evaluated_operand_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod more_wrapper_tests {
+    use super::*;
+
+    /// Wrappers beyond the spec's list unwrap too, so a deny rule reaches
+    /// the command they run.
+    #[test]
+    fn a_deny_rule_sees_through_more_wrappers() {
+        let set = PermissionSet::from_yaml_str("permission:\n  '*': allow\n  'rm *': deny\n")
+            .expect("valid rules");
+        for command in [
+            "busybox rm -rf x",
+            "flock /tmp/l rm x",
+            "flock -n /tmp/l rm x",
+            "flock -c 'rm x' /tmp/l",
+            "flock /tmp/l -c 'rm x'",
+            "chroot / rm x",
+            "chroot --userspec=1:1 / rm x",
+            "taskset 1 rm x",
+            "taskset -c 0 rm x",
+            "chrt 1 rm x",
+            "chrt -f 1 rm x",
+            "pkexec rm x",
+            "pkexec --user root rm x",
+            "runuser -u root -- rm x",
+            "runuser -l root -c 'rm x'",
+            "sg root -c 'rm x'",
+            "sg root 'rm x'",
+            "script -c 'rm x' /dev/null",
+            "unshare -m rm x",
+            "unshare --mount-proc -f rm x",
+        ] {
+            let decision = set.check(command);
+            assert!(!decision.allowed, "{command}: {}", decision.summary());
+        }
+        for command in [
+            "busybox ls",
+            "busybox --list",
+            "flock /tmp/l ls",
+            "taskset -p 1",
+            "chrt -p 1",
+            "script /dev/null",
+            "sg root ls",
+        ] {
+            let decision = set.check(command);
+            assert!(decision.allowed, "{command}: {}", decision.summary());
+        }
+    }
+}

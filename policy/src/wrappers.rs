@@ -358,6 +358,217 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             let (i, _) = skip_options(argv, &S)?;
             rest(argv, i)
         }
+        // Beyond the spec's list (C3 d): util-linux and friends that run a
+        // command given after their own options and operands.
+        "busybox" => match argv.get(1).and_then(words::static_text) {
+            // `busybox --list`, `busybox --help`: no applet.
+            Some(applet) if applet.starts_with('-') => Runs::Nothing,
+            Some(_) => rest(argv, 1),
+            None => Runs::Unknown("the applet is only known at run time".to_owned()),
+        },
+        "flock" => {
+            const S: Spec = spec(
+                "sxenouFhV",
+                "Ewc",
+                &[
+                    "shared",
+                    "exclusive",
+                    "nonblock",
+                    "nb",
+                    "close",
+                    "unlock",
+                    "no-fork",
+                    "verbose",
+                    "help",
+                    "version",
+                ],
+                &["conflict-exit-code", "timeout", "wait", "command"],
+            );
+            let (i, seen) = skip_options(argv, &S)?;
+            // `flock FILE -c CODE`: options may follow the lock file.
+            let (after, late) = skip_options(&argv[i.min(argv.len() - 1)..], &S)?;
+            match arg(&seen, &["-c", "--command"]).or(arg(&late, &["-c", "--command"])) {
+                Some(code) => Runs::Code(code.clone()),
+                // `flock FILE COMMAND…`; `flock FD` runs nothing.
+                None => rest(argv, i + after.max(1)),
+            }
+        }
+        "chroot" => {
+            const S: Spec = spec(
+                "",
+                "",
+                &["skip-chdir", "help", "version"],
+                &["userspec", "groups"],
+            );
+            let (i, _) = skip_options(argv, &S)?;
+            // NEWROOT, then the command (none: an interactive shell).
+            rest(argv, i + 1)
+        }
+        "taskset" => {
+            const S: Spec = spec(
+                "acphV",
+                "",
+                &["all-tasks", "cpu-list", "pid", "help", "version"],
+                &[],
+            );
+            let (i, seen) = skip_options(argv, &S)?;
+            if has(&seen, &["-p", "--pid"]) {
+                return Ok(Runs::Nothing);
+            }
+            // MASK, then the command.
+            rest(argv, i + 1)
+        }
+        "chrt" => {
+            const S: Spec = spec(
+                "bdfiormapvhRV",
+                "TPD",
+                &[
+                    "batch",
+                    "deadline",
+                    "fifo",
+                    "idle",
+                    "other",
+                    "rr",
+                    "reset-on-fork",
+                    "max",
+                    "all-tasks",
+                    "pid",
+                    "verbose",
+                    "help",
+                    "version",
+                ],
+                &["sched-runtime", "sched-period", "sched-deadline"],
+            );
+            let (i, seen) = skip_options(argv, &S)?;
+            if has(&seen, &["-p", "--pid", "-m", "--max"]) {
+                return Ok(Runs::Nothing);
+            }
+            // PRIORITY, then the command.
+            rest(argv, i + 1)
+        }
+        "pkexec" => {
+            const S: Spec = spec(
+                "",
+                "",
+                &["keep-cwd", "disable-internal-agent", "help", "version"],
+                &["user"],
+            );
+            let (i, _) = skip_options(argv, &S)?;
+            rest(argv, i)
+        }
+        "runuser" => {
+            const S: Spec = spec(
+                "lmpPfh",
+                "cugGsw",
+                &[
+                    "login",
+                    "preserve-environment",
+                    "pty",
+                    "help",
+                    "version",
+                    "fast",
+                ],
+                &[
+                    "command",
+                    "session-command",
+                    "user",
+                    "group",
+                    "supp-group",
+                    "shell",
+                    "whitelist-environment",
+                ],
+            );
+            // `runuser -u USER [--] COMMAND…`: options, then the command.
+            if let Ok((i, seen)) = skip_options(argv, &S) {
+                if has(&seen, &["-u", "--user"]) && arg(&seen, &["-c", "--command"]).is_none() {
+                    return Ok(rest(argv, i));
+                }
+            }
+            // `runuser [options] [-] USER [-c CODE]`, as `su`.
+            let (_, seen) = skip_options_su(argv, &S)?;
+            match arg(&seen, &["-c", "--command", "--session-command"]) {
+                Some(code) => Runs::Code(code.clone()),
+                // A login shell.
+                None => Runs::Nothing,
+            }
+        }
+        "sg" => {
+            // `sg [-] GROUP [-c] COMMAND`: the command is one string for /bin/sh.
+            let mut i = 1;
+            if argv.get(i).and_then(words::static_text).as_deref() == Some("-") {
+                i += 1;
+            }
+            i += 1;
+            if argv.get(i).and_then(words::static_text).as_deref() == Some("-c") {
+                i += 1;
+            }
+            joined_code(argv.get(i..).unwrap_or_default())
+        }
+        "script" => {
+            const S: Spec = spec(
+                "aeqfEIOBTtmhV",
+                "cloiEBTm",
+                &[
+                    "append", "return", "quiet", "flush", "force", "help", "version",
+                ],
+                &[
+                    "command",
+                    "echo",
+                    "log-in",
+                    "log-out",
+                    "log-io",
+                    "log-timing",
+                    "logging-format",
+                    "output-limit",
+                    "timing",
+                ],
+            );
+            let (_, seen) = skip_options(argv, &S)?;
+            match arg(&seen, &["-c", "--command"]) {
+                Some(code) => Runs::Code(code.clone()),
+                None => Runs::Nothing,
+            }
+        }
+        "unshare" => {
+            const S: Spec = spec(
+                "muinpUCTfrcRwhV",
+                "SGRw",
+                &[
+                    "mount",
+                    "uts",
+                    "ipc",
+                    "net",
+                    "pid",
+                    "user",
+                    "cgroup",
+                    "time",
+                    "fork",
+                    "map-root-user",
+                    "map-current-user",
+                    "kill-child",
+                    "mount-proc",
+                    "keep-caps",
+                    "help",
+                    "version",
+                ],
+                &[
+                    "propagation",
+                    "setgroups",
+                    "setuid",
+                    "setgid",
+                    "root",
+                    "wd",
+                    "map-user",
+                    "map-group",
+                    "map-users",
+                    "map-groups",
+                    "monotonic",
+                    "boottime",
+                ],
+            );
+            let (i, _) = skip_options(argv, &S)?;
+            rest(argv, i)
+        }
         "setsid" => {
             const S: Spec = spec(
                 "cfwhV",
