@@ -820,6 +820,14 @@ impl<'a> Checker<'a> {
                 if normalized == "/dev/null" {
                     return;
                 }
+                if words::another_name_for_a_path(&normalized) {
+                    self.dynamic(
+                        CandidateKind::WriteRedirect,
+                        format!("> {normalized}"),
+                        "a path through /proc/PID/root or /proc/PID/cwd names a file elsewhere",
+                    );
+                    return;
+                }
                 self.decide(
                     CandidateKind::WriteRedirect,
                     &words::lit(&format!("> {normalized}")),

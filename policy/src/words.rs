@@ -399,9 +399,42 @@ pub(crate) fn normalize_path(path: &str) -> String {
     }
 }
 
+/// A normalised absolute path that reaches a file by another name than its
+/// own, through a process's root or working directory
+/// (`/proc/self/root/etc/passwd` is `/etc/passwd`): matching its text
+/// against the rules would miss the rules about the file itself. (A file
+/// descriptor, `/dev/fd/3` or `/dev/stderr`, was opened by a redirect that
+/// was checked itself.)
+pub(crate) fn another_name_for_a_path(normalized: &str) -> bool {
+    let mut parts = normalized.trim_start_matches('/').split('/');
+    matches!(
+        (parts.next(), parts.next(), parts.next()),
+        (Some("proc"), Some(_), Some("root" | "cwd"))
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn other_names_for_paths() {
+        for path in [
+            "/proc/self/root/etc/passwd",
+            "/proc/1/root/etc/passwd",
+            "/proc/thread-self/cwd/x",
+        ] {
+            assert!(another_name_for_a_path(path), "{path}");
+        }
+        for path in [
+            "/etc/passwd",
+            "/proc/sys/vm/drop_caches",
+            "/tmp/proc/self/root/x",
+            "/dev/null",
+        ] {
+            assert!(!another_name_for_a_path(path), "{path}");
+        }
+    }
 
     fn chars(s: &str) -> Vec<Atom> {
         s.chars().map(Atom::Char).collect()
