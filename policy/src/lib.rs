@@ -464,6 +464,10 @@ mod evaluated_operand_tests {
             (DENYLIST, "source /dev/stdin <<< id"),
             (DENYLIST, "bash /dev/stdin <<< 'rm -rf /x'"),
             (DENYLIST, "unset 'a[$(id)]'"),
+            (DENYLIST, "read -pd 'a[$(id)]'"),
+            (DENYLIST, "read -rp prompt 'a[$(id)]'"),
+            (DENYLIST, "export 'a[$(id)]'=$x"),
+            (DENYLIST, "export \"$name\""),
         ] {
             let decision = check(rules, command);
             assert!(
@@ -488,6 +492,11 @@ mod evaluated_operand_tests {
             (ALLOWLIST, "bash ./build.sh"),
             (DENYLIST, "PS4='+ '; set -x; ls"),
             (DENYLIST, "source /dev/stdin <<< 'echo hi'"),
+            (DENYLIST, "export PATH=$PATH:/opt/bin"),
+            (DENYLIST, "local x=\"$1\""),
+            (DENYLIST, "readonly X=$Y"),
+            (DENYLIST, "read -p \"Enter $thing: \" answer"),
+            (DENYLIST, "read -r -a words"),
         ] {
             let decision = check(rules, command);
             assert!(

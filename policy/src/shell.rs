@@ -9,7 +9,7 @@
 
 use crate::decision::{Candidate, CandidateKind};
 use crate::rules::Action;
-use crate::words::{self, Atom, Word};
+use crate::words::{self, Atom, Frag, Word};
 use crate::wrappers;
 use crate::PermissionSet;
 use brush_parser::ast;
@@ -576,7 +576,27 @@ impl<'a> Checker<'a> {
                     self.variable_operand(word, depth);
                 }
             }
-            "read" | "unset" | "getopts" | "export" | "readonly" => {
+            "read" => {
+                // Options that take a value which is not a name (`-p
+                // PROMPT`, `-d DELIM` …); `-a ARRAY` takes a name.
+                let mut words = args.iter();
+                while let Some(word) = words.next() {
+                    match text(word) {
+                        Some(option) if option.starts_with('-') && option != "-" => {
+                            // As getopts reads it: in `-rp`, `r` is a flag
+                            // and `p` takes the next word; in `-pX`, `X`.
+                            let flags = &option[1..];
+                            if let Some(at) = flags.find(|c| "dinNptu".contains(c)) {
+                                if at + 1 == flags.len() {
+                                    words.next();
+                                }
+                            }
+                        }
+                        _ => self.variable_operand(word, depth),
+                    }
+                }
+            }
+            "unset" | "getopts" | "export" | "readonly" => {
                 for word in operands() {
                     self.variable_operand(word, depth);
                 }
@@ -655,9 +675,19 @@ impl<'a> Checker<'a> {
     /// `=VALUE`) has its subscript checked as arithmetic; a name only known
     /// at run time could carry such a subscript.
     fn variable_operand(&mut self, word: &Word, depth: usize) {
-        match words::static_text(word) {
-            Some(text) => {
-                let name = text.split_once('=').map_or(text.as_str(), |(name, _)| name);
+        // The name is what bash resolves; a value after `=` is only data
+        // (`export PATH=$PATH:/x`), so the name may be static even when
+        // the word is not.
+        let name = match (words::static_text(word), word.first()) {
+            (Some(text), _) => Some(
+                text.split_once('=')
+                    .map_or(text.clone(), |(name, _)| name.to_owned()),
+            ),
+            (None, Some(Frag::Lit(head))) => head.split_once('=').map(|(name, _)| name.to_owned()),
+            (None, _) => None,
+        };
+        match name {
+            Some(name) => {
                 if let Some((_, rest)) = name.split_once('[') {
                     let subscript = rest.rsplit_once(']').map_or(rest, |(inside, _)| inside);
                     self.subscript(subscript, depth);
