@@ -468,6 +468,7 @@ mod evaluated_operand_tests {
             (DENYLIST, "read -rp prompt 'a[$(id)]'"),
             (DENYLIST, "export 'a[$(id)]'=$x"),
             (DENYLIST, "export \"$name\""),
+            (DENYLIST, "getopts 'ab:' 'a[$(id)]'"),
         ] {
             let decision = check(rules, command);
             assert!(
@@ -497,6 +498,7 @@ mod evaluated_operand_tests {
             (DENYLIST, "readonly X=$Y"),
             (DENYLIST, "read -p \"Enter $thing: \" answer"),
             (DENYLIST, "read -r -a words"),
+            (DENYLIST, "getopts 'ab:' opt \"$@\""),
         ] {
             let decision = check(rules, command);
             assert!(

@@ -596,8 +596,14 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
-            "unset" | "getopts" | "export" | "readonly" => {
+            "unset" | "export" | "readonly" => {
                 for word in operands() {
+                    self.variable_operand(word, depth);
+                }
+            }
+            // `getopts OPTSTRING NAME [ARG…]`: the arguments are data.
+            "getopts" => {
+                if let Some(word) = args.get(1) {
                     self.variable_operand(word, depth);
                 }
             }
