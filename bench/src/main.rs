@@ -59,7 +59,7 @@ enum Command {
     },
     /// Print the figures of a result file as the Markdown tables of BENCHMARKS.md.
     Report {
-        /// A result file of `runner-bench run`.
+        /// A result file of `runner-bench run` or `runner-bench ab`.
         file: PathBuf,
     },
     /// Measure two or more builds alternately in one run (API `ping`,

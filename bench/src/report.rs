@@ -12,7 +12,11 @@ pub fn run(path: &Path) -> anyhow::Result<()> {
     let text = fs_err::read_to_string(path)?;
     let results: Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
-    let markdown = render(&results).context("formatting the report")?;
+    let markdown = if results["kind"] == "ab" {
+        ab_table(&results["ab"])
+    } else {
+        render(&results).context("formatting the report")?
+    };
     std::io::stdout().lock().write_all(markdown.as_bytes())?;
     Ok(())
 }
@@ -495,7 +499,10 @@ pub fn ab_table(ab: &Value) -> String {
                 number(&entry["count"]),
                 number(&entry["p50_us"]),
                 number(&entry["p99_us"]),
-                number(&entry["p50_over_first_build"]),
+                // Three decimals: a 4 % change is what this is for.
+                entry["p50_over_first_build"]
+                    .as_f64()
+                    .map_or_else(|| "–".to_owned(), |ratio| format!("{ratio:.3}")),
             );
         }
     }
