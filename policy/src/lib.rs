@@ -233,9 +233,10 @@ impl PermissionSet {
     /// assignment (C2), so `"*": deny` refuses every variable no rule
     /// allows. A variable that makes a shell, the dynamic loader or a tool
     /// run code of its choosing ([`code_bearing`]) needs more than a
-    /// catch-all: a rule whose pattern names it must allow it, so that a
-    /// denylist (`"*": allow`) cannot be sidestepped with `BASH_ENV` or
-    /// `LD_PRELOAD`.
+    /// broad pattern: only an allow rule whose pattern starts with its
+    /// name (or with its family's prefix, `GIT_*`) allows it, so that a
+    /// denylist (`"*": allow`) or a loose rule (`"B*": allow`) cannot be
+    /// sidestepped with `BASH_ENV` or `LD_PRELOAD`.
     pub fn check_env(&self, name: &str, value: &str) -> Decision {
         if name.contains('\0') || value.contains('\0') {
             return Decision::refused("an environment variable contains a NUL byte");
@@ -243,7 +244,10 @@ impl PermissionSet {
         let text = format!("{name}={value}");
         let rule = self.first_match(&text);
         let (verdict, reason) = match rule {
-            Some(rule) if rule.is_catch_all() && code_bearing(name) => (
+            Some(rule)
+                if rule.action() == Action::Allow
+                    && code_family(name).is_some_and(|family| !rule.pattern().starts_with(family)) =>
+            (
                 Action::Deny,
                 Some(format!(
                     "{name} can make the program run other code: only a rule naming it (e.g. \"{name}=*\") allows it"
@@ -296,6 +300,12 @@ pub fn plain_command(script: &str) -> Option<Vec<String>> {
 /// kubectl's exec plugins (`KUBECONFIG`), and the editors, pagers and
 /// askpass programs tools start.
 pub fn code_bearing(name: &str) -> bool {
+    code_family(name).is_some()
+}
+
+/// The name, or the prefix of the family (`GIT_`), that makes `name`
+/// [`code_bearing`]: what an allow rule must start with to allow it.
+fn code_family(name: &str) -> Option<&'static str> {
     const NAMES: &[&str] = &[
         "BASH_ENV",
         "ENV",
@@ -333,7 +343,11 @@ pub fn code_bearing(name: &str) -> bool {
         "DOCKER_",
         "TF_CLI_",
     ];
-    NAMES.contains(&name) || PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+    NAMES
+        .iter()
+        .find(|known| **known == name)
+        .or_else(|| PREFIXES.iter().find(|prefix| name.starts_with(**prefix)))
+        .copied()
 }
 
 fn finish(checker: shell::Checker<'_>) -> Decision {
@@ -417,6 +431,11 @@ mod env_tests {
         // A rule that names one allows it.
         let set = rules("permission:\n  '*': allow\n  'GIT_*': allow\n");
         assert!(set.check_env("GIT_DIR", "/srv/repo").allowed);
+        // A loose pattern that happens to match does not.
+        let set = rules("permission:\n  '*': deny\n  'B*': allow\n  '*PRELOAD*': allow\n");
+        assert!(!set.check_env("BASH_ENV", "/tmp/x").allowed);
+        assert!(!set.check_env("LD_PRELOAD", "/tmp/x.so").allowed);
+        assert!(set.check_env("BUILD", "1").allowed);
     }
 
     #[test]

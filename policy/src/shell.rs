@@ -503,14 +503,9 @@ impl<'a> Checker<'a> {
                 &Stdin::Unknown,
                 depth + 1,
             ),
-            wrappers::Runs::Code(code) => match words::static_text(&code) {
-                Some(code) => self.code(&code, depth + 1),
-                None => self.dynamic(
-                    CandidateKind::CodeString,
-                    words::display(&code),
-                    "the code string is only known at run time",
-                ),
-            },
+            wrappers::Runs::Code(code) => {
+                self.code_word(&code, depth, "the code string is only known at run time")
+            }
             wrappers::Runs::Several(items) => {
                 for item in items {
                     match item {
@@ -521,14 +516,11 @@ impl<'a> Checker<'a> {
                             &Stdin::Unknown,
                             depth + 1,
                         ),
-                        wrappers::Runs::Code(code) => match words::static_text(&code) {
-                            Some(code) => self.code(&code, depth + 1),
-                            None => self.dynamic(
-                                CandidateKind::CodeString,
-                                words::display(&code),
-                                "the code string is only known at run time",
-                            ),
-                        },
+                        wrappers::Runs::Code(code) => self.code_word(
+                            &code,
+                            depth,
+                            "the code string is only known at run time",
+                        ),
                         _ => {}
                     }
                 }
@@ -646,14 +638,7 @@ impl<'a> Checker<'a> {
             }
             "mapfile" | "readarray" | "compgen" | "complete" => {
                 for word in after("-C") {
-                    match text(word) {
-                        Some(code) => self.code(&code, depth + 1),
-                        None => self.dynamic(
-                            CandidateKind::CodeString,
-                            words::display(word),
-                            "the callback is only known at run time",
-                        ),
-                    }
+                    self.code_word(word, depth, "the callback is only known at run time");
                 }
                 if matches!(name, "mapfile" | "readarray") {
                     for word in operands() {
@@ -674,6 +659,15 @@ impl<'a> Checker<'a> {
                 );
             }
             _ => {}
+        }
+    }
+
+    /// A word that is shell code: checked as a script when static, a
+    /// dynamic code string (`why`) when not.
+    fn code_word(&mut self, word: &Word, depth: usize, why: &str) {
+        match words::static_text(word) {
+            Some(code) => self.code(&code, depth + 1),
+            None => self.dynamic(CandidateKind::CodeString, words::display(word), why),
         }
     }
 

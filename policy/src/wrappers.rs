@@ -456,42 +456,6 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             let (i, _) = skip_options(argv, &S)?;
             rest(argv, i)
         }
-        "runuser" => {
-            const S: Spec = spec(
-                "lmpPfh",
-                "cugGsw",
-                &[
-                    "login",
-                    "preserve-environment",
-                    "pty",
-                    "help",
-                    "version",
-                    "fast",
-                ],
-                &[
-                    "command",
-                    "session-command",
-                    "user",
-                    "group",
-                    "supp-group",
-                    "shell",
-                    "whitelist-environment",
-                ],
-            );
-            // `runuser -u USER [--] COMMAND…`: options, then the command.
-            if let Ok((i, seen)) = skip_options(argv, &S) {
-                if has(&seen, &["-u", "--user"]) && arg(&seen, &["-c", "--command"]).is_none() {
-                    return Ok(rest(argv, i));
-                }
-            }
-            // `runuser [options] [-] USER [-c CODE]`, as `su`.
-            let (_, seen) = skip_options_su(argv, &S)?;
-            match arg(&seen, &["-c", "--command", "--session-command"]) {
-                Some(code) => Runs::Code(code.clone()),
-                // A login shell.
-                None => Runs::Nothing,
-            }
-        }
         "sg" => {
             // `sg [-] GROUP [-c] COMMAND`: the command is one string for /bin/sh.
             let mut i = 1;
@@ -674,10 +638,11 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             }
             Runs::Several(runs)
         }
-        "su" => {
+        // `runuser` is `su` for root, plus `-u USER COMMAND…`.
+        "su" | "runuser" => {
             const S: Spec = spec(
                 "lmpPfh",
-                "cgGsw",
+                "cugGsw",
                 &[
                     "login",
                     "preserve-environment",
@@ -689,16 +654,24 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
                 &[
                     "command",
                     "session-command",
+                    "user",
                     "group",
                     "supp-group",
                     "shell",
                     "whitelist-environment",
                 ],
             );
+            // `runuser -u USER [--] COMMAND…`: options, then the command.
+            if let Ok((i, seen)) = skip_options(argv, &S) {
+                if has(&seen, &["-u", "--user"]) && arg(&seen, &["-c", "--command"]).is_none() {
+                    return Ok(rest(argv, i));
+                }
+            }
             let (_, seen) = skip_options_su(argv, &S)?;
             match arg(&seen, &["-c", "--command", "--session-command"]) {
                 Some(code) => Runs::Code(code.clone()),
                 None if has(&seen, &["-h", "--help", "--version"]) => Runs::Nothing,
+                // A login shell, reading its commands from stdin.
                 None => stdin_code(stdin),
             }
         }
