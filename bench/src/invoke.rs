@@ -370,6 +370,7 @@ pub async fn alternate(
     builds: &[(String, Bins)],
     calls: usize,
     process_calls: usize,
+    gap: Duration,
 ) -> anyhow::Result<Value> {
     let data = tempfile::Builder::new()
         .prefix("runner-bench-ab-")
@@ -401,7 +402,10 @@ pub async fn alternate(
             sshd: None,
         });
     }
+    // The floor is the same for every build: measured beside each, it
+    // shows how the machine drifted over the run.
     let plan = [
+        (Method::LocalSpawn, calls),
         (Method::ApiPing, calls),
         (Method::ApiShellTrue, calls),
         (Method::ApiShellProgram, calls),
@@ -428,6 +432,9 @@ pub async fn alternate(
                         .await
                         .with_context(|| failed(name, method))?;
                     samples[b][m].push(elapsed);
+                    if !gap.is_zero() {
+                        tokio::time::sleep(gap).await;
+                    }
                 }
             }
         }
@@ -449,5 +456,5 @@ pub async fn alternate(
         }
         results.push(json!({"build": name, "methods": methods}));
     }
-    Ok(json!({"batch": BATCH, "builds": results}))
+    Ok(json!({"batch": BATCH, "gap_ms": gap.as_millis(), "builds": results}))
 }

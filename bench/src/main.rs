@@ -10,6 +10,7 @@
 //! `runner-bench run … --out FILE` writes one JSON file per run with stable
 //! keys; `runner-bench compare A.json B.json` prints every number of both
 //! side by side with their ratio.
+#![forbid(unsafe_code)]
 
 mod compare;
 mod fleet;
@@ -83,6 +84,11 @@ struct AbArgs {
     /// Calls per build of `runner invoke` (a process each).
     #[arg(long, default_value_t = 200)]
     process_calls: usize,
+    /// Pause after each call, in milliseconds: an agent's calls come
+    /// between model turns, not back to back, and some costs (an RCU grace
+    /// period in the kernel, cold caches) only show on an idle machine.
+    #[arg(long, default_value_t = 0)]
+    gap_ms: u64,
 }
 
 /// Sections of issue 7, in its order.
@@ -187,7 +193,13 @@ async fn ab(args: AbArgs) -> anyhow::Result<()> {
         builds.push((dir.display().to_string(), procs::Bins::find(dir)?));
     }
     let started = std::time::SystemTime::now();
-    let value = invoke::alternate(&builds, args.calls, args.process_calls).await?;
+    let value = invoke::alternate(
+        &builds,
+        args.calls,
+        args.process_calls,
+        Duration::from_millis(args.gap_ms),
+    )
+    .await?;
     let results = json!({
         "schema": RESULTS_SCHEMA,
         "kind": "ab",

@@ -484,6 +484,9 @@ pub fn ab_table(ab: &Value) -> String {
         .and_then(|build| build["methods"].as_object())
         .map(|methods| methods.keys().cloned().collect())
         .unwrap_or_default();
+    if let Some(gap) = ab["gap_ms"].as_u64().filter(|gap| *gap > 0) {
+        let _ = writeln!(out, "Each call followed by a {gap} ms pause.\n");
+    }
     let _ = writeln!(
         out,
         "| build | method | n | p50 µs | p99 µs | p50 / first build |"

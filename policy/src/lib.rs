@@ -79,7 +79,6 @@
 //! Only `*` is a wildcard, so matching is hand-written (see [`rules`]); the
 //! loader refuses `?`, `[`, `]`, `{`, `}` rather than silently treating them
 //! as literals.
-
 #![forbid(unsafe_code)]
 
 mod decision;

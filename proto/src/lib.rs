@@ -12,6 +12,7 @@
 //!   the relay agree on them without depending on each other.
 //!
 //! This crate holds serde types and constants only: no runtime, no I/O.
+#![forbid(unsafe_code)]
 
 pub mod api;
 pub mod ws;

@@ -5,6 +5,7 @@
 //! The server is [`serve`]: it takes a bound listener, the shared state and a
 //! cancellation token, so the binary (and the tests) decide where it listens
 //! and when it stops.
+#![forbid(unsafe_code)]
 
 pub mod access;
 pub mod admission;

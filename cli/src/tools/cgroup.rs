@@ -14,17 +14,17 @@
 //! `ProtectControlGroups=true`). Elsewhere [`CallGroup::create`] answers
 //! `None` and the runner keeps to the process group and the marker.
 //!
-//! How a process gets in: std cannot spawn into a cgroup (`CLONE_INTO_CGROUP`
-//! is not exposed) and `pre_exec` needs `unsafe`, which the workspace
-//! forbids (and which would stop std from using `posix_spawn`). Moving the
-//! child after spawning races with its first forks. So the process moves
-//! itself before it starts anything: a `bash -c` script (the `shell` tool)
-//! gets a first command that writes the shell's pid into the call's
-//! `cgroup.procs` ([`CallGroup::join_then`], no extra process); any other
-//! program runs under a two-line `/bin/sh` wrapper ([`CallGroup::wrap`])
-//! that does the same and then `exec`s it, at the cost of one extra `exec`
-//! of `sh` (≈ 1 ms; measured in the `spawn_cost` test of `process`). Either
-//! way every process of the call starts inside the cgroup.
+//! How a process gets in: it is created there, by `clone3` with
+//! `CLONE_INTO_CGROUP` ([`super::spawn_in_cgroup`]), so it never moves.
+//! Where that is refused, the process moves itself before it starts
+//! anything: a `bash -c` script gets a first command that writes the
+//! shell's pid into the call's `cgroup.procs` ([`CallGroup::join_then`], no
+//! extra process); any other program runs under a two-line `/bin/sh`
+//! wrapper ([`CallGroup::wrap`]) that does the same and then `exec`s it, at
+//! the cost of one extra `exec` of `sh` (≈ 1 ms; measured in the
+//! `spawn_cost` test of `process`). Moving the child from the runner after
+//! spawning races with its first forks. Every way, every process of the
+//! call starts inside the cgroup.
 //!
 //! Stopping: `cgroup.kill` (Linux 5.14+) SIGKILLs every member at once,
 //! new forks included; on older kernels every pid in `cgroup.procs` gets
@@ -317,7 +317,7 @@ pub fn describe() -> String {
     match hierarchy {
         Some((_, true)) => format!("each call gets one under {} (favordynmods is on)", own.display()),
         Some((mount, false)) => format!(
-            "each call gets one under {}; cgroup2 is mounted without favordynmods, so moving a call's first process in can wait for an RCU grace period (on the benchmark machine: p99 of `shell true` 15 ms, 2.6 ms with the option): `mount -o remount,favordynmods {}` as root, at each boot, removes that tail",
+            "each call gets one under {}, and starts inside it (clone3); where the kernel refuses clone3, calls move in instead, and cgroup2 is mounted without favordynmods, so each move can wait for an RCU grace period (11 ms a call on the benchmark machine when calls come apart): `mount -o remount,favordynmods {}` as root, at each boot, removes that",
             own.display(),
             mount.display()
         ),

@@ -20,6 +20,8 @@ pub mod mcp_http;
 pub mod process;
 pub mod search;
 pub mod shell;
+#[cfg(target_os = "linux")]
+pub mod spawn_in_cgroup;
 pub mod workspace;
 
 use std::sync::Arc;

@@ -316,8 +316,12 @@ impl Throttle {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isolation {
     /// A cgroup where the runner can make one, else the process group and
-    /// the marker.
+    /// the marker. The process is created inside it where `clone3` allows
+    /// ([`super::spawn_in_cgroup`]), else it moves itself in ([`Join`]).
     CgroupIfAvailable,
+    /// A cgroup as above, always joined by the process itself: what runs
+    /// where `clone3` is refused (tests and measurements).
+    CgroupSelfJoin,
     /// The process group and the marker only.
     ProcessGroup,
 }
@@ -337,10 +341,233 @@ pub async fn run_isolated(
 ) -> Result<Finished, String> {
     prune_output_dir(context.boundary.root());
     let group = match isolation {
-        Isolation::CgroupIfAvailable => CallGroup::create(),
+        Isolation::CgroupIfAvailable | Isolation::CgroupSelfJoin => CallGroup::create(),
         Isolation::ProcessGroup => None,
     };
-    let mut command = match (&group, spec.join, spec.args.as_slice()) {
+    let started = match &group {
+        Some(group) if isolation == Isolation::CgroupIfAvailable => {
+            start_in_cgroup(&spec, group, scope)?
+        }
+        _ => None,
+    };
+    let mut child = match started {
+        Some(child) => child,
+        None => Running::Spawned(spawn_command(&spec, group.as_ref(), scope)?),
+    };
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+    let (stdin, stdout, stderr) = child.take_pipes();
+    if let (Some(bytes), Some(mut stdin)) = (spec.stdin, stdin) {
+        // A process that never reads its stdin must not block us.
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
+    // A streamed call's caller gets every byte as it comes: no kept file.
+    let spool = |name| match scope.output {
+        Some(_) => Spool::without_file(INLINE_LIMIT),
+        None => Spool::new(INLINE_LIMIT, output_file(context, &scope.call_id, name)),
+    };
+    let stdout = spawn_reader(stdout, spool("stdout"), scope, Stream::Stdout);
+    let stderr = spawn_reader(stderr, spool("stderr"), scope, Stream::Stderr);
+
+    let marker = format!("{CALL_MARKER_VAR}={}", scope.call_id);
+    let mut stopped = None;
+    let tree = Tree {
+        pgid,
+        marker: &marker,
+        group: group.as_ref(),
+    };
+    let status = tokio::select! {
+        status = child.wait() => status,
+        () = tokio::time::sleep(scope.timeout) => {
+            let (status, found) = stop_tree(&tree, &mut child).await;
+            stopped = Some(found.into_stopped(StopReason::Timeout));
+            status
+        }
+        () = scope.cancel.cancelled() => {
+            let (status, found) = stop_tree(&tree, &mut child).await;
+            stopped = Some(found.into_stopped(StopReason::Cancelled));
+            status
+        }
+    };
+    let (stdout, stdout_open) = finish_reader(stdout).await;
+    let (stderr, stderr_open) = finish_reader(stderr).await;
+    let (exit_code, wait_error) = match &status {
+        Ok(status) => (
+            status
+                .code()
+                .or_else(|| signal_of(status).map(|signal| 128 + signal)),
+            None,
+        ),
+        Err(error) => (None, Some(error.to_string())),
+    };
+    Ok(Finished {
+        exit_code,
+        stdout,
+        stderr,
+        stopped,
+        pipes_left_open: stdout_open || stderr_open,
+        wait_error,
+        pgid,
+        timeout: scope.timeout,
+    })
+}
+
+/// A call's running process, however it was started.
+enum Running {
+    /// By `tokio::process::Command` (no cgroup, or one it joins itself).
+    Spawned(tokio::process::Child),
+    /// Created inside the call's cgroup.
+    #[cfg(target_os = "linux")]
+    InCgroup(super::spawn_in_cgroup::Child),
+}
+
+type Input = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+type Output = Box<dyn AsyncRead + Send + Unpin>;
+
+impl Running {
+    fn id(&self) -> Option<u32> {
+        match self {
+            Running::Spawned(child) => child.id(),
+            #[cfg(target_os = "linux")]
+            Running::InCgroup(child) => Some(child.id()),
+        }
+    }
+
+    /// stdin (when piped), stdout and stderr, with larger output pipes.
+    fn take_pipes(&mut self) -> (Option<Input>, Option<Output>, Option<Output>) {
+        fn input<P: tokio::io::AsyncWrite + Send + Unpin + 'static>(
+            pipe: Option<P>,
+        ) -> Option<Input> {
+            pipe.map(|pipe| Box::new(pipe) as Input)
+        }
+        fn output<P: AsyncRead + AsFd + Send + Unpin + 'static>(pipe: Option<P>) -> Option<Output> {
+            let pipe = pipe?;
+            // Best effort: a smaller pipe only means smaller reads.
+            let _ = nix::fcntl::fcntl(
+                pipe.as_fd(),
+                nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY as i32),
+            );
+            Some(Box::new(pipe))
+        }
+        match self {
+            Running::Spawned(child) => (
+                input(child.stdin.take()),
+                output(child.stdout.take()),
+                output(child.stderr.take()),
+            ),
+            #[cfg(target_os = "linux")]
+            Running::InCgroup(child) => (
+                input(child.stdin.take()),
+                output(child.stdout.take()),
+                output(child.stderr.take()),
+            ),
+        }
+    }
+
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Running::Spawned(child) => child.wait().await,
+            #[cfg(target_os = "linux")]
+            Running::InCgroup(child) => child.wait().await,
+        }
+    }
+
+    fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        match self {
+            Running::Spawned(child) => child.try_wait(),
+            #[cfg(target_os = "linux")]
+            Running::InCgroup(child) => child.try_wait(),
+        }
+    }
+
+    fn start_kill(&mut self) -> std::io::Result<()> {
+        match self {
+            Running::Spawned(child) => child.start_kill(),
+            #[cfg(target_os = "linux")]
+            Running::InCgroup(child) => child.start_kill(),
+        }
+    }
+}
+
+/// Starts `spec` inside `group` with `clone3` ([`super::spawn_in_cgroup`]):
+/// no move into the cgroup, no wrapper, no script prefix. `Ok(None)` where
+/// that is not possible here: the caller starts it the other way.
+#[cfg(target_os = "linux")]
+fn start_in_cgroup(
+    spec: &Spec,
+    group: &CallGroup,
+    scope: &CallScope,
+) -> Result<Option<Running>, String> {
+    use super::spawn_in_cgroup::{self, Error, Request};
+    if !spawn_in_cgroup::available() {
+        return Ok(None);
+    }
+    // No PATH search in the child: a program that is not found is left to
+    // `Command`, whose error the call then reports as it always has.
+    let Some(program) = find_program(&spec.program, &spec.env) else {
+        return Ok(None);
+    };
+    let arg0 = spec
+        .arg0
+        .as_deref()
+        .map_or(spec.program.clone(), OsString::from);
+    let argv = std::iter::once(arg0)
+        .chain(spec.args.iter().map(OsString::from))
+        .collect();
+    let request = Request {
+        cgroup: group.path(),
+        program: &program,
+        argv,
+        env: child_environment(spec, scope),
+        workdir: &spec.workdir,
+        stdin: spec.stdin.is_some(),
+    };
+    match spawn_in_cgroup::spawn(&request) {
+        Ok(child) => Ok(Some(Running::InCgroup(child))),
+        Err(Error::Unavailable(error)) => {
+            tracing::debug!(%error, "starting the call's process the other way");
+            Ok(None)
+        }
+        Err(Error::Spawn(error)) => Err(format!(
+            "cannot start {:?} in {}: {error}",
+            spec.program,
+            spec.workdir.display()
+        )),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start_in_cgroup(_: &Spec, _: &CallGroup, _: &CallScope) -> Result<Option<Running>, String> {
+    Ok(None)
+}
+
+/// What `spawn_command` gives the process: the runner's environment
+/// without its secrets ([`super::keep_secrets_from`]), the call's
+/// variables, and the call marker.
+#[cfg(target_os = "linux")]
+fn child_environment(spec: &Spec, scope: &CallScope) -> Vec<(OsString, OsString)> {
+    // Sorted, as std's `Command` passes a modified environment.
+    let mut env: std::collections::BTreeMap<OsString, OsString> = std::env::vars_os()
+        .filter(|(name, _)| !crate::env_vars::SECRETS.iter().any(|secret| name == secret))
+        .collect();
+    env.extend(
+        spec.env
+            .iter()
+            .map(|(name, value)| (OsString::from(name), OsString::from(value))),
+    );
+    env.insert(CALL_MARKER_VAR.into(), scope.call_id.clone().into());
+    env.into_iter().collect()
+}
+
+/// Starts `spec` with `tokio::process::Command`; with a cgroup, the process
+/// moves itself in first ([`Join`]).
+fn spawn_command(
+    spec: &Spec,
+    group: Option<&CallGroup>,
+    scope: &CallScope,
+) -> Result<tokio::process::Child, String> {
+    let mut command = match (group, spec.join, spec.args.as_slice()) {
         (Some(group), Join::BashScript, [dash_c, script]) if dash_c == "-c" => {
             // bash joins the cgroup itself, first thing: no wrapper.
             let mut command = Command::new(&spec.program);
@@ -396,82 +623,12 @@ pub async fn run_isolated(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|error| {
+    command.spawn().map_err(|error| {
         format!(
             "cannot start {:?} in {}: {error}",
             spec.program,
             spec.workdir.display()
         )
-    })?;
-    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
-
-    if let (Some(bytes), Some(mut stdin)) = (spec.stdin, child.stdin.take()) {
-        // A process that never reads its stdin must not block us.
-        tokio::spawn(async move {
-            let _ = stdin.write_all(&bytes).await;
-        });
-    }
-    for pipe in [
-        child.stdout.as_ref().map(|pipe| pipe.as_fd()),
-        child.stderr.as_ref().map(|pipe| pipe.as_fd()),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        // Best effort: a smaller pipe only means smaller reads.
-        let _ = nix::fcntl::fcntl(
-            pipe,
-            nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY as i32),
-        );
-    }
-    // A streamed call's caller gets every byte as it comes: no kept file.
-    let spool = |name| match scope.output {
-        Some(_) => Spool::without_file(INLINE_LIMIT),
-        None => Spool::new(INLINE_LIMIT, output_file(context, &scope.call_id, name)),
-    };
-    let stdout = spawn_reader(child.stdout.take(), spool("stdout"), scope, Stream::Stdout);
-    let stderr = spawn_reader(child.stderr.take(), spool("stderr"), scope, Stream::Stderr);
-
-    let marker = format!("{CALL_MARKER_VAR}={}", scope.call_id);
-    let mut stopped = None;
-    let tree = Tree {
-        pgid,
-        marker: &marker,
-        group: group.as_ref(),
-    };
-    let status = tokio::select! {
-        status = child.wait() => status,
-        () = tokio::time::sleep(scope.timeout) => {
-            let (status, found) = stop_tree(&tree, &mut child).await;
-            stopped = Some(found.into_stopped(StopReason::Timeout));
-            status
-        }
-        () = scope.cancel.cancelled() => {
-            let (status, found) = stop_tree(&tree, &mut child).await;
-            stopped = Some(found.into_stopped(StopReason::Cancelled));
-            status
-        }
-    };
-    let (stdout, stdout_open) = finish_reader(stdout).await;
-    let (stderr, stderr_open) = finish_reader(stderr).await;
-    let (exit_code, wait_error) = match &status {
-        Ok(status) => (
-            status
-                .code()
-                .or_else(|| signal_of(status).map(|signal| 128 + signal)),
-            None,
-        ),
-        Err(error) => (None, Some(error.to_string())),
-    };
-    Ok(Finished {
-        exit_code,
-        stdout,
-        stderr,
-        stopped,
-        pipes_left_open: stdout_open || stderr_open,
-        wait_error,
-        pgid,
-        timeout: scope.timeout,
     })
 }
 
@@ -504,7 +661,7 @@ impl Found {
 /// the whole cgroup at once where there is one).
 async fn stop_tree(
     tree: &Tree<'_>,
-    child: &mut tokio::process::Child,
+    child: &mut Running,
 ) -> (std::io::Result<std::process::ExitStatus>, Found) {
     let pgid = tree.pgid;
     let mut killed: Vec<Killed> = Vec::new();
@@ -955,21 +1112,28 @@ mod tests {
         );
     }
 
-    /// Both ways into the call's cgroup catch a process that left the
-    /// group and wiped its environment: a `bash -c` script joins by its
-    /// first command, another program through the `sh` wrapper (here
-    /// `setsid -w`, which forks the escapee at once and waits for it).
+    /// Every way into the call's cgroup catches a process that left the
+    /// group and wiped its environment: created inside it by `clone3`, or
+    /// (where that is refused) a `bash -c` script joining by its first
+    /// command, another program through the `sh` wrapper (here `setsid
+    /// -w`, which forks the escapee at once and waits for it).
     /// (Where this machine allows no cgroup the test says so and checks
     /// nothing: the CLI's `cgroup_v2_writable` tests cover that case.)
     #[tokio::test]
-    async fn both_ways_of_joining_start_the_call_inside_its_cgroup() {
+    async fn every_way_of_starting_starts_the_call_inside_its_cgroup() {
         if CallGroup::create().is_none() {
             eprintln!("no writable cgroup v2 here: skipped");
             return;
         }
         let root = tempfile::tempdir().expect("tempdir");
         let id = std::process::id();
-        for (index, join) in [Join::BashScript, Join::Wrapper].into_iter().enumerate() {
+        let ways = [
+            (Join::BashScript, Isolation::CgroupIfAvailable),
+            (Join::Wrapper, Isolation::CgroupIfAvailable),
+            (Join::BashScript, Isolation::CgroupSelfJoin),
+            (Join::Wrapper, Isolation::CgroupSelfJoin),
+        ];
+        for (index, (join, isolation)) in ways.into_iter().enumerate() {
             let wiped = format!("302.{id}{index}");
             let mut spec = bash(
                 &format!("env -i setsid sleep {wiped} & sleep 300"),
@@ -986,18 +1150,21 @@ mod tests {
                 spec,
                 &context(root.path()),
                 &scope(&format!("join-test-{index}"), Duration::from_millis(700)),
-                Isolation::CgroupIfAvailable,
+                isolation,
             )
             .await
             .expect("runs");
+            let way = format!("{join:?} {isolation:?}");
             let stopped = finished.stopped.clone().expect("timed out");
-            assert!(stopped.cgroup.is_some(), "{join:?}: {stopped:?}");
+            assert!(stopped.cgroup.is_some(), "{way}: {stopped:?}");
             let escaped = alive_with(&format!("sleep {wiped}"));
             if let Some(pid) = escaped {
                 let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             }
-            assert!(escaped.is_none(), "{join:?}: the env -i escapee survived");
+            assert!(escaped.is_none(), "{way}: the env -i escapee survived");
         }
+        // `CgroupIfAvailable` took the `clone3` way, not the self-join.
+        assert!(super::super::spawn_in_cgroup::available());
     }
 
     #[test]
@@ -1029,7 +1196,14 @@ mod tests {
         let context = context(root.path());
         let mut bare = Vec::with_capacity(RUNS);
         let mut grouped = Vec::with_capacity(RUNS);
+        let mut self_join = Vec::with_capacity(RUNS);
         let mut cgroup = Vec::with_capacity(RUNS);
+        // RUN_COST_GAP_MS: a pause after each call (a move into a cgroup
+        // waits for an RCU grace period when no other move came just before).
+        let gap = std::env::var("RUN_COST_GAP_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(Duration::ZERO, Duration::from_millis);
         for index in 0..RUNS {
             let started = Instant::now();
             let status = Command::new("bash")
@@ -1041,6 +1215,7 @@ mod tests {
             assert!(status.success());
             for (isolation, times) in [
                 (Isolation::ProcessGroup, &mut grouped),
+                (Isolation::CgroupSelfJoin, &mut self_join),
                 (Isolation::CgroupIfAvailable, &mut cgroup),
             ] {
                 let started = Instant::now();
@@ -1054,6 +1229,7 @@ mod tests {
                 .expect("runs");
                 times.push(started.elapsed());
                 assert_eq!(finished.exit_code, Some(0));
+                tokio::time::sleep(gap).await;
             }
         }
         let median = |times: &mut Vec<Duration>| {
@@ -1061,9 +1237,10 @@ mod tests {
             (times[RUNS / 2], times[RUNS * 99 / 100])
         };
         eprintln!(
-            "`bash -c true`, (median, p99) of {RUNS}: bare spawn+wait {:?}; process::run with the process group {:?}; with a cgroup {:?}",
+            "`bash -c true`, (median, p99) of {RUNS}, {gap:?} after each: bare spawn+wait {:?}; process::run with the process group {:?}; with a cgroup it joins {:?}; created in a cgroup {:?}",
             median(&mut bare),
             median(&mut grouped),
+            median(&mut self_join),
             median(&mut cgroup)
         );
     }

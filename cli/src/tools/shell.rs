@@ -298,9 +298,13 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         let root = root.path().canonicalize().expect("canonical");
         std::fs::write(root.join("a file"), "x").expect("file");
-        // Through the `sh` wrapper (where a cgroup can be made) and spawned
-        // directly.
-        for isolation in [Isolation::CgroupIfAvailable, Isolation::ProcessGroup] {
+        // Created inside a cgroup (where one can be made), through the
+        // `sh` wrapper that joins one, and spawned with no cgroup.
+        for isolation in [
+            Isolation::CgroupIfAvailable,
+            Isolation::CgroupSelfJoin,
+            Isolation::ProcessGroup,
+        ] {
             let mut context = context(&root);
             context.isolation = isolation;
             for (command, env) in [
