@@ -15,10 +15,12 @@ use crate::PermissionSet;
 use brush_parser::ast;
 use brush_parser::word::{ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource};
 use brush_parser::ParserOptions;
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 /// Maximum nesting of scripts, compound commands, substitutions and wrappers.
 pub(crate) const MAX_DEPTH: usize = 48;
+/// Up to this many candidates, duplicates are found by a scan.
+const SCAN_LIMIT: usize = 16;
 
 /// Where a command's standard input comes from (for shells reading a script).
 #[derive(Debug, Clone)]
@@ -34,7 +36,11 @@ pub(crate) enum Stdin {
 pub(crate) struct Checker<'a> {
     pub(crate) set: &'a PermissionSet,
     pub(crate) candidates: Vec<Candidate>,
-    seen: HashSet<(String, CandidateKind)>,
+    /// Texts of `candidates` and their kinds, once there are more than
+    /// [`SCAN_LIMIT`] (before that a scan of `candidates` is cheaper than
+    /// hashing and cloning each text: callgrind put the set at 9 % of a
+    /// 5-stage pipeline's check).
+    seen: HashMap<String, Vec<CandidateKind>>,
     pub(crate) error: Option<String>,
     options: ParserOptions,
     /// > 0 while walking a code string: commands there are `CodeString`s.
@@ -46,7 +52,7 @@ impl<'a> Checker<'a> {
         Checker {
             set,
             candidates: Vec::new(),
-            seen: HashSet::new(),
+            seen: HashMap::new(),
             error: None,
             options: ParserOptions::default(),
             in_code: 0,
@@ -70,15 +76,43 @@ impl<'a> Checker<'a> {
     // ----- candidates -------------------------------------------------------
 
     fn push(&mut self, candidate: Candidate) {
-        if self.seen.insert((candidate.text.clone(), candidate.kind)) {
-            self.candidates.push(candidate);
+        if self.is_seen(&candidate.text, candidate.kind) {
+            return;
         }
+        if self.candidates.len() == SCAN_LIMIT {
+            for seen in &self.candidates {
+                self.seen
+                    .entry(seen.text.clone())
+                    .or_default()
+                    .push(seen.kind);
+            }
+        }
+        if self.candidates.len() >= SCAN_LIMIT {
+            self.seen
+                .entry(candidate.text.clone())
+                .or_default()
+                .push(candidate.kind);
+        }
+        self.candidates.push(candidate);
+    }
+
+    /// Whether a candidate of this text and kind is already recorded.
+    fn is_seen(&self, text: &str, kind: CandidateKind) -> bool {
+        if self.candidates.len() <= SCAN_LIMIT {
+            return self
+                .candidates
+                .iter()
+                .any(|seen| seen.kind == kind && seen.text == text);
+        }
+        self.seen
+            .get(text)
+            .is_some_and(|kinds| kinds.contains(&kind))
     }
 
     /// Match a (possibly dynamic) text against the rules.
     pub(crate) fn decide(&mut self, kind: CandidateKind, text: &Word) {
         let display = words::display(text);
-        if self.seen.contains(&(display.clone(), kind)) {
+        if self.is_seen(&display, kind) {
             return;
         }
         let (verdict, rule, reason) = match words::static_text(text) {
@@ -476,14 +510,21 @@ impl<'a> Checker<'a> {
         if self.too_deep(depth) || argv.is_empty() {
             return;
         }
-        let mut full: Vec<Word> = assignments.to_vec();
-        full.extend(argv.iter().cloned());
+        // Leading assignments and the command, as one text (most commands
+        // have none: no copy of the words then).
+        let full = if assignments.is_empty() {
+            words::join(&argv)
+        } else {
+            let mut full: Vec<Word> = assignments.to_vec();
+            full.extend(argv.iter().cloned());
+            words::join(&full)
+        };
         let Some(name) = words::static_text(&argv[0]) else {
-            let text = words::display(&words::join(&full));
+            let text = words::display(&full);
             self.dynamic(kind, text, "the command name is only known at run time");
             return;
         };
-        self.decide(kind, &words::join(&full));
+        self.decide(kind, &full);
         if !assignments.is_empty() {
             self.decide(kind, &words::join(&argv));
         }
