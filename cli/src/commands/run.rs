@@ -116,7 +116,10 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
         auto_update,
     };
     if args.call_cgroups && cfg!(target_os = "linux") {
-        tracing::info!("per-call cgroups: {}", tools::cgroup::describe());
+        // Beside the connection, not before it: the probe starts a process.
+        tokio::spawn(async {
+            tracing::info!("per-call cgroups: {}", tools::cgroup::describe().await);
+        });
     }
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));

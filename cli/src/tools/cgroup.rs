@@ -305,24 +305,71 @@ pub fn hierarchy(mountinfo: &str) -> Option<(PathBuf, bool)> {
 }
 
 /// One line on per-call cgroups here, for `runner doctor` and the
-/// runner's start-up log: whether calls get one, and the mount option
-/// that removes their tail latency when it is missing.
-pub fn describe() -> String {
+/// runner's start-up log: whether calls get one, whether they start inside
+/// it (a probe: `sh -c :` created in a fresh call cgroup), and, where they
+/// must move in instead, the mount option that makes moving cheap.
+pub async fn describe() -> String {
     let Some(own) = own_cgroup() else {
         return "not available (no writable cgroup v2 here): calls are stopped by process group and marker only".to_owned();
+    };
+    let Some(group) = CallGroup::create() else {
+        return format!(
+            "not available (cannot make a cgroup under {}): calls are stopped by process group and marker only",
+            own.display()
+        );
+    };
+    let refused = match start_inside(&group).await {
+        Ok(()) => {
+            return format!(
+                "each call gets one under {}, and starts inside it (clone3)",
+                own.display()
+            )
+        }
+        Err(why) => why,
     };
     let hierarchy = std::fs::read_to_string("/proc/self/mountinfo")
         .ok()
         .and_then(|mountinfo| hierarchy(&mountinfo));
+    let start = format!(
+        "each call gets one under {}; starting calls inside it was refused ({refused}), so each call moves in",
+        own.display()
+    );
     match hierarchy {
-        Some((_, true)) => format!("each call gets one under {} (favordynmods is on)", own.display()),
+        Some((_, true)) => format!("{start} (favordynmods is on: moves are cheap)"),
         Some((mount, false)) => format!(
-            "each call gets one under {}, and starts inside it (clone3); where the kernel refuses clone3, calls move in instead, and cgroup2 is mounted without favordynmods, so each move can wait for an RCU grace period (11 ms a call on the benchmark machine when calls come apart): `mount -o remount,favordynmods {}` as root, at each boot, removes that",
-            own.display(),
+            "{start}, and cgroup2 is mounted without favordynmods, so each move can wait for an RCU grace period (≈ 7 ms a call on the benchmark machine when calls come apart): `mount -o remount,favordynmods {}` as root, at each boot, removes that",
             mount.display()
         ),
-        None => format!("each call gets one under {}", own.display()),
+        None => start,
     }
+}
+
+/// Creates a process inside `group` the way calls are started, and waits
+/// for it; the error says why that is not possible here. A refusal of
+/// `clone3` as a whole is remembered, so calls go straight to moving in.
+#[cfg(target_os = "linux")]
+async fn start_inside(group: &CallGroup) -> Result<(), String> {
+    use super::spawn_in_cgroup::{spawn, Request};
+    let request = Request {
+        cgroup: group.path(),
+        program: Path::new(WRAPPER_SHELL),
+        argv: vec!["sh".into(), "-c".into(), ":".into()],
+        env: Vec::new(),
+        workdir: Path::new("/"),
+        stdin: false,
+    };
+    let mut child = spawn(&request).map_err(|error| error.to_string())?;
+    let status = child.wait().await.map_err(|error| error.to_string())?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the probe `sh -c :` ended with {status}"))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+async fn start_inside(_: &CallGroup) -> Result<(), String> {
+    Err("not on Linux".to_owned())
 }
 
 /// Removes the empty call cgroups (of any runner) older than
@@ -418,5 +465,20 @@ mod tests {
             None
         );
         assert_eq!(hierarchy("garbage\n- cgroup2\n"), None);
+    }
+
+    /// Where this machine lets us make call cgroups, the probe creates a
+    /// process inside one and the description says calls start there.
+    #[tokio::test]
+    async fn the_description_says_how_calls_get_into_their_cgroup() {
+        let description = describe().await;
+        if own_cgroup().is_none() {
+            assert!(description.starts_with("not available"), "{description}");
+            return;
+        }
+        assert!(
+            description.contains("and starts inside it (clone3)"),
+            "{description}"
+        );
     }
 }
