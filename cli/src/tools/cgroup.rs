@@ -294,10 +294,11 @@ fn cgroup2_mounts(mountinfo: &str) -> impl Iterator<Item = Cgroup2Mount<'_>> {
 /// The cgroup2 mount point and whether it is mounted with `favordynmods`.
 ///
 /// Without that option every move of a process into a cgroup (each call's
-/// first process, here) takes the write side of the kernel's
-/// `cgroup_threadgroup_rwsem` the slow way, waiting for an RCU grace
-/// period: p99 of an API `shell true` 15.0 ms without it against 2.6 ms
-/// with it, medians equal, on the benchmark machine (BENCHMARKS.md).
+/// first process, where `clone3` cannot create it inside) takes the write
+/// side of the kernel's `cgroup_threadgroup_rwsem` the slow way, waiting
+/// for an RCU grace period unless another move came just before: p99 of
+/// back-to-back API `shell true` 15.0 ms without it against 2.6 ms with
+/// it, and ≈ 7 ms more for every call after a pause (BENCHMARKS.md).
 pub fn hierarchy(mountinfo: &str) -> Option<(PathBuf, bool)> {
     cgroup2_mounts(mountinfo)
         .next()
