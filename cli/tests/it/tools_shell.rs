@@ -336,7 +336,7 @@ fn cgroup_v2_writable() -> bool {
 #[tokio::test]
 async fn a_timeout_stops_processes_that_left_the_group_and_wiped_their_environment() {
     let relay = Relay::spawn().await;
-    let (env, _runner) = Runner::online(&relay, dev_env()).await;
+    let (env, mut runner) = Runner::online(&relay, dev_env()).await;
     let id = std::process::id();
     let marked = format!("43.{id}1");
     let wiped = format!("43.{id}2");
@@ -391,6 +391,14 @@ async fn a_timeout_stops_processes_that_left_the_group_and_wiped_their_environme
         !std::path::Path::new(cgroup).exists()
     })
     .await;
+    // The call's process was created inside it, not moved in (x86_64).
+    let (_, log) = runner.stop().await;
+    if cfg!(target_arch = "x86_64") {
+        assert!(
+            log.contains("and starts inside it (clone3)"),
+            "the runner's log: {log}"
+        );
+    }
 }
 
 #[tokio::test]
