@@ -24,6 +24,8 @@ pub mod shell;
 pub mod spawn_in_cgroup;
 pub mod workspace;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -231,27 +233,33 @@ pub async fn dispatch(
     if !args.is_object() {
         return ToolOutcome::error("args must be a JSON object");
     }
-    let work = async {
-        match tool {
-            "ping" => ToolOutcome::ok(args),
-            "shell" => shell::run(args, context, scope).await,
-            "file_read" => files::read(args, context).await,
-            "file_write" => files::write(args, context).await,
-            "list" => search::list(args, context, scope).await,
-            "glob" => search::glob(args, context, scope).await,
-            "grep" => search::grep(args, context, scope).await,
-            "http_local" => http::run(args, context, scope).await,
-            "browser" => browser::run(args, context, scope).await,
-            "claude_code" | "claude_sessions" | "claude_status" => {
-                claude::run(tool, args, context, scope).await
-            }
-            name if argv::TOOLS.contains(&name) => argv::run(name, args, context, scope).await,
-            name if name.contains(mcp::SEPARATOR) => match context.toolbox.mcp() {
-                Some(manager) => manager.call(name, args, scope).await,
-                None => ToolOutcome::error(format!("this runner has no tool {name:?}")),
-            },
-            other => ToolOutcome::error(format!("this runner has no tool {other:?}")),
+    // Each tool's future is boxed on its own: a `match` of `.await`s is as
+    // large as its largest arm (11.8 KiB, the shell's), and the call task
+    // that holds it was copied whole on spawn and again on completion, for
+    // a `ping` as for a `shell` (perf: 7 % of the runner's time per `ping`).
+    let work: Pin<Box<dyn Future<Output = ToolOutcome> + Send + '_>> = match tool {
+        "ping" => Box::pin(std::future::ready(ToolOutcome::ok(args))),
+        "shell" => Box::pin(shell::run(args, context, scope)),
+        "file_read" => Box::pin(files::read(args, context)),
+        "file_write" => Box::pin(files::write(args, context)),
+        "list" => Box::pin(search::list(args, context, scope)),
+        "glob" => Box::pin(search::glob(args, context, scope)),
+        "grep" => Box::pin(search::grep(args, context, scope)),
+        "http_local" => Box::pin(http::run(args, context, scope)),
+        "browser" => Box::pin(browser::run(args, context, scope)),
+        "claude_code" | "claude_sessions" | "claude_status" => {
+            Box::pin(claude::run(tool, args, context, scope))
         }
+        name if argv::TOOLS.contains(&name) => Box::pin(argv::run(name, args, context, scope)),
+        name if name.contains(mcp::SEPARATOR) => match context.toolbox.mcp() {
+            Some(manager) => Box::pin(manager.call(name, args, scope)),
+            None => Box::pin(std::future::ready(ToolOutcome::error(format!(
+                "this runner has no tool {name:?}"
+            )))),
+        },
+        other => Box::pin(std::future::ready(ToolOutcome::error(format!(
+            "this runner has no tool {other:?}"
+        )))),
     };
     // Tools that do not watch the deadline themselves are cut off here; the
     // process tools stop their process trees before this fires.
