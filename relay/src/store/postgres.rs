@@ -672,8 +672,7 @@ impl Store for PostgresStore {
              $6::bigint[], $7::bigint[], $8::text[], $9::int4[], $10::text[]) \
              AS input(call_id, environment_id, tool_name, state, epoch, created_at, finished_at, \
              result, exit_code, error)";
-        let mut tx = self.pool.begin().await?;
-        if !create.call_id.is_empty() {
+        let create = (!create.call_id.is_empty()).then(|| {
             let statement = format!(
                 "INSERT INTO invocations ({INVOCATION_COLUMNS}) SELECT * FROM {input} \
                  ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, \
@@ -684,12 +683,9 @@ impl Store for PostgresStore {
                 sql_state_rank("invocations.state"),
                 sql_state_rank("excluded.state")
             );
-            create
-                .bind(sqlx::query(&statement))
-                .execute(&mut *tx)
-                .await?;
-        }
-        if !update.call_id.is_empty() {
+            (statement, create)
+        });
+        let update = (!update.call_id.is_empty()).then(|| {
             let statement = format!(
                 "UPDATE invocations AS i SET state = input.state, \
                  tool_name = CASE WHEN i.tool_name = '' THEN input.tool_name ELSE i.tool_name END, \
@@ -701,12 +697,31 @@ impl Store for PostgresStore {
                 sql_state_rank("i.state"),
                 sql_state_rank("input.state")
             );
-            update
-                .bind(sqlx::query(&statement))
-                .execute(&mut *tx)
-                .await?;
+            (statement, update)
+        });
+        match (create, update) {
+            // One statement is atomic on its own: no BEGIN and COMMIT, two
+            // round trips fewer (a batch is usually of one kind).
+            (Some((statement, columns)), None) | (None, Some((statement, columns))) => {
+                columns
+                    .bind(sqlx::query(&statement))
+                    .execute(&self.pool)
+                    .await?;
+            }
+            (Some((create_sql, create)), Some((update_sql, update))) => {
+                let mut tx = self.pool.begin().await?;
+                create
+                    .bind(sqlx::query(&create_sql))
+                    .execute(&mut *tx)
+                    .await?;
+                update
+                    .bind(sqlx::query(&update_sql))
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+            }
+            (None, None) => {}
         }
-        tx.commit().await?;
         Ok(())
     }
 

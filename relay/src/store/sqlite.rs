@@ -179,6 +179,37 @@ const JOURNAL_ROW_COLUMNS: &str = "json_extract(value, '$[0]') AS call_id, \
      json_extract(value, '$[7]') AS result, json_extract(value, '$[8]') AS exit_code, \
      json_extract(value, '$[9]') AS error";
 
+/// Creates (or advances) journal rows from a JSON array of
+/// [`journal_row`]s; a row of another environment is left alone.
+static JOURNAL_CREATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "INSERT INTO invocations ({INVOCATION_COLUMNS}) SELECT {JOURNAL_ROW_COLUMNS} \
+         FROM json_each(?1) WHERE true \
+         ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, \
+         tool_name = CASE WHEN invocations.tool_name = '' THEN excluded.tool_name ELSE invocations.tool_name END, \
+         epoch = COALESCE(invocations.epoch, excluded.epoch), finished_at = excluded.finished_at, \
+         result = excluded.result, exit_code = excluded.exit_code, error = excluded.error \
+         WHERE invocations.environment_id = excluded.environment_id AND {} < {}",
+        sql_state_rank("invocations.state"),
+        sql_state_rank("excluded.state")
+    )
+});
+
+/// Advances existing journal rows only (a result no waiting call knew).
+static JOURNAL_UPDATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "UPDATE invocations SET state = input.state, \
+         tool_name = CASE WHEN invocations.tool_name = '' THEN input.tool_name ELSE invocations.tool_name END, \
+         epoch = COALESCE(invocations.epoch, input.epoch), finished_at = input.finished_at, \
+         result = input.result, exit_code = input.exit_code, error = input.error \
+         FROM (SELECT {JOURNAL_ROW_COLUMNS} FROM json_each(?1)) AS input \
+         WHERE invocations.call_id = input.call_id \
+         AND invocations.environment_id = input.environment_id AND {} < {}",
+        sql_state_rank("invocations.state"),
+        sql_state_rank("input.state")
+    )
+});
+
 /// A journal entry as a JSON array in [`INVOCATION_COLUMNS`] order; the
 /// result is its JSON text (a string), as the column stores it.
 fn journal_row(entry: &InvocationRecord) -> Result<serde_json::Value, StoreError> {
@@ -725,40 +756,26 @@ impl Store for SqliteStore {
                 update.push(row);
             }
         }
-        let mut tx = self.pool.begin().await?;
-        if !create.is_empty() {
-            sqlx::query(&format!(
-                "INSERT INTO invocations ({INVOCATION_COLUMNS}) SELECT {JOURNAL_ROW_COLUMNS} \
-                 FROM json_each(?1) WHERE true \
-                 ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, \
-                 tool_name = CASE WHEN invocations.tool_name = '' THEN excluded.tool_name ELSE invocations.tool_name END, \
-                 epoch = COALESCE(invocations.epoch, excluded.epoch), finished_at = excluded.finished_at, \
-                 result = excluded.result, exit_code = excluded.exit_code, error = excluded.error \
-                 WHERE invocations.environment_id = excluded.environment_id AND {} < {}",
-                sql_state_rank("invocations.state"),
-                sql_state_rank("excluded.state")
-            ))
-            .bind(serde_json::Value::Array(create).to_string())
-            .execute(&mut *tx)
-            .await?;
+        let create = (!create.is_empty()).then(|| {
+            sqlx::query(&JOURNAL_CREATE).bind(serde_json::Value::Array(create).to_string())
+        });
+        let update = (!update.is_empty()).then(|| {
+            sqlx::query(&JOURNAL_UPDATE).bind(serde_json::Value::Array(update).to_string())
+        });
+        match (create, update) {
+            // One statement is atomic on its own: no BEGIN and COMMIT, two
+            // round trips fewer (a batch is usually of one kind).
+            (Some(statement), None) | (None, Some(statement)) => {
+                statement.execute(&self.pool).await?;
+            }
+            (Some(create), Some(update)) => {
+                let mut tx = self.pool.begin().await?;
+                create.execute(&mut *tx).await?;
+                update.execute(&mut *tx).await?;
+                tx.commit().await?;
+            }
+            (None, None) => {}
         }
-        if !update.is_empty() {
-            sqlx::query(&format!(
-                "UPDATE invocations SET state = input.state, \
-                 tool_name = CASE WHEN invocations.tool_name = '' THEN input.tool_name ELSE invocations.tool_name END, \
-                 epoch = COALESCE(invocations.epoch, input.epoch), finished_at = input.finished_at, \
-                 result = input.result, exit_code = input.exit_code, error = input.error \
-                 FROM (SELECT {JOURNAL_ROW_COLUMNS} FROM json_each(?1)) AS input \
-                 WHERE invocations.call_id = input.call_id \
-                 AND invocations.environment_id = input.environment_id AND {} < {}",
-                sql_state_rank("invocations.state"),
-                sql_state_rank("input.state")
-            ))
-            .bind(serde_json::Value::Array(update).to_string())
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
         Ok(())
     }
 

@@ -9,6 +9,7 @@ mod cluster;
 mod cluster_rebalance;
 mod environments;
 mod invoke;
+mod journal;
 mod openapi;
 mod protocol;
 mod status;
