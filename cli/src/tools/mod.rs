@@ -428,4 +428,41 @@ mod tests {
         assert!(policy_allows(&policy, "file_write").is_err());
         assert!(policy_allows(&policy, "git").is_err());
     }
+
+    /// Every call's task holds this future: it must not carry the largest
+    /// tool's state inline (it was 11.8 KiB in a release build, copied on
+    /// spawn and again on completion, for a `ping` too).
+    #[tokio::test]
+    async fn the_dispatch_future_is_small_whatever_the_tool() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let context = ToolContext {
+            boundary: workspace::Boundary::new(root.path(), vec![]).expect("root"),
+            permissions: None,
+            policy: Arc::new(runner_proto::ws::Policy {
+                tools: runner_proto::ws::ToolAccess::All,
+                file_paths: vec![],
+                approval_required: vec![],
+            }),
+            toolbox: Toolbox::empty(),
+            isolation: process::Isolation::CgroupIfAvailable,
+        };
+        let scope = CallScope {
+            call_id: "c1".to_owned(),
+            cancel: CancellationToken::new(),
+            timeout: Duration::from_secs(5),
+            output: None,
+            binary_output: true,
+        };
+        let args = serde_json::json!({"command": "true"});
+        let future = dispatch("shell", args.clone(), &context, &scope);
+        // Debug builds lay futures out larger than release builds; the
+        // bound holds for both, and an inline shell state breaks it in both.
+        let size = std::mem::size_of_val(&future);
+        assert!(size <= 2048, "dispatch future is {size} bytes");
+        // It still runs the tool.
+        let outcome = future.await;
+        assert_eq!(outcome.exit_code, Some(0), "{:?}", outcome.error);
+        let pong = dispatch("ping", args.clone(), &context, &scope).await;
+        assert_eq!(pong.result, args);
+    }
 }
