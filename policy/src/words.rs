@@ -21,6 +21,21 @@ pub(crate) fn lit(s: &str) -> Word {
     vec![Frag::Lit(s.to_owned())]
 }
 
+/// Whether a word is made only of characters that no expansion of bash
+/// touches (no quotes, escapes, `$`, backquotes, tildes, braces, globs,
+/// extglob parentheses, `#` or `!`): then it expands to itself, as one
+/// word that cannot vanish.
+pub(crate) fn is_plain(raw: &str) -> bool {
+    !raw.is_empty()
+        && raw.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'-' | b'_' | b'.' | b'/' | b',' | b':' | b'=' | b'+' | b'@' | b'%' | b'^'
+                )
+        })
+}
+
 pub(crate) fn dyn_word(source: &str) -> Word {
     vec![Frag::Dyn(source.to_owned())]
 }
