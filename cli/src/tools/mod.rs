@@ -435,17 +435,7 @@ mod tests {
     #[tokio::test]
     async fn the_dispatch_future_is_small_whatever_the_tool() {
         let root = tempfile::tempdir().expect("tempdir");
-        let context = ToolContext {
-            boundary: workspace::Boundary::new(root.path(), vec![]).expect("root"),
-            permissions: None,
-            policy: Arc::new(runner_proto::ws::Policy {
-                tools: runner_proto::ws::ToolAccess::All,
-                file_paths: vec![],
-                approval_required: vec![],
-            }),
-            toolbox: Toolbox::empty(),
-            isolation: process::Isolation::CgroupIfAvailable,
-        };
+        let context = shell::tests::context(root.path());
         let scope = CallScope {
             call_id: "c1".to_owned(),
             cancel: CancellationToken::new(),

@@ -246,7 +246,7 @@ pub fn scope_with_own_timeout(args: &Value, scope: &CallScope) -> Result<CallSco
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use super::*;
@@ -254,7 +254,8 @@ mod tests {
     use crate::tools::workspace::Boundary;
     use crate::tools::Toolbox;
 
-    fn context(root: &std::path::Path) -> ToolContext {
+    /// A context allowing every tool, rooted at `root`.
+    pub(crate) fn context(root: &std::path::Path) -> ToolContext {
         ToolContext {
             boundary: Boundary::new(root, vec![]).expect("root"),
             permissions: None,
