@@ -3,9 +3,12 @@
 use std::io::{Read, Seek, SeekFrom};
 
 use base64::Engine as _;
+use nix::fcntl::OFlag;
 use serde_json::{json, Value};
 
-use super::{optional_string_arg, optional_u64_arg, string_arg, ToolContext, ToolOutcome};
+use super::{
+    no_follow, optional_string_arg, optional_u64_arg, string_arg, ToolContext, ToolOutcome,
+};
 
 pub fn read_spec() -> runner_proto::ws::ToolSpec {
     runner_proto::ws::ToolSpec {
@@ -140,6 +143,12 @@ fn write_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> 
         ));
     }
     let mode = optional_string_arg(args, "mode")?.unwrap_or("overwrite");
+    let flags = match mode {
+        "overwrite" => None,
+        "create" => Some(OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL),
+        "append" => Some(OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_APPEND),
+        other => return Err(format!("mode {other:?} is not overwrite, create or append")),
+    };
     let permissions = optional_string_arg(args, "permissions")?
         .map(parse_permissions)
         .transpose()?;
@@ -150,33 +159,29 @@ fn write_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> 
     if path.is_dir() {
         return Err(format!("{raw} is a directory"));
     }
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|error| format!("{raw}: {error}"))?;
-    }
-    let open = |options: &mut std::fs::OpenOptions| {
-        use std::io::Write;
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        // The path was resolved and checked; a symlink put in its place
-        // since then is not followed (ELOOP), and the mode is set on the
-        // file opened, not on whatever the path names by then.
-        let mut file = options
-            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-            .open(&path)?;
-        file.write_all(&bytes)?;
-        if let Some(bits) = permissions {
-            file.set_permissions(std::fs::Permissions::from_mode(bits))?;
-        }
-        std::io::Result::Ok(())
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(format!("{raw} names no file"));
     };
-    match mode {
-        "overwrite" => replace_atomically(&path, &bytes, permissions)
-            .map_err(|error| format!("{raw}: {error}"))?,
-        "create" => open(std::fs::OpenOptions::new().write(true).create_new(true))
-            .map_err(|error| format!("{raw}: {error}"))?,
-        "append" => open(std::fs::OpenOptions::new().append(true).create(true))
-            .map_err(|error| format!("{raw}: {error}"))?,
-        other => return Err(format!("mode {other:?} is not overwrite, create or append")),
-    }
+    // The path was resolved and checked; from here on it is walked without
+    // following a symlink put in its way since (`no_follow`), and the mode
+    // is set on the file opened, not on whatever the path names by then.
+    let write = || -> std::io::Result<()> {
+        let dir = no_follow::Dir::open(parent, true)?;
+        match flags {
+            None => replace_atomically(&dir, name, &bytes, permissions),
+            Some(flags) => {
+                use std::io::Write;
+                use std::os::unix::fs::PermissionsExt;
+                let mut file = dir.open_file(name, flags, NEW_FILE_MODE_BEFORE_UMASK)?;
+                file.write_all(&bytes)?;
+                if let Some(bits) = permissions {
+                    file.set_permissions(std::fs::Permissions::from_mode(bits))?;
+                }
+                Ok(())
+            }
+        }
+    };
+    write().map_err(|error| format!("{raw}: {error}"))?;
     let mut result = json!({
         "path": path.display().to_string(),
         "bytes_written": bytes.len(),
@@ -191,29 +196,36 @@ fn write_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> 
 /// Permission bits of a file `overwrite` creates (the temp file it is made
 /// from starts at 0600).
 const NEW_FILE_MODE: u32 = 0o644;
+/// Mode asked for a file `create` or `append` makes, before the umask (as
+/// `std::fs::File::create` asks).
+const NEW_FILE_MODE_BEFORE_UMASK: u32 = 0o666;
 
-/// Writes to a temp file beside `path` and renames it over `path`: readers
+/// Writes to a temp file beside `name` and renames it over `name`: readers
 /// see the old or the new content, never a mix. Keeps the old file's mode
 /// unless `permissions` are given.
 fn replace_atomically(
-    path: &std::path::Path,
+    dir: &no_follow::Dir,
+    name: &std::ffi::OsStr,
     bytes: &[u8],
     permissions: Option<u32>,
 ) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
-    let dir = path.parent().unwrap_or(std::path::Path::new("."));
-    let mut temp = tempfile::NamedTempFile::new_in(dir)?;
-    temp.write_all(bytes)?;
-    temp.as_file().sync_all()?;
-    let mode = match (permissions, std::fs::metadata(path)) {
-        (Some(bits), _) => bits,
-        (None, Ok(meta)) => meta.permissions().mode() & 0o7777,
-        (None, Err(_)) => NEW_FILE_MODE,
-    };
-    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(mode))?;
-    temp.persist(path).map_err(|error| error.error)?;
-    Ok(())
+    let mode = permissions
+        .or_else(|| dir.mode_of(name))
+        .unwrap_or(NEW_FILE_MODE);
+    let (mut temp, temp_name) = dir.create_temp(name)?;
+    let temp_name = std::ffi::OsStr::new(&temp_name);
+    let written = (|| {
+        temp.write_all(bytes)?;
+        temp.sync_all()?;
+        temp.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        dir.rename(temp_name, name)
+    })();
+    if written.is_err() {
+        dir.remove(temp_name);
+    }
+    written
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod files;
 pub mod http;
 pub mod mcp;
 pub mod mcp_http;
+pub mod no_follow;
 pub mod process;
 pub mod search;
 pub mod shell;

@@ -1,0 +1,215 @@
+//! Writing below a path that was checked, without following a symbolic
+//! link put in its way since the check.
+//!
+//! `file_write` checks its path first ([`super::workspace::Boundary`]
+//! resolves every symlink and checks where it leads), then writes. A
+//! process running beside the call (a `shell` call, a `git checkout` of a
+//! repository holding links) could swap a directory of that path for a
+//! link to somewhere else in between; a write by path name would follow
+//! it. So the checked path, which has no symlink in it, is opened one
+//! component at a time from `/`, each relative to the directory opened
+//! before and with `O_NOFOLLOW`, and the file is created relative to the
+//! last one. A link that appeared after the check is an error, not a
+//! detour.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::path::{Component, Path};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::Mode;
+
+/// Mode of the directories created on the way (before the umask), as
+/// `mkdir -p` and `std::fs::create_dir_all` make them.
+const NEW_DIR_MODE: u32 = 0o777;
+
+/// An open directory that files are created in by name.
+#[derive(Debug)]
+pub struct Dir(OwnedFd);
+
+impl Dir {
+    /// Opens the absolute directory `path` from `/` without following a
+    /// symlink at any component, creating the missing ones when `create`.
+    pub fn open(path: &Path, create: bool) -> std::io::Result<Dir> {
+        let mut components = path.components();
+        if components.next() != Some(Component::RootDir) {
+            return Err(invalid(path, "is not an absolute path"));
+        }
+        let mut dir = Dir(nix::fcntl::open(
+            "/",
+            OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?);
+        for component in components {
+            let Component::Normal(name) = component else {
+                return Err(invalid(path, "is not a resolved path"));
+            };
+            dir = dir.child(name, create)?;
+        }
+        Ok(dir)
+    }
+
+    fn child(&self, name: &OsStr, create: bool) -> std::io::Result<Dir> {
+        let flags = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
+        match nix::fcntl::openat(&self.0, name, flags, Mode::empty()) {
+            Ok(fd) => Ok(Dir(fd)),
+            Err(Errno::ENOENT) if create => {
+                match nix::sys::stat::mkdirat(&self.0, name, Mode::from_bits_truncate(NEW_DIR_MODE))
+                {
+                    // Made by someone else meanwhile: opened below like any.
+                    Ok(()) | Err(Errno::EEXIST) => {}
+                    Err(errno) => return Err(errno.into()),
+                }
+                nix::fcntl::openat(&self.0, name, flags, Mode::empty())
+                    .map(Dir)
+                    .map_err(|errno| self.component_error(name, errno))
+            }
+            Err(errno) => Err(self.component_error(name, errno)),
+        }
+    }
+
+    /// Says so when `name` failed to open because it is a symlink (`ELOOP`
+    /// for a file, `ENOTDIR` for a directory opened with `O_DIRECTORY`).
+    fn component_error(&self, name: &OsStr, errno: Errno) -> std::io::Error {
+        let is_link = matches!(errno, Errno::ELOOP | Errno::ENOTDIR)
+            && nix::sys::stat::fstatat(&self.0, name, AtFlags::AT_SYMLINK_NOFOLLOW)
+                .is_ok_and(|stat| stat.st_mode & nix::libc::S_IFMT == nix::libc::S_IFLNK);
+        if is_link {
+            return std::io::Error::other(format!(
+                "{name:?} is a symbolic link that appeared after the path was checked; not followed"
+            ));
+        }
+        errno.into()
+    }
+
+    /// Opens `name` in this directory with `flags` (plus `O_NOFOLLOW`):
+    /// a symlink there is refused, not followed.
+    pub fn open_file(&self, name: &OsStr, flags: OFlag, mode: u32) -> std::io::Result<File> {
+        let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        nix::fcntl::openat(&self.0, name, flags, Mode::from_bits_truncate(mode))
+            .map(File::from)
+            .map_err(|errno| self.component_error(name, errno))
+    }
+
+    /// Permission bits of `name` if it exists (a symlink's own, unfollowed).
+    pub fn mode_of(&self, name: &OsStr) -> Option<u32> {
+        nix::sys::stat::fstatat(&self.0, name, AtFlags::AT_SYMLINK_NOFOLLOW)
+            .ok()
+            .map(|stat| stat.st_mode & 0o7777)
+    }
+
+    /// Creates a new file under a name no other write uses (mode 0600
+    /// until told otherwise); returns it with its name.
+    pub fn create_temp(&self, beside: &OsStr) -> std::io::Result<(File, String)> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        loop {
+            let name = format!(
+                ".{}.runner-{}-{}.tmp",
+                beside.to_string_lossy(),
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            );
+            let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL;
+            match self.open_file(OsStr::new(&name), flags, 0o600) {
+                Ok(file) => return Ok((file, name)),
+                // Left by a runner that died mid-write with the same pid.
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Renames `from` to `to` within this directory (replacing `to`).
+    pub fn rename(&self, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
+        Ok(nix::fcntl::renameat(&self.0, from, &self.0, to)?)
+    }
+
+    /// Removes the file `name` (best effort: cleanup after a failure).
+    pub fn remove(&self, name: &OsStr) {
+        let _ = nix::unistd::unlinkat(&self.0, name, nix::unistd::UnlinkatFlags::NoRemoveDir);
+    }
+}
+
+fn invalid(path: &Path, why: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("{} {why}", path.display()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    /// What the module is for: a directory of a checked path replaced by
+    /// a link to elsewhere is not followed, and nothing lands elsewhere.
+    #[test]
+    fn a_directory_swapped_for_a_link_after_the_check_is_not_followed() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let base = base.path().canonicalize().expect("canonical");
+        let workspace = base.join("ws");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(workspace.join("sub")).expect("mkdir");
+        std::fs::create_dir(&outside).expect("mkdir");
+        // The path was checked while `sub` was a directory; now it is a link.
+        std::fs::remove_dir(workspace.join("sub")).expect("rmdir");
+        std::os::unix::fs::symlink(&outside, workspace.join("sub")).expect("symlink");
+
+        let error = Dir::open(&workspace.join("sub"), true).expect_err("the link is refused");
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        let error = Dir::open(&workspace.join("sub/deeper"), true).expect_err("also below it");
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        let dir = Dir::open(&workspace, false).expect("the workspace itself");
+        let flags = OFlag::O_WRONLY | OFlag::O_CREAT;
+        assert!(dir.open_file(OsStr::new("sub"), flags, 0o644).is_err());
+        assert_eq!(
+            std::fs::read_dir(&outside).expect("outside").count(),
+            0,
+            "nothing was created through the link"
+        );
+    }
+
+    #[test]
+    fn missing_directories_are_made_and_files_created_in_them() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let base = base.path().canonicalize().expect("canonical");
+        let dir = Dir::open(&base.join("a/b/c"), true).expect("made on the way");
+        let (mut file, temp) = dir.create_temp(OsStr::new("out.txt")).expect("temp");
+        file.write_all(b"hello").expect("write");
+        dir.rename(OsStr::new(&temp), OsStr::new("out.txt"))
+            .expect("rename");
+        assert_eq!(
+            std::fs::read_to_string(base.join("a/b/c/out.txt")).expect("read"),
+            "hello"
+        );
+        assert_eq!(dir.mode_of(OsStr::new("out.txt")), Some(0o600));
+        assert_eq!(dir.mode_of(OsStr::new("missing")), None);
+        assert!(
+            Dir::open(&base.join("x/y"), false).is_err(),
+            "nothing is made unless asked"
+        );
+        assert!(!base.join("x").exists());
+        assert!(Dir::open(Path::new("relative/path"), true).is_err());
+    }
+
+    /// A symlink as the file itself is refused too (the final `O_NOFOLLOW`).
+    #[test]
+    fn a_link_in_place_of_the_file_is_refused() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let base = base.path().canonicalize().expect("canonical");
+        std::fs::write(base.join("target"), "keep").expect("write");
+        std::os::unix::fs::symlink(base.join("target"), base.join("link")).expect("symlink");
+        let dir = Dir::open(&base, false).expect("open");
+        let flags = OFlag::O_WRONLY | OFlag::O_TRUNC;
+        assert!(dir.open_file(OsStr::new("link"), flags, 0o644).is_err());
+        assert_eq!(
+            std::fs::read_to_string(base.join("target")).expect("read"),
+            "keep"
+        );
+    }
+}
