@@ -232,6 +232,22 @@ fn replace_atomically(
 mod tests {
     use super::*;
 
+    /// The relay's schema refuses a bad mode first; the runner, which
+    /// must not trust that, refuses it too, before making any directory.
+    #[test]
+    fn a_bad_mode_is_refused_before_anything_is_made() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let mut context = super::super::shell::tests::context(root.path());
+        context.boundary = context.boundary.with_allowed(vec!["*".to_owned()]);
+        let args = json!({"path": "made/on/the/way.txt", "content": "y", "mode": "truncate"});
+        let error = write_blocking(&args, &context).expect_err("refused");
+        assert!(error.contains("truncate"), "{error}");
+        assert!(!root.path().join("made").exists());
+        let args = json!({"path": "made/on/the/way.txt", "content": "y", "mode": "create"});
+        write_blocking(&args, &context).expect("a good mode writes");
+        assert!(root.path().join("made/on/the/way.txt").is_file());
+    }
+
     #[test]
     fn permissions_are_three_octal_digits() {
         assert_eq!(parse_permissions("0755"), Ok(0o755));

@@ -81,6 +81,15 @@ async fn file_write_creates_overwrites_appends_and_sets_permission_bits() {
         status == 400 || body["error"].is_string(),
         "{status} {body}"
     );
+
+    // No temp file is left beside what overwrite replaced.
+    let leftovers: Vec<_> = std::fs::read_dir(runner.workspace().join("bin"))
+        .expect("bin")
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.file_name())
+        .filter(|name| name != "tool.sh")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[tokio::test]
