@@ -30,6 +30,18 @@ const NEW_DIR_MODE: u32 = 0o777;
 #[derive(Debug)]
 pub struct Dir(OwnedFd);
 
+/// How each directory on the way is opened. `O_PATH` on Linux: it needs
+/// only search permission, as a walk by path name does (a parent directory
+/// of mode 0711 must not stop a write that `open` by name would allow).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn dir_flags() -> OFlag {
+    OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC
+}
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn dir_flags() -> OFlag {
+    OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC
+}
+
 impl Dir {
     /// Opens the absolute directory `path` from `/` without following a
     /// symlink at any component, creating the missing ones when `create`.
@@ -38,11 +50,7 @@ impl Dir {
         if components.next() != Some(Component::RootDir) {
             return Err(invalid(path, "is not an absolute path"));
         }
-        let mut dir = Dir(nix::fcntl::open(
-            "/",
-            OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )?);
+        let mut dir = Dir(nix::fcntl::open("/", dir_flags(), Mode::empty())?);
         for component in components {
             let Component::Normal(name) = component else {
                 return Err(invalid(path, "is not a resolved path"));
@@ -53,7 +61,7 @@ impl Dir {
     }
 
     fn child(&self, name: &OsStr, create: bool) -> std::io::Result<Dir> {
-        let flags = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
+        let flags = dir_flags() | OFlag::O_NOFOLLOW;
         match nix::fcntl::openat(&self.0, name, flags, Mode::empty()) {
             Ok(fd) => Ok(Dir(fd)),
             Err(Errno::ENOENT) if create => {
