@@ -95,7 +95,9 @@ fn read_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> {
         .boundary
         .resolve_existing(raw)
         .map_err(|error| error.to_string())?;
-    let mut file = std::fs::File::open(&path).map_err(|error| format!("{raw}: {error}"))?;
+    // Opened along the checked path without following a symlink put in
+    // its way since the check (`no_follow`).
+    let mut file = no_follow::open_for_reading(&path).map_err(|error| format!("{raw}: {error}"))?;
     let meta = file.metadata().map_err(|error| format!("{raw}: {error}"))?;
     if meta.is_dir() {
         return Err(format!("{raw} is a directory"));

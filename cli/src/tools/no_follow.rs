@@ -141,6 +141,15 @@ impl Dir {
     }
 }
 
+/// Opens the file at `path` (absolute, checked, symlink-free) for reading
+/// without following a symlink that appeared on the way since the check.
+pub fn open_for_reading(path: &Path) -> std::io::Result<File> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(invalid(path, "names no file"));
+    };
+    Dir::open(parent, false)?.open_file(name, OFlag::O_RDONLY, 0)
+}
+
 fn invalid(path: &Path, why: &str) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::InvalidInput,
@@ -203,6 +212,34 @@ mod tests {
         );
         assert!(!base.join("x").exists());
         assert!(Dir::open(Path::new("relative/path"), true).is_err());
+    }
+
+    /// Reading takes the same walk: a directory swapped for a link to a
+    /// secret elsewhere is refused, and the file itself may not be a link.
+    #[test]
+    fn reading_does_not_follow_a_link_put_in_the_way() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let base = base.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(base.join("ws/docs")).expect("mkdir");
+        std::fs::create_dir(base.join("secret")).expect("mkdir");
+        std::fs::write(base.join("ws/docs/a.txt"), "mine").expect("write");
+        std::fs::write(base.join("secret/a.txt"), "not yours").expect("write");
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut open_for_reading(&base.join("ws/docs/a.txt")).expect("a plain read"),
+            &mut text,
+        )
+        .expect("read");
+        assert_eq!(text, "mine");
+        // Checked as ws/docs/a.txt; then docs becomes a link to secret.
+        std::fs::remove_file(base.join("ws/docs/a.txt")).expect("rm");
+        std::fs::remove_dir(base.join("ws/docs")).expect("rmdir");
+        std::os::unix::fs::symlink(base.join("secret"), base.join("ws/docs")).expect("symlink");
+        let error = open_for_reading(&base.join("ws/docs/a.txt")).expect_err("refused");
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        std::os::unix::fs::symlink(base.join("secret/a.txt"), base.join("ws/b.txt"))
+            .expect("symlink");
+        assert!(open_for_reading(&base.join("ws/b.txt")).is_err());
     }
 
     /// A symlink as the file itself is refused too (the final `O_NOFOLLOW`).
