@@ -144,10 +144,31 @@ impl Dir {
 /// Opens the file at `path` (absolute, checked, symlink-free) for reading
 /// without following a symlink that appeared on the way since the check.
 pub fn open_for_reading(path: &Path) -> std::io::Result<File> {
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(invalid(path, "names no file"));
-    };
-    Dir::open(parent, false)?.open_file(name, OFlag::O_RDONLY, 0)
+    Reader::default().open(path)
+}
+
+/// Opens many checked files for reading, as [`open_for_reading`] does,
+/// keeping the directory of the last one open: a walk visits a
+/// directory's files together, and the open directory still is the one
+/// that was walked, whatever its path names by now.
+#[derive(Debug, Default)]
+pub struct Reader {
+    last: Option<(std::path::PathBuf, Dir)>,
+}
+
+impl Reader {
+    pub fn open(&mut self, path: &Path) -> std::io::Result<File> {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(invalid(path, "names no file"));
+        };
+        let dir = match self.last.take() {
+            Some((last, dir)) if last == parent => dir,
+            _ => Dir::open(parent, false)?,
+        };
+        let file = dir.open_file(name, OFlag::O_RDONLY, 0);
+        self.last = Some((parent.to_path_buf(), dir));
+        file
+    }
 }
 
 fn invalid(path: &Path, why: &str) -> std::io::Error {
@@ -240,6 +261,38 @@ mod tests {
         std::os::unix::fs::symlink(base.join("secret/a.txt"), base.join("ws/b.txt"))
             .expect("symlink");
         assert!(open_for_reading(&base.join("ws/b.txt")).is_err());
+    }
+
+    /// The reader keeps the last directory open: a directory swapped for
+    /// a link after its first file was opened is still the walked one.
+    #[test]
+    fn the_reader_keeps_to_the_directory_it_walked() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let base = base.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(base.join("ws/docs")).expect("mkdir");
+        std::fs::create_dir(base.join("secret")).expect("mkdir");
+        for name in ["a.txt", "b.txt"] {
+            std::fs::write(base.join("ws/docs").join(name), "mine").expect("write");
+            std::fs::write(base.join("secret").join(name), "not yours").expect("write");
+        }
+        let mut reader = Reader::default();
+        reader.open(&base.join("ws/docs/a.txt")).expect("first");
+        std::fs::rename(base.join("ws/docs"), base.join("ws/moved")).expect("mv");
+        std::os::unix::fs::symlink(base.join("secret"), base.join("ws/docs")).expect("symlink");
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut reader.open(&base.join("ws/docs/b.txt")).expect("second"),
+            &mut text,
+        )
+        .expect("read");
+        assert_eq!(
+            text, "mine",
+            "read from the walked directory, not through the link"
+        );
+        let error = Reader::default()
+            .open(&base.join("ws/docs/b.txt"))
+            .expect_err("a new walk refuses the link");
+        assert!(error.to_string().contains("symbolic link"), "{error}");
     }
 
     /// A symlink as the file itself is refused too (the final `O_NOFOLLOW`).

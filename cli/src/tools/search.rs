@@ -317,13 +317,16 @@ fn grep_blocking(args: &Value, context: &ToolContext, stop: &Stop) -> Result<Val
     let mut files_searched = 0u64;
     let mut skipped = Vec::new();
     let mut truncated = false;
+    let mut reader = super::no_follow::Reader::default();
     'walk: for entry in root.walker(args)?.build() {
         stop.check()?;
         let Ok(entry) = entry else { continue };
         let Some(file_type) = entry.file_type() else {
             continue;
         };
-        if file_type.is_dir() {
+        // Regular files and links to them only: opening a FIFO or a
+        // device would wait on whatever is at its other end.
+        if !file_type.is_file() && !file_type.is_symlink() {
             continue;
         }
         let path = entry.path();
@@ -334,22 +337,35 @@ fn grep_blocking(args: &Value, context: &ToolContext, stop: &Stop) -> Result<Val
                 continue;
             }
         }
-        if file_type.is_symlink() {
+        // What is opened: the walked path, or a link's checked target.
+        let target = if file_type.is_symlink() {
             let allowed = path
                 .canonicalize()
                 .ok()
                 .filter(|real| real.is_file())
-                .is_some_and(|real| context.boundary.check_resolved(&root.raw, &real).is_ok());
-            if !allowed {
+                .filter(|real| context.boundary.check_resolved(&root.raw, real).is_ok());
+            let Some(real) = allowed else {
                 skipped.push(json!({"path": root.show(path), "reason": "symlink leads outside the allowed paths"}));
                 continue;
-            }
-        }
+            };
+            std::borrow::Cow::Owned(real)
+        } else {
+            std::borrow::Cow::Borrowed(path)
+        };
         files_searched += 1;
         let shown = root.show(path);
-        let result = searcher.search_path(
+        // Opened along the walked (or checked) path without following a
+        // symlink put in its way since (`no_follow`).
+        let file = match reader.open(&target) {
+            Ok(file) => file,
+            Err(error) => {
+                skipped.push(json!({"path": shown, "reason": error.to_string()}));
+                continue;
+            }
+        };
+        let result = searcher.search_file(
             &matcher,
-            path,
+            &file,
             Lossy(|line_number, line| {
                 if matches.len() >= max {
                     truncated = true;

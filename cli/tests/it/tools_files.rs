@@ -195,6 +195,27 @@ async fn list_glob_and_grep_walk_the_workspace_and_honour_ignore_rules() {
     );
     assert_eq!(body["result"]["truncated"], true);
 
+    // A FIFO is not opened: it would wait for a writer until the timeout.
+    let fifo = ws.join("src/pipe.rs");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let (_, body) = relay
+        .invoke(
+            &env,
+            json!({"tool_name": "grep", "args": {"pattern": "needle", "case_insensitive": true, "include": ["*.rs"]}, "timeout_s": 20}),
+        )
+        .await;
+    assert!(body["error"].is_null(), "{body}");
+    assert_eq!(
+        body["result"]["matches"].as_array().map(Vec::len),
+        Some(2),
+        "{body}"
+    );
+    std::fs::remove_file(&fifo).expect("remove the FIFO");
+
     let (_, body) = relay
         .invoke(
             &env,
