@@ -216,7 +216,7 @@ fn replace_atomically(
     let mode = permissions
         .or_else(|| dir.mode_of(name))
         .unwrap_or(NEW_FILE_MODE);
-    let (mut temp, temp_name) = dir.create_temp(name)?;
+    let (mut temp, temp_name) = dir.create_temp()?;
     let temp_name = std::ffi::OsStr::new(&temp_name);
     let written = (|| {
         temp.write_all(bytes)?;
@@ -248,6 +248,24 @@ mod tests {
         let args = json!({"path": "made/on/the/way.txt", "content": "y", "mode": "create"});
         write_blocking(&args, &context).expect("a good mode writes");
         assert!(root.path().join("made/on/the/way.txt").is_file());
+    }
+
+    /// A name at the 255-byte limit can be overwritten: the temp file
+    /// beside it must not need a longer one.
+    #[test]
+    fn a_file_with_the_longest_name_can_be_overwritten() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let mut context = super::super::shell::tests::context(root.path());
+        context.boundary = context.boundary.with_allowed(vec!["*".to_owned()]);
+        let name = "n".repeat(255);
+        for content in ["first", "second"] {
+            let args = json!({"path": name, "content": content});
+            write_blocking(&args, &context).expect("overwrite");
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.path().join(&name)).expect("read"),
+            "second"
+        );
     }
 
     #[test]

@@ -1,16 +1,16 @@
-//! Writing below a path that was checked, without following a symbolic
-//! link put in its way since the check.
+//! Reading and writing below a path that was checked, without following
+//! a symbolic link put in its way since the check.
 //!
-//! `file_write` checks its path first ([`super::workspace::Boundary`]
-//! resolves every symlink and checks where it leads), then writes. A
+//! The file tools check a path first ([`super::workspace::Boundary`]
+//! resolves every symlink and checks where it leads), then use it. A
 //! process running beside the call (a `shell` call, a `git checkout` of a
 //! repository holding links) could swap a directory of that path for a
-//! link to somewhere else in between; a write by path name would follow
+//! link to somewhere else in between; an open by path name would follow
 //! it. So the checked path, which has no symlink in it, is opened one
 //! component at a time from `/`, each relative to the directory opened
-//! before and with `O_NOFOLLOW`, and the file is created relative to the
-//! last one. A link that appeared after the check is an error, not a
-//! detour.
+//! before and with `O_NOFOLLOW`, and the file is opened or created
+//! relative to the last one. A link that appeared after the check is an
+//! error, not a detour.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -110,13 +110,14 @@ impl Dir {
     }
 
     /// Creates a new file under a name no other write uses (mode 0600
-    /// until told otherwise); returns it with its name.
-    pub fn create_temp(&self, beside: &OsStr) -> std::io::Result<(File, String)> {
+    /// until told otherwise); returns it with its name. The name is short
+    /// and fixed in form: one built from the target's would pass the
+    /// 255-byte limit of a name when the target's is near it.
+    pub fn create_temp(&self) -> std::io::Result<(File, String)> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         loop {
             let name = format!(
-                ".{}.runner-{}-{}.tmp",
-                beside.to_string_lossy(),
+                ".runner-write-{}-{}.tmp",
                 std::process::id(),
                 NEXT.fetch_add(1, Ordering::Relaxed)
             );
@@ -217,7 +218,7 @@ mod tests {
         let base = tempfile::tempdir().expect("tempdir");
         let base = base.path().canonicalize().expect("canonical");
         let dir = Dir::open(&base.join("a/b/c"), true).expect("made on the way");
-        let (mut file, temp) = dir.create_temp(OsStr::new("out.txt")).expect("temp");
+        let (mut file, temp) = dir.create_temp().expect("temp");
         file.write_all(b"hello").expect("write");
         dir.rename(OsStr::new(&temp), OsStr::new("out.txt"))
             .expect("rename");
