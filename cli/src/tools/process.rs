@@ -692,13 +692,10 @@ async fn stop_tree(
         if Instant::now() >= deadline {
             break;
         }
-        // Late forks get their SIGTERM too.
-        let new: Vec<Killed> = remaining
-            .into_iter()
-            .filter(|process| !killed.iter().any(|k| k.pid == process.pid))
-            .collect();
-        signal_all(None, &new, Signal::SIGTERM);
-        record(new, &mut killed);
+        // No SIGTERM for what started after the first: that is most often
+        // the clean-up a trap runs (`trap 'upload-logs; exit' TERM`), and
+        // stopping it would defeat the grace. Whatever is left at the
+        // deadline gets SIGKILL, as with `systemctl stop` and `docker stop`.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The cgroup takes every member at once, forks included; what is left
@@ -738,13 +735,25 @@ async fn stop_tree(
     (status, Found { killed, cgroup })
 }
 
+/// One signal to each process: the group as a whole, then each process
+/// found outside it.
 fn signal_all(pgid: Option<i32>, processes: &[Killed], signal: Signal) {
     if let Some(pgid) = pgid {
         let _ = killpg(Pid::from_raw(pgid), signal);
     }
-    for process in processes {
-        let _ = kill(Pid::from_raw(process.pid), signal);
+    for pid in outside_the_group(pgid, processes) {
+        let _ = kill(Pid::from_raw(pid), signal);
     }
+}
+
+/// The processes `killpg` does not reach. A process of the group must not
+/// get a second SIGTERM: many programs take a second one as "stop now,
+/// skip the clean-up", and bash runs its `TERM` trap once more.
+fn outside_the_group(pgid: Option<i32>, processes: &[Killed]) -> impl Iterator<Item = i32> + '_ {
+    processes
+        .iter()
+        .filter(move |process| pgid.is_none() || process.found_by != BY_PROCESS_GROUP)
+        .map(|process| process.pid)
 }
 
 /// Live processes in the group, carrying the call marker, or in the call's
@@ -1076,6 +1085,46 @@ mod tests {
         .expect("runs");
         assert!(finished.stopped.is_some(), "timed out");
         assert_eq!(finished.stdout.total, 6 + 3_000_000, "every byte was read");
+    }
+
+    #[tokio::test]
+    async fn the_clean_up_a_trap_starts_is_not_stopped_and_the_trap_runs_once() {
+        // The trap's `sleep` starts after the SIGTERM: it must be left to
+        // finish within the grace, and bash must not get a second SIGTERM
+        // (it would run the trap again).
+        let root = tempfile::tempdir().expect("tempdir");
+        let finished = run_isolated(
+            bash(
+                "trap 'echo trapped; sleep 0.4 && echo cleaned; exit 3' TERM; echo ready; while :; do sleep 0.05; done",
+                root.path(),
+            ),
+            &context(root.path()),
+            &scope("trap-clean-up-test", Duration::from_millis(700)),
+            Isolation::ProcessGroup,
+        )
+        .await
+        .expect("runs");
+        assert!(finished.stopped.is_some(), "timed out");
+        assert_eq!(finished.stdout.text, "ready\ntrapped\ncleaned\n");
+        assert_eq!(finished.exit_code, Some(3));
+    }
+
+    #[test]
+    fn only_processes_outside_the_group_are_signalled_one_by_one() {
+        let process = |pid, found_by| Killed {
+            pid,
+            command: "sh".into(),
+            found_by,
+        };
+        let found = [
+            process(10, BY_PROCESS_GROUP),
+            process(11, BY_CALL_MARKER),
+            process(12, BY_CGROUP),
+        ];
+        let one_by_one: Vec<i32> = outside_the_group(Some(10), &found).collect();
+        assert_eq!(one_by_one, [11, 12], "killpg already reaches 10");
+        let without_a_group: Vec<i32> = outside_the_group(None, &found).collect();
+        assert_eq!(without_a_group, [10, 11, 12]);
     }
 
     #[tokio::test]
