@@ -361,13 +361,41 @@ async fn api_call(
 }
 
 /// `runner-bench ab`: `ping`, `shell true`, `shell uname` and `runner
-/// invoke` of each build in `builds` (a relay and a runner of its own
+/// invoke` (or those of `methods`) of each build in `builds` (a relay and a runner of its own
 /// each), measured alternately: a batch of [`BATCH`] calls per build, build
 /// after build, method after method. A machine that is noisy or drifts
 /// (±15 % between runs on some) then moves every build alike, and a change
 /// of a few per cent shows.
+/// What `runner-bench ab --methods` can pick (default: all of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AbMethod {
+    /// Local `bash -c true`.
+    Floor,
+    /// API `ping`.
+    Ping,
+    /// API `shell` `true`.
+    ShellTrue,
+    /// API `shell` `uname`.
+    ShellUname,
+    /// `runner invoke … shell true`, a process per call.
+    InvokeProcess,
+}
+
+impl AbMethod {
+    fn method(self) -> Method {
+        match self {
+            AbMethod::Floor => Method::LocalSpawn,
+            AbMethod::Ping => Method::ApiPing,
+            AbMethod::ShellTrue => Method::ApiShellTrue,
+            AbMethod::ShellUname => Method::ApiShellProgram,
+            AbMethod::InvokeProcess => Method::RunnerInvokeProcess,
+        }
+    }
+}
+
 pub async fn alternate(
     builds: &[(String, Bins)],
+    methods: &[AbMethod],
     calls: usize,
     process_calls: usize,
     gap: Duration,
@@ -404,13 +432,29 @@ pub async fn alternate(
     }
     // The floor is the same for every build: measured beside each, it
     // shows how the machine drifted over the run.
-    let plan = [
-        (Method::LocalSpawn, calls),
-        (Method::ApiPing, calls),
-        (Method::ApiShellTrue, calls),
-        (Method::ApiShellProgram, calls),
-        (Method::RunnerInvokeProcess, process_calls),
+    let every = [
+        AbMethod::Floor,
+        AbMethod::Ping,
+        AbMethod::ShellTrue,
+        AbMethod::ShellUname,
+        AbMethod::InvokeProcess,
     ];
+    let chosen = if methods.is_empty() {
+        &every[..]
+    } else {
+        methods
+    };
+    let plan: Vec<(Method, usize)> = chosen
+        .iter()
+        .map(|&picked| {
+            let count = if picked == AbMethod::InvokeProcess {
+                process_calls
+            } else {
+                calls
+            };
+            (picked.method(), count)
+        })
+        .collect();
     let failed = |name: &str, method: Method| format!("{name}: {}", method.key());
     for (setup, (name, _)) in setups.iter().zip(builds) {
         for &(method, count) in &plan {

@@ -89,6 +89,12 @@ struct AbArgs {
     /// period in the kernel, cold caches) only show on an idle machine.
     #[arg(long, default_value_t = 0)]
     gap_ms: u64,
+    /// Measure only these (comma-separated; default: all). A method alone
+    /// shows its cost without the others' wake of work: `--methods ping`
+    /// against the full mix told apart what the machine does after a
+    /// spawn from what the relay path costs.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    methods: Vec<invoke::AbMethod>,
 }
 
 /// Sections of issue 7, in its order.
@@ -195,6 +201,7 @@ async fn ab(args: AbArgs) -> anyhow::Result<()> {
     let started = std::time::SystemTime::now();
     let value = invoke::alternate(
         &builds,
+        &args.methods,
         args.calls,
         args.process_calls,
         Duration::from_millis(args.gap_ms),
