@@ -17,6 +17,7 @@ pub mod environment;
 pub mod http;
 pub mod listener;
 pub mod members;
+pub mod open_files;
 pub mod peer;
 pub mod ratelimit;
 pub mod read_cache;

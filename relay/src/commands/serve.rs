@@ -31,6 +31,7 @@ const JOURNAL_PRUNE_TIMEOUT: Duration = Duration::from_secs(60);
 const LISTEN_BACKLOG: u32 = 8192;
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    crate::open_files::report(crate::open_files::raise());
     let url = database_url(&args.store)?;
     let shared = url.starts_with("postgres://") || url.starts_with("postgresql://");
     if args.nats_url.is_some() && !shared {

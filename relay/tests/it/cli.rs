@@ -83,3 +83,71 @@ async fn serve_prints_the_admin_key_then_the_address_and_admin_works_alongside()
     assert_eq!(response.status(), StatusCode::OK);
     drop(child);
 }
+
+/// The soft and hard open-file limits of a process, from `/proc/PID/limits`.
+#[cfg(target_os = "linux")]
+fn open_file_limits(pid: &str) -> (u64, u64) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .expect("the open-files line");
+    let mut numbers = line
+        .split_whitespace()
+        .filter_map(|word| word.parse::<u64>().ok());
+    let soft = numbers.next().expect("soft limit");
+    let hard = numbers.next().expect("hard limit");
+    (soft, hard)
+}
+
+/// A relay started under the usual soft limit of 1024 (here 256) would
+/// refuse runners past it: it raises its soft limit to the hard one.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn serve_raises_its_open_file_limit_to_the_hard_one() {
+    let (_, hard) = open_file_limits("self");
+    assert!(
+        hard > 256,
+        "this test needs a hard limit above 256, not {hard}"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let binary = env!("CARGO_BIN_EXE_runner-relay");
+    let mut child = Command::new("bash")
+        .args([
+            "-c",
+            r#"ulimit -Sn 256 && exec "$0" serve --listen 127.0.0.1:0 --data-dir "$1""#,
+        ])
+        .arg(binary)
+        .arg(dir.path())
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let stderr = child.stderr.take().expect("stderr");
+    let pid = child.id().to_string();
+    let child = Killed(child);
+    let listening = tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|line| line.starts_with("runner-relay listening on "))
+    });
+    let listening = tokio::time::timeout(crate::support::DEADLINE, listening)
+        .await
+        .expect("listening in time")
+        .expect("joined");
+    assert!(listening, "the relay said where it listens");
+    assert_eq!(open_file_limits(&pid), (hard, hard), "soft raised to hard");
+    drop(child);
+    let log: Vec<String> = BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .collect();
+    assert!(
+        log.iter()
+            .any(|line| line.contains("raised the open-file limit") && line.contains("256")),
+        "{log:?}"
+    );
+}
