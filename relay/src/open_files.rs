@@ -44,8 +44,8 @@ pub fn raise() -> Option<OpenFiles> {
     None
 }
 
-/// Says what the limit allows: info when it was raised or is ample, a
-/// warning when it is low.
+/// Says what the limit allows: info when it was raised, a warning when it
+/// stays low.
 pub fn report(limits: Option<OpenFiles>) {
     let Some(OpenFiles { before, now, hard }) = limits else {
         return;
