@@ -845,15 +845,21 @@ mod tests {
 
     use super::*;
 
+    /// A new store in `dir`, as `relay.db`.
+    async fn store_in(dir: &tempfile::TempDir) -> (SqliteStore, std::path::PathBuf) {
+        let path = dir.path().join("relay.db");
+        let store = SqliteStore::open(&format!("sqlite://{}", path.display()))
+            .await
+            .expect("open");
+        (store, path)
+    }
+
     /// The database holds call results: a new one, and the WAL that
     /// SQLite makes beside it, are the owner's alone.
     #[tokio::test]
     async fn a_new_database_is_readable_by_its_owner_only() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("relay.db");
-        let store = SqliteStore::open(&format!("sqlite://{}", path.display()))
-            .await
-            .expect("open");
+        let (store, path) = store_in(&dir).await;
         store
             .create_team("ops", OffsetDateTime::now_utc())
             .await
@@ -890,10 +896,7 @@ mod tests {
     #[tokio::test]
     async fn the_journal_keeps_its_connection_until_a_write_fails() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("relay.db");
-        let store = SqliteStore::open(&format!("sqlite://{}", path.display()))
-            .await
-            .expect("open");
+        let (store, _) = store_in(&dir).await;
         store
             .write_journal(&[dispatched("a")])
             .await
