@@ -4,11 +4,6 @@ use std::process::ExitCode;
 use clap::Parser;
 use runner_relay::args::Cli;
 
-/// mimalloc gives memory back after a burst (a reconnect storm) where
-/// glibc's malloc keeps it; see relay/Cargo.toml.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
