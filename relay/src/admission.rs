@@ -15,7 +15,7 @@
 //! are served as fast as the relay can (slots are granted first come, first
 //! served).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,8 +43,11 @@ pub enum Refused {
 #[derive(Debug)]
 pub struct Admission {
     slots: Arc<Semaphore>,
+    size: usize,
     waiting: AtomicUsize,
     max_waiting: usize,
+    /// Connects given a slot since start (for [`crate::heap`]).
+    admitted: AtomicU64,
 }
 
 /// Counts a connect among the waiting ones while it waits.
@@ -62,13 +65,23 @@ impl Admission {
         let slots = max_handshakes.max(1);
         Self {
             slots: Arc::new(Semaphore::new(slots)),
+            size: slots,
             waiting: AtomicUsize::new(0),
             max_waiting: slots.saturating_mul(WAITING_PER_SLOT),
+            admitted: AtomicU64::new(0),
         }
     }
 
     /// A slot, held until the handshake ends (dropping the permit).
     pub async fn admit(&self) -> Result<OwnedSemaphorePermit, Refused> {
+        let permit = self.wait_for_slot().await;
+        if permit.is_ok() {
+            self.admitted.fetch_add(1, Ordering::Relaxed);
+        }
+        permit
+    }
+
+    async fn wait_for_slot(&self) -> Result<OwnedSemaphorePermit, Refused> {
         if let Ok(permit) = self.slots.clone().try_acquire_owned() {
             return Ok(permit);
         }
@@ -89,6 +102,16 @@ impl Admission {
     /// Connects waiting for a slot now.
     pub fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Acquire)
+    }
+
+    /// Connects holding a slot or waiting for one now.
+    pub fn in_progress(&self) -> usize {
+        self.size.saturating_sub(self.slots.available_permits()) + self.waiting()
+    }
+
+    /// Connects given a slot since start.
+    pub fn admitted(&self) -> u64 {
+        self.admitted.load(Ordering::Relaxed)
     }
 }
 
@@ -115,6 +138,23 @@ mod tests {
         let _held = admission.admit().await.expect("free again");
         assert_eq!(admission.admit().await.map(drop), Err(Refused::Waited));
         assert_eq!(admission.waiting(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn admitted_and_in_progress_count_connects() {
+        let admission = Arc::new(Admission::new(2));
+        assert_eq!((admission.admitted(), admission.in_progress()), (0, 0));
+        let first = admission.admit().await.expect("a free slot");
+        let second = admission.admit().await.expect("a free slot");
+        let waiter = {
+            let admission = admission.clone();
+            tokio::spawn(async move { admission.admit().await.map(drop) })
+        };
+        tokio::task::yield_now().await;
+        assert_eq!((admission.admitted(), admission.in_progress()), (2, 3));
+        drop((first, second));
+        assert_eq!(waiter.await.expect("joined"), Ok(()));
+        assert_eq!((admission.admitted(), admission.in_progress()), (3, 0));
     }
 
     #[tokio::test(start_paused = true)]

@@ -5,7 +5,8 @@
 //! The server is [`serve`]: it takes a bound listener, the shared state and a
 //! cancellation token, so the binary (and the tests) decide where it listens
 //! and when it stops.
-#![forbid(unsafe_code)]
+// One reviewed exception, `heap::give_back` (`malloc_trim`), allows it.
+#![deny(unsafe_code)]
 
 pub mod access;
 pub mod admission;
@@ -14,6 +15,7 @@ pub mod clock;
 pub mod commands;
 pub mod enforcement;
 pub mod environment;
+pub mod heap;
 pub mod http;
 pub mod listener;
 pub mod members;
@@ -75,6 +77,7 @@ where
     state.shutdown = shutdown.clone();
     let connections = state.connections.clone();
     let flushing = flush_seen_periodically(&state, shutdown.clone());
+    let trimming = trim_after_bursts(&state, shutdown.clone());
     let (journal, seen, store) = (
         state.journal.clone(),
         state.seen.clone(),
@@ -111,9 +114,44 @@ where
     }
     // What the sessions left in memory goes to the store before exiting.
     flushing.abort();
+    trimming.abort();
     journal.flush().await;
     seen.flush(store.as_ref()).await;
     Ok(())
+}
+
+/// Gives the memory of a burst of connects (a reconnect storm) back to the
+/// system once it is over ([`heap`]), until shutdown.
+fn trim_after_bursts(state: &AppState, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
+    let admission = state.admission.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(heap::CHECK_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut trimmed_at = 0;
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            let admitted = admission.admitted();
+            let connects = admitted.saturating_sub(trimmed_at);
+            if !heap::burst_is_over(connects, admission.in_progress()) {
+                continue;
+            }
+            trimmed_at = admitted;
+            let before = heap::resident_kib();
+            let gave_back = tokio::task::spawn_blocking(heap::give_back)
+                .await
+                .unwrap_or(false);
+            tracing::info!(
+                connects,
+                gave_back,
+                rss_before_kib = before,
+                rss_after_kib = heap::resident_kib(),
+                "a burst of connects is over: freed memory given back"
+            );
+        }
+    })
 }
 
 /// Writes dirty last-seen times every [`seen::SEEN_FLUSH_INTERVAL`] until
