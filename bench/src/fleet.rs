@@ -260,6 +260,11 @@ async fn storm(
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (peak_cpu, average_cpu) = sampler.finish().await;
     let rss_after = procs::memory(relay.pid()?)?.rss_kib;
+    // The relay gives a burst's freed memory back at its next check once
+    // the burst is over (every 10 s, `runner_relay::heap`): what it holds
+    // from then on is what a fleet costs after a restart.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let rss_settled = procs::memory(relay.pid()?)?.rss_kib;
 
     let events: Vec<_> = fleet
         .events()
@@ -329,6 +334,7 @@ async fn storm(
         "relay_cpu_average_percent": round(average_cpu, 0),
         "relay_rss_before_kib": rss_before,
         "relay_rss_after_kib": rss_after,
+        "relay_rss_settled_kib": rss_settled,
         "duplicate_sessions_replaced_closes": fleet.replaced.load(Ordering::Relaxed) - replaced_before,
         "runners_welcomed_more_than_once": welcomed_twice,
         "attempts_per_runner": attempts_histogram.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<Map<_, _>>(),

@@ -190,6 +190,12 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
                 "relay_cpu_peak_percent",
             ),
             ("relay CPU average %", "relay_cpu_average_percent"),
+            ("relay RSS before the kill, KiB", "relay_rss_before_kib"),
+            ("relay RSS 2 s after all online, KiB", "relay_rss_after_kib"),
+            (
+                "relay RSS 14 s after all online, KiB",
+                "relay_rss_settled_kib",
+            ),
             (
                 "duplicate sessions (REPLACED closes)",
                 "duplicate_sessions_replaced_closes",
