@@ -779,15 +779,17 @@ mod tests {
         }
     }
 
-    /// `unsafe` is denied in the workspace and allowed in this module only:
-    /// a new exception anywhere in `cli/` must be argued for, not slipped in.
+    /// `unsafe` is denied in the workspace and allowed in two modules only,
+    /// this one and the relay's `heap.rs` (`malloc_trim`): a new exception
+    /// in any crate must be argued for, not slipped in. The whole workspace
+    /// is scanned from here (source files, not a dependency on the relay).
     #[test]
-    fn this_is_the_only_module_that_allows_unsafe_code() {
+    fn unsafe_code_is_allowed_in_two_modules_only() {
         fn walk(dir: &Path, found: &mut Vec<String>) {
-            for entry in std::fs::read_dir(dir)
-                .expect("the source tree is readable")
-                .flatten()
-            {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for entry in entries.flatten() {
                 let path = entry.path();
                 if path.is_dir() {
                     walk(&path, found);
@@ -802,12 +804,23 @@ mod tests {
                 }
             }
         }
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("cli/ sits in the workspace");
         let mut found = Vec::new();
-        for dir in ["src", "tests"] {
-            walk(&root.join(dir), &mut found);
+        for krate in ["cli", "relay", "policy", "proto", "bench"] {
+            let root = workspace.join(krate);
+            assert!(root.join("src").is_dir(), "{} is a crate", root.display());
+            for dir in ["src", "tests"] {
+                walk(&root.join(dir), &mut found);
+            }
         }
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].ends_with("tools/spawn_in_cgroup.rs"), "{found:?}");
+        found.sort();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found[0].ends_with("cli/src/tools/spawn_in_cgroup.rs"),
+            "{found:?}"
+        );
+        assert!(found[1].ends_with("relay/src/heap.rs"), "{found:?}");
     }
 }
