@@ -8,6 +8,7 @@
 
 mod postgres;
 mod sqlite;
+mod sqlite_journal;
 
 use std::sync::Arc;
 

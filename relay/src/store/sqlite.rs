@@ -15,10 +15,10 @@ use sqlx::sqlite::{
 use sqlx::{Row, Sqlite};
 use time::OffsetDateTime;
 
+use super::sqlite_journal::{self as journal, INVOCATION_COLUMNS};
 use super::{
-    epoch_from_db, epoch_to_db, parse_state, sql_state_rank, state_text, InvocationRecord,
-    JournalWrite, LeaseRefresh, Member, NewMember, SeenRecord, SessionRecord, Store, StoreError,
-    TokenRecord,
+    epoch_from_db, epoch_to_db, parse_state, InvocationRecord, JournalWrite, LeaseRefresh, Member,
+    NewMember, SeenRecord, SessionRecord, Store, StoreError, TokenRecord,
 };
 use crate::clock::from_unix;
 use crate::environment::{EnvironmentRecord, Scope};
@@ -180,70 +180,6 @@ fn token_from_row(row: &SqliteRow) -> Result<TokenRecord, StoreError> {
 
 const SESSION_COLUMNS: &str =
     "environment_id, epoch, holder, session_id, presence, heartbeat, refreshed_at";
-const INVOCATION_COLUMNS: &str = "call_id, environment_id, tool_name, state, epoch, created_at, \
-     finished_at, result, exit_code, error";
-/// [`INVOCATION_COLUMNS`] out of one `json_each` row made by [`journal_row`].
-const JOURNAL_ROW_COLUMNS: &str = "json_extract(value, '$[0]') AS call_id, \
-     json_extract(value, '$[1]') AS environment_id, json_extract(value, '$[2]') AS tool_name, \
-     json_extract(value, '$[3]') AS state, json_extract(value, '$[4]') AS epoch, \
-     json_extract(value, '$[5]') AS created_at, json_extract(value, '$[6]') AS finished_at, \
-     json_extract(value, '$[7]') AS result, json_extract(value, '$[8]') AS exit_code, \
-     json_extract(value, '$[9]') AS error";
-
-/// Creates (or advances) journal rows from a JSON array of
-/// [`journal_row`]s; a row of another environment is left alone.
-static JOURNAL_CREATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!(
-        "INSERT INTO invocations ({INVOCATION_COLUMNS}) SELECT {JOURNAL_ROW_COLUMNS} \
-         FROM json_each(?1) WHERE true \
-         ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, \
-         tool_name = CASE WHEN invocations.tool_name = '' THEN excluded.tool_name ELSE invocations.tool_name END, \
-         epoch = COALESCE(invocations.epoch, excluded.epoch), finished_at = excluded.finished_at, \
-         result = excluded.result, exit_code = excluded.exit_code, error = excluded.error \
-         WHERE invocations.environment_id = excluded.environment_id AND {} < {}",
-        sql_state_rank("invocations.state"),
-        sql_state_rank("excluded.state")
-    )
-});
-
-/// Advances existing journal rows only (a result no waiting call knew).
-static JOURNAL_UPDATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!(
-        "UPDATE invocations SET state = input.state, \
-         tool_name = CASE WHEN invocations.tool_name = '' THEN input.tool_name ELSE invocations.tool_name END, \
-         epoch = COALESCE(invocations.epoch, input.epoch), finished_at = input.finished_at, \
-         result = input.result, exit_code = input.exit_code, error = input.error \
-         FROM (SELECT {JOURNAL_ROW_COLUMNS} FROM json_each(?1)) AS input \
-         WHERE invocations.call_id = input.call_id \
-         AND invocations.environment_id = input.environment_id AND {} < {}",
-        sql_state_rank("invocations.state"),
-        sql_state_rank("input.state")
-    )
-});
-
-/// A journal entry as a JSON array in [`INVOCATION_COLUMNS`] order; the
-/// result is its JSON text (a string), as the column stores it.
-fn journal_row(entry: &InvocationRecord) -> Result<serde_json::Value, StoreError> {
-    let result = match entry.state {
-        runner_proto::api::InvocationState::Done => {
-            Some(serde_json::to_string(&entry.result).map_err(|e| corrupt("invocations", e))?)
-        }
-        _ => None,
-    };
-    Ok(serde_json::json!([
-        entry.call_id,
-        entry.environment_id,
-        entry.tool_name,
-        state_text(entry.state),
-        entry.epoch.map(epoch_to_db),
-        entry.created_at.unix_timestamp(),
-        entry.finished_at.map(OffsetDateTime::unix_timestamp),
-        result,
-        entry.exit_code,
-        entry.error,
-    ]))
-}
-
 fn session_from_row(row: &SqliteRow) -> Result<SessionRecord, StoreError> {
     Ok(SessionRecord {
         environment_id: row.try_get("environment_id")?,
@@ -754,26 +690,28 @@ impl Store for SqliteStore {
     }
 
     async fn write_journal(&self, writes: &[JournalWrite]) -> Result<(), StoreError> {
-        // One statement per kind of write, whatever the batch size: the rows
-        // travel as one JSON array (`json_each`), since every statement is a
-        // round trip to the connection's thread.
+        // One statement per kind of write up to a large batch: every
+        // statement is a round trip to the connection's thread.
         let mut create = Vec::new();
         let mut update = Vec::new();
         for write in writes {
-            let row = journal_row(&write.entry)?;
+            let row = journal::Row::new(&write.entry)?;
             if write.create {
                 create.push(row);
             } else {
                 update.push(row);
             }
         }
-        let create = (!create.is_empty()).then(|| {
-            sqlx::query(&JOURNAL_CREATE).bind(serde_json::Value::Array(create).to_string())
-        });
-        let update = (!update.is_empty()).then(|| {
-            sqlx::query(&JOURNAL_UPDATE).bind(serde_json::Value::Array(update).to_string())
-        });
-        if create.is_none() && update.is_none() {
+        let statements: Vec<_> = create
+            .chunks(journal::MAX_ROWS)
+            .map(|rows| journal::query(journal::Kind::Create, rows))
+            .chain(
+                update
+                    .chunks(journal::MAX_ROWS)
+                    .map(|rows| journal::query(journal::Kind::Update, rows)),
+            )
+            .collect();
+        if statements.is_empty() {
             return Ok(());
         }
         let mut held = self.journal.lock().await;
@@ -782,19 +720,18 @@ impl Store for SqliteStore {
             None => self.pool.acquire().await?,
         };
         let written: Result<(), sqlx::Error> = async {
-            match (create, update) {
+            if statements.len() == 1 {
                 // One statement is atomic on its own: no BEGIN and COMMIT,
                 // two round trips fewer (a batch is usually of one kind).
-                (Some(statement), None) | (None, Some(statement)) => {
+                for statement in statements {
                     statement.execute(&mut *connection).await?;
                 }
-                (Some(create), Some(update)) => {
-                    let mut tx = sqlx::Connection::begin(&mut *connection).await?;
-                    create.execute(&mut *tx).await?;
-                    update.execute(&mut *tx).await?;
-                    tx.commit().await?;
+            } else {
+                let mut tx = sqlx::Connection::begin(&mut *connection).await?;
+                for statement in statements {
+                    statement.execute(&mut *tx).await?;
                 }
-                (None, None) => {}
+                tx.commit().await?;
             }
             Ok(())
         }
@@ -844,6 +781,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
+    use crate::store::sqlite_journal;
 
     /// A new store in `dir`, as `relay.db`.
     async fn store_in(dir: &tempfile::TempDir) -> (SqliteStore, std::path::PathBuf) {
@@ -930,5 +868,49 @@ mod tests {
             let found = store.invocation(call_id).await.expect("read").is_some();
             assert_eq!(found, kept, "{call_id}");
         }
+    }
+
+    async fn count(store: &SqliteStore, filter: &str) -> i64 {
+        sqlx::query_scalar(&format!("SELECT count(*) FROM invocations WHERE {filter}"))
+            .fetch_one(&store.pool)
+            .await
+            .expect("count")
+    }
+
+    /// A batch is written through the statement for the next power of two
+    /// rows, padded with NULL rows: every real row lands, no padding row
+    /// does, and a batch larger than one statement is one transaction.
+    #[tokio::test]
+    async fn journal_batches_of_any_size_write_their_rows_and_no_padding() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _) = store_in(&dir).await;
+        // 3 rows: the 4-row statement with one padding row.
+        let three: Vec<_> = (0..3).map(|i| dispatched(&format!("s{i}"))).collect();
+        store.write_journal(&three).await.expect("three rows");
+        assert_eq!(count(&store, "true").await, 3);
+
+        // More than one statement holds, both kinds: several statements
+        // in one transaction.
+        let rows = sqlite_journal::MAX_ROWS + 1;
+        let mut batch: Vec<_> = (0..rows).map(|i| dispatched(&format!("l{i}"))).collect();
+        for i in 0..3 {
+            let mut done = dispatched(&format!("s{i}"));
+            done.entry.state = runner_proto::api::InvocationState::Done;
+            done.entry.result = serde_json::json!({ "n": i });
+            done.entry.exit_code = Some(i);
+            done.create = false;
+            batch.push(done);
+        }
+        store.write_journal(&batch).await.expect("a large batch");
+        assert_eq!(count(&store, "true").await, 3 + rows as i64);
+        assert_eq!(count(&store, "call_id IS NULL").await, 0, "no padding row");
+        assert_eq!(count(&store, "state = 'done'").await, 3);
+        let done = store.invocation("s2").await.expect("read").expect("row");
+        assert_eq!(done.result, serde_json::json!({ "n": 2 }));
+        assert_eq!(done.exit_code, Some(2));
+        let last = format!("l{}", rows - 1);
+        let last = store.invocation(&last).await.expect("read").expect("row");
+        assert_eq!(last.tool_name, "ping");
+        assert_eq!(last.epoch, Some(1));
     }
 }
