@@ -111,7 +111,7 @@ fn statement(kind: Kind, shape: usize) -> &'static str {
 }
 
 fn build(kind: Kind, shape: usize) -> String {
-    let row = format!("({})", vec!["?"; COLUMNS].join(", "));
+    let row = format!("({})", ["?"; COLUMNS].join(", "));
     let values = format!("VALUES {}", vec![row; shape].join(", "));
     let input = format!("SELECT {INPUT_COLUMNS} FROM ({values}) WHERE column1 IS NOT NULL");
     match kind {
