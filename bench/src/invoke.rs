@@ -466,10 +466,27 @@ pub async fn alternate(
         }
     }
     let mut samples = vec![vec![Vec::new(); plan.len()]; setups.len()];
+    // CPU nanoseconds of each build's relay and runner during each
+    // method's batches: what a call costs them, steadier than its latency
+    // on a shared machine.
+    let mut cpu = vec![vec![(0u64, 0u64); plan.len()]; setups.len()];
+    let pids: Vec<(u32, Option<u32>)> = started
+        .iter()
+        .map(|(relay, _, runners)| {
+            let runner = runners
+                .first()
+                .and_then(|runner| runner.child.as_ref())
+                .and_then(|child| child.id());
+            (relay.child.id().unwrap_or(0), runner)
+        })
+        .collect();
     loop {
         let mut progressed = false;
         for (m, &(method, count)) in plan.iter().enumerate() {
             for (b, (setup, (name, _))) in setups.iter().zip(builds).enumerate() {
+                let (relay_pid, runner_pid) = pids[b];
+                let relay_before = procs::thread_cpu_ns(relay_pid);
+                let runner_before = runner_pid.map(procs::thread_cpu_ns);
                 for _ in 0..BATCH.min(count.saturating_sub(samples[b][m].len())) {
                     progressed = true;
                     let elapsed = once(setup, method)
@@ -480,6 +497,11 @@ pub async fn alternate(
                         tokio::time::sleep(gap).await;
                     }
                 }
+                cpu[b][m].0 +=
+                    procs::cpu_ns_between(&relay_before, &procs::thread_cpu_ns(relay_pid));
+                if let (Some(pid), Some(before)) = (runner_pid, runner_before) {
+                    cpu[b][m].1 += procs::cpu_ns_between(&before, &procs::thread_cpu_ns(pid));
+                }
             }
         }
         if !progressed {
@@ -488,14 +510,19 @@ pub async fn alternate(
     }
     let baseline: Vec<f64> = samples[0].iter().map(|s| Summary::of(s).p50_us).collect();
     let mut results = Vec::with_capacity(builds.len());
-    for ((name, _), per_method) in builds.iter().zip(&samples) {
+    for (((name, _), per_method), cpu) in builds.iter().zip(&samples).zip(&cpu) {
         let mut methods = Map::new();
-        for ((method, _), (times, base)) in plan.iter().zip(per_method.iter().zip(&baseline)) {
+        for (((method, _), (times, base)), &(relay_ns, runner_ns)) in
+            plan.iter().zip(per_method.iter().zip(&baseline)).zip(cpu)
+        {
             let summary = Summary::of(times);
             let mut entry = summary.to_json();
             if *base > 0.0 {
                 entry["p50_over_first_build"] = json!(round(summary.p50_us / base, 3));
             }
+            let per_call = |ns: u64| round(ns as f64 / 1000.0 / times.len().max(1) as f64, 1);
+            entry["relay_cpu_us_per_call"] = json!(per_call(relay_ns));
+            entry["runner_cpu_us_per_call"] = json!(per_call(runner_ns));
             methods.insert(method.key().into(), entry);
         }
         results.push(json!({"build": name, "methods": methods}));

@@ -495,15 +495,15 @@ pub fn ab_table(ab: &Value) -> String {
     }
     let _ = writeln!(
         out,
-        "| build | method | n | p50 µs | p99 µs | p50 / first build |"
+        "| build | method | n | p50 µs | p99 µs | p50 / first build | relay CPU µs / call | runner CPU µs / call |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|");
     for method in &methods {
         for build in builds {
             let entry = &build["methods"][method];
             let _ = writeln!(
                 out,
-                "| {} | `{method}` | {} | {} | {} | {} |",
+                "| {} | `{method}` | {} | {} | {} | {} | {} | {} |",
                 build["build"].as_str().unwrap_or("?"),
                 number(&entry["count"]),
                 number(&entry["p50_us"]),
@@ -512,6 +512,9 @@ pub fn ab_table(ab: &Value) -> String {
                 entry["p50_over_first_build"]
                     .as_f64()
                     .map_or_else(|| "–".to_owned(), |ratio| format!("{ratio:.3}")),
+                // Absent from files written before the harness measured it.
+                number(&entry["relay_cpu_us_per_call"]),
+                number(&entry["runner_cpu_us_per_call"]),
             );
         }
     }
