@@ -26,8 +26,9 @@
 //! (`CLONE_VM | CLONE_VFORK`, as glibc's `posix_spawn`; the calling thread
 //! waits): it makes async-signal-safe system calls only, on data prepared
 //! before the clone (paths, argv, envp, fds), writes nothing but its own
-//! stack, and no signal handler of the runner's can run in it. No
-//! allocation, no locks, no panics.
+//! stack and, when it fails, one `errno` slot the waiting thread reads
+//! after it resumes, and no signal handler of the runner's can run in it.
+//! No allocation, no locks, no panics.
 #![allow(unsafe_code)]
 
 use std::ffi::{CString, OsStr, OsString};
@@ -38,7 +39,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use nix::errno::Errno;
 use nix::libc;
@@ -142,8 +143,14 @@ struct Prepared {
     envp: Vec<*const libc::c_char>,
     /// `(from, to)`: the fds that become 0, 1 and 2.
     stdio: [(RawFd, RawFd); 3],
-    /// Where the child writes `errno` when it fails before `execve` returns.
-    report: RawFd,
+    /// The child's `errno` when it fails before `execve` succeeds; 0 until
+    /// then. Shared memory instead of a close-on-exec pipe, as glibc's
+    /// `posix_spawn` does: the parent reads it only after `CLONE_VFORK`
+    /// resumed it, which the kernel does once the child has `execve`d or
+    /// exited. The pipe cost a `pipe2`, two `close`s and a blocking `read`
+    /// a call, whose reader then spun on the pipe's lock while `execve`
+    /// released it (4 % of the runner's CPU under back-to-back calls).
+    failure: AtomicI32,
 }
 
 /// Starts `request` inside its cgroup, with stdout and stderr piped, in a
@@ -167,7 +174,6 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
 
     let (stdout_read, stdout_write) = pipe_pair().map_err(Error::Spawn)?;
     let (stderr_read, stderr_write) = pipe_pair().map_err(Error::Spawn)?;
-    let (report_read, report_write) = pipe_pair().map_err(Error::Spawn)?;
     let (stdin_parent, stdin_child) = if request.stdin {
         let (read, write) = pipe_pair().map_err(Error::Spawn)?;
         (Some(write), read)
@@ -181,7 +187,6 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
     let stdin_child = above_stdio(stdin_child).map_err(Error::Spawn)?;
     let stdout_write = above_stdio(stdout_write).map_err(Error::Spawn)?;
     let stderr_write = above_stdio(stderr_write).map_err(Error::Spawn)?;
-    let report_write = above_stdio(report_write).map_err(Error::Spawn)?;
 
     let prepared = prepare(
         request,
@@ -190,7 +195,6 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
             (stdout_write.as_raw_fd(), 1),
             (stderr_write.as_raw_fd(), 2),
         ],
-        report_write.as_raw_fd(),
     )
     .map_err(Error::Spawn)?;
 
@@ -272,19 +276,16 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
     // The parent's copies of the child's ends: their readers must see EOF
     // when the child's side closes.
-    drop((
-        stdin_child,
-        stdout_write,
-        stderr_write,
-        report_write,
-        cgroup,
-    ));
+    drop((stdin_child, stdout_write, stderr_write, cgroup));
+    // `CLONE_VFORK`: the child has `execve`d or exited by now, so this is
+    // its last word on the matter.
+    let failure = prepared.failure.load(Ordering::Acquire);
     drop(prepared);
 
-    if let Some(errno) = read_report(&report_read) {
+    if failure != 0 {
         // The child failed before `execve` and exits at once: reap it.
         let _ = reap(&pidfd, WaitPidFlag::empty());
-        return Err(Error::Spawn(io::Error::from_raw_os_error(errno)));
+        return Err(Error::Spawn(io::Error::from_raw_os_error(failure)));
     }
     // The runner's runtimes all have their I/O driver (`enable_all`), so
     // registering cannot panic for want of one.
@@ -325,11 +326,7 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
     }
 }
 
-fn prepare(
-    request: &Request<'_>,
-    stdio: [(RawFd, RawFd); 3],
-    report: RawFd,
-) -> io::Result<Prepared> {
+fn prepare(request: &Request<'_>, stdio: [(RawFd, RawFd); 3]) -> io::Result<Prepared> {
     let program = c_string(request.program.as_os_str())?;
     let workdir = c_string(request.workdir.as_os_str())?;
     let mut strings = Vec::with_capacity(request.argv.len() + request.env.len());
@@ -357,7 +354,7 @@ fn prepare(
         argv,
         envp,
         stdio,
-        report,
+        failure: AtomicI32::new(0),
     })
 }
 
@@ -431,7 +428,7 @@ unsafe fn clone3_into(_: &mut CloneArgs, _: *const Prepared) -> libc::c_long {
 /// The new process, from `clone3` to `execve`, sharing the runner's
 /// memory: async-signal-safe system calls on prepared data only, nothing
 /// written but its own stack (and `errno`, in the waiting thread's slot).
-/// On any failure it writes `errno` to the report pipe and exits 127.
+/// On any failure it stores `errno` in `prepared.failure` and exits 127.
 ///
 /// # Safety
 /// Only as the entry point of the child of [`clone3_into`].
@@ -467,17 +464,17 @@ unsafe extern "C" fn child_main(prepared: *const Prepared) -> ! {
         }
     }
     if libc::setpgid(0, 0) != 0 {
-        fail(prepared.report);
+        fail(prepared);
     }
     for (from, to) in prepared.stdio {
         // `dup2` clears close-on-exec on the new fd; the originals (≥ 3)
         // close at `execve`.
         if libc::dup2(from, to) < 0 {
-            fail(prepared.report);
+            fail(prepared);
         }
     }
     if libc::chdir(prepared.workdir.as_ptr()) != 0 {
-        fail(prepared.report);
+        fail(prepared);
     }
     // The program starts with no signal blocked, as std's children do.
     let none: u64 = 0;
@@ -489,39 +486,25 @@ unsafe extern "C" fn child_main(prepared: *const Prepared) -> ! {
         std::mem::size_of::<u64>(),
     ) != 0
     {
-        fail(prepared.report);
+        fail(prepared);
     }
     libc::execve(
         prepared.program.as_ptr(),
         prepared.argv.as_ptr(),
         prepared.envp.as_ptr(),
     );
-    fail(prepared.report)
+    fail(prepared)
 }
 
-/// Reports `errno` to the parent and exits (child side).
-unsafe fn fail(report: RawFd) -> ! {
-    let errno = Errno::last_raw().to_ne_bytes();
-    // The raw system call: glibc's `write` is a cancellation point, which
-    // touches the waiting thread's state in our shared memory.
-    libc::syscall(libc::SYS_write, report, errno.as_ptr(), errno.len());
+/// Leaves `errno` for the parent and exits (child side). An `errno` of 0
+/// (no failure recorded) still reads as a failure: `ECHILD` stands in.
+unsafe fn fail(prepared: &Prepared) -> ! {
+    let errno = match Errno::last_raw() {
+        0 => libc::ECHILD,
+        errno => errno,
+    };
+    prepared.failure.store(errno, Ordering::Release);
     libc::_exit(127)
-}
-
-/// The child's `errno` if it failed before `execve`; `None` once `execve`
-/// closed the report pipe (close-on-exec).
-fn read_report(report: &OwnedFd) -> Option<i32> {
-    let mut bytes = [0u8; 4];
-    let mut filled = 0;
-    while filled < bytes.len() {
-        match nix::unistd::read(report, &mut bytes[filled..]) {
-            Ok(0) => break,
-            Ok(read) => filled += read,
-            Err(Errno::EINTR) => continue,
-            Err(_) => break,
-        }
-    }
-    (filled == bytes.len()).then(|| i32::from_ne_bytes(bytes))
 }
 
 /// A close-on-exec pipe: `(read end, write end)`.
