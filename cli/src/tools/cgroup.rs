@@ -28,15 +28,19 @@
 //!
 //! Stopping: `cgroup.kill` (Linux 5.14+) SIGKILLs every member at once,
 //! new forks included; on older kernels every pid in `cgroup.procs` gets
-//! SIGKILL until none is left. Empty call cgroups are removed; one still
-//! populated when its call ended normally (a daemon the command started on
-//! purpose) is left and removed by a later call once it is empty.
+//! SIGKILL until none is left. A call cgroup that is empty when its call
+//! ends is kept for a later call ([`POOL`] of them, each for at most
+//! [`REUSE_WITHIN`] after it was made), else removed: making and removing
+//! one was a tenth of the runner's CPU for a `shell` call (BENCHMARKS.md,
+//! eighth round). One still populated when its call ended normally (a
+//! daemon the command started on purpose) is left and removed by a later
+//! call once it is empty.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
-use std::time::{Duration, SystemTime};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -51,6 +55,60 @@ pub const PRUNE_AFTER: Duration = Duration::from_secs(60);
 pub const EMPTY_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a populated call cgroup's removal is retried after its call.
 pub const REMOVE_RETRY: Duration = Duration::from_secs(30);
+/// Empty call cgroups kept for the next calls.
+pub const POOL: usize = 8;
+/// How long after it was made a call cgroup may be used again: well under
+/// [`PRUNE_AFTER`], so that no runner's prune (which takes empty ones
+/// older than that) can remove one between its reuse and its first
+/// process.
+pub const REUSE_WITHIN: Duration = Duration::from_secs(30);
+
+/// Empty call cgroups of this process, for the next calls.
+static IDLE: Pool = Pool::new();
+
+/// Call cgroups kept empty for later calls.
+#[derive(Debug)]
+struct Pool(Mutex<Vec<CallGroup>>);
+
+impl Pool {
+    const fn new() -> Pool {
+        Pool(Mutex::new(Vec::new()))
+    }
+
+    /// A poisoned lock still holds a usable list.
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<CallGroup>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A kept cgroup that is young enough and still empty: checked again
+    /// here, since a process of the runner's user may have moved itself in
+    /// since, and stopping the new call would then stop it too. Those that
+    /// do not qualify are removed (or left to a prune).
+    fn take(&self) -> Option<CallGroup> {
+        loop {
+            let kept = self.list().pop()?;
+            if kept.reusable() {
+                return Some(kept);
+            }
+            kept.forget();
+        }
+    }
+
+    /// Keeps `group` if it is empty, young enough and there is room;
+    /// removes it otherwise.
+    fn give(&self, group: CallGroup) {
+        if group.reusable() {
+            let mut list = self.list();
+            if list.len() < POOL {
+                list.push(group);
+                return;
+            }
+        }
+        group.forget();
+    }
+}
 /// The shell that runs [`JOIN_SCRIPT`] (POSIX: present on every Linux
 /// that has a shell at all).
 const WRAPPER_SHELL: &str = "/bin/sh";
@@ -77,10 +135,14 @@ impl KillMethod {
     }
 }
 
-/// One call's cgroup. Dropping it removes the directory if it is empty.
+/// One call's cgroup. Dropped empty, it is kept for a later call (see
+/// [`POOL`]) or removed.
 #[derive(Debug)]
 pub struct CallGroup {
     dir: PathBuf,
+    made: Instant,
+    /// Never to be used again ([`Self::retire`]).
+    retired: AtomicBool,
 }
 
 impl CallGroup {
@@ -93,10 +155,13 @@ impl CallGroup {
         if PRUNED.due(super::process::HOUSEKEEPING_INTERVAL) {
             prune(parent);
         }
+        if let Some(kept) = IDLE.take() {
+            return Some(kept);
+        }
         let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
         let dir = parent.join(format!("{NAME_PREFIX}{}-{sequence}", std::process::id()));
         match std::fs::create_dir(&dir) {
-            Ok(()) => Some(CallGroup { dir }),
+            Ok(()) => Some(CallGroup::for_path(dir)),
             Err(error) => {
                 tracing::debug!(cgroup = %dir.display(), %error, "no cgroup for this call");
                 None
@@ -106,7 +171,43 @@ impl CallGroup {
 
     /// A handle on a given directory (tests and measurements).
     pub fn for_path(dir: PathBuf) -> CallGroup {
-        CallGroup { dir }
+        CallGroup {
+            dir,
+            made: Instant::now(),
+            retired: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether a later call may use this cgroup: not retired, young
+    /// enough, and empty.
+    fn reusable(&self) -> bool {
+        !self.retired.load(Ordering::Relaxed)
+            && self.made.elapsed() < REUSE_WITHIN
+            && self.is_empty()
+    }
+
+    /// Whether no process is in the cgroup or below it (`populated 0` in
+    /// `cgroup.events`); `false` when that cannot be read.
+    pub fn is_empty(&self) -> bool {
+        std::fs::read_to_string(self.dir.join("cgroup.events"))
+            .is_ok_and(|events| events.lines().any(|line| line.trim() == "populated 0"))
+    }
+
+    /// Removes the directory (in the background when possible) instead of
+    /// keeping it: a populated one is retried for [`REMOVE_RETRY`].
+    fn forget(mut self) {
+        let dir = std::mem::take(&mut self.dir);
+        std::mem::forget(self);
+        match tokio::runtime::Handle::try_current() {
+            // In a task of its own: the call's result goes out first (the
+            // `rmdir` is ≈ 20 µs on the benchmark machine).
+            Ok(runtime) => {
+                runtime.spawn(remove(dir));
+            }
+            Err(_) => {
+                let _ = std::fs::remove_dir(&dir);
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -153,7 +254,18 @@ impl CallGroup {
     }
 
     /// SIGKILLs every process in the cgroup.
+    /// Keeps this cgroup from later calls. After a write to `cgroup.kill`,
+    /// every process `clone3` creates in the cgroup is killed at birth
+    /// (seen on Linux 6.18: the kill stays pending), though moving one in
+    /// still works. [`Self::kill_all`] retires the cgroup for that reason,
+    /// and so does a call whose process was SIGKILLed: its command may have
+    /// written `cgroup.kill` itself.
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::Relaxed);
+    }
+
     pub fn kill_all(&self) -> KillMethod {
+        self.retire();
         if std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok() {
             return KillMethod::CgroupKill;
         }
@@ -188,17 +300,12 @@ impl CallGroup {
 
 impl Drop for CallGroup {
     fn drop(&mut self) {
-        let dir = std::mem::take(&mut self.dir);
-        match tokio::runtime::Handle::try_current() {
-            // In a task of its own: the call's result goes out first (the
-            // `rmdir` is ≈ 20 µs on the benchmark machine).
-            Ok(runtime) => {
-                runtime.spawn(remove(dir));
-            }
-            Err(_) => {
-                let _ = std::fs::remove_dir(&dir);
-            }
-        }
+        let group = CallGroup {
+            dir: std::mem::take(&mut self.dir),
+            made: self.made,
+            retired: AtomicBool::new(self.retired.load(Ordering::Relaxed)),
+        };
+        IDLE.give(group);
     }
 }
 
@@ -436,9 +543,7 @@ mod tests {
 
     #[test]
     fn the_wrapper_passes_the_command_through_unchanged() {
-        let group = CallGroup {
-            dir: PathBuf::from("/nonexistent/runner-call-test"),
-        };
+        let group = CallGroup::for_path(PathBuf::from("/nonexistent/runner-call-test"));
         let (program, args) = group.wrap(OsStr::new("/bin/echo"), &["a b".into(), "$c".into()]);
         // The cgroup is gone: the write fails quietly and the command runs.
         let output = std::process::Command::new(program)
@@ -488,5 +593,85 @@ mod tests {
                 "{description}"
             );
         }
+    }
+
+    /// A process moved into `group`, asleep until killed.
+    fn sleeper_in(group: &CallGroup) -> std::process::Child {
+        let sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        std::fs::write(group.path().join("cgroup.procs"), sleeper.id().to_string())
+            .expect("move the sleeper in");
+        sleeper
+    }
+
+    /// An empty young call cgroup is kept and handed out again; a
+    /// populated one, a killed one, an old one, one beyond the pool's size
+    /// and one that became populated while kept are not.
+    #[tokio::test]
+    async fn only_empty_young_call_cgroups_are_kept_for_later_calls() {
+        if CallGroup::create().is_none() {
+            eprintln!("no writable cgroup v2 here: skipped");
+            return;
+        }
+        let make = || CallGroup::create().expect("a call cgroup");
+        let pool = Pool::new();
+
+        let empty = make();
+        let path = empty.path().to_owned();
+        pool.give(empty);
+        let again = pool.take().expect("the empty one is kept");
+        assert_eq!(again.path(), path);
+        assert!(pool.take().is_none());
+
+        let busy = make();
+        let busy_path = busy.path().to_owned();
+        let mut sleeper = sleeper_in(&busy);
+        pool.give(busy);
+        assert!(pool.take().is_none(), "a populated one is not kept");
+
+        let killed = make();
+        killed.kill_all();
+        assert!(killed.is_empty());
+        pool.give(killed);
+        assert!(pool.take().is_none(), "a killed one is not kept");
+
+        let mut old = make();
+        if let Some(then) = Instant::now().checked_sub(REUSE_WITHIN) {
+            old.made = then;
+            pool.give(old);
+            assert!(pool.take().is_none(), "an old one is not kept");
+        }
+
+        let groups: Vec<_> = (0..=POOL).map(|_| make()).collect();
+        for group in groups {
+            pool.give(group);
+        }
+        let mut kept = Vec::new();
+        while let Some(group) = pool.take() {
+            kept.push(group);
+        }
+        assert_eq!(kept.len(), POOL, "at most POOL are kept");
+
+        let idle = kept.pop().expect("a kept one");
+        let idle_path = idle.path().to_owned();
+        pool.give(idle);
+        let mut intruder = sleeper_in(&CallGroup::for_path(idle_path));
+        assert!(
+            pool.take().is_none(),
+            "one that became populated while kept is not handed out"
+        );
+
+        for process in [&mut sleeper, &mut intruder] {
+            let _ = process.kill();
+            let _ = process.wait();
+        }
+        // The populated one is removed once empty (retried in the background).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while busy_path.exists() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!busy_path.exists(), "{} is removed", busy_path.display());
     }
 }

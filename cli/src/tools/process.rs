@@ -390,6 +390,13 @@ pub async fn run_isolated(
             status
         }
     };
+    if let (Some(group), Ok(status)) = (&group, &status) {
+        if signal_of(status) == Some(9) {
+            // Killed: perhaps by a write to its own `cgroup.kill`, which
+            // would kill every process later created in this cgroup.
+            group.retire();
+        }
+    }
     let (stdout, stdout_open) = finish_reader(stdout).await;
     let (stderr, stderr_open) = finish_reader(stderr).await;
     let (exit_code, wait_error) = match &status {
@@ -1159,6 +1166,41 @@ mod tests {
             error.contains("by process group") && error.contains("1 by call marker"),
             "{error}"
         );
+    }
+
+    /// A command that writes its own cgroup's `cgroup.kill` kills itself,
+    /// and every process later created in that cgroup would die at birth:
+    /// the calls after it must not get that cgroup again.
+    #[tokio::test]
+    async fn a_call_that_kills_its_own_cgroup_spoils_no_later_call() {
+        if CallGroup::create().is_none() {
+            eprintln!("no writable cgroup v2 here: skipped");
+            return;
+        }
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+        let (mount, _) = super::super::cgroup::hierarchy(&mountinfo).expect("cgroup2 mount");
+        let root = tempfile::tempdir().expect("tempdir");
+        let mut spec = bash(
+            r#"echo 1 > "$MOUNT$(sed -n 's/^0:://p' /proc/self/cgroup)/cgroup.kill"; sleep 5"#,
+            root.path(),
+        );
+        spec.env
+            .insert("MOUNT".into(), mount.to_string_lossy().into_owned());
+        let scope_of = |id: &str| scope(id, Duration::from_secs(10));
+        let killed = run(spec, &context(root.path()), &scope_of("kills-itself"))
+            .await
+            .expect("runs");
+        assert_eq!(killed.exit_code, Some(128 + 9), "{killed:?}");
+        for index in 0..=super::super::cgroup::POOL {
+            let after = run(
+                bash("echo ok", root.path()),
+                &context(root.path()),
+                &scope_of(&format!("after-{index}")),
+            )
+            .await
+            .expect("runs");
+            assert_eq!(after.exit_code, Some(0), "call {index} after: {after:?}");
+        }
     }
 
     /// Every way into the call's cgroup catches a process that left the
