@@ -583,9 +583,18 @@ fn shell_scripts_pass_shellcheck() {
         found.is_ok_and(|output| output.status.success()),
         "shellcheck is not installed: `apt-get install -y shellcheck` (.ci/run installs it); this test does not skip"
     );
+    // The installer and every script of `scripts/`.
+    let mut scripts = vec![repo_root().join("installers/install.sh")];
+    let mut found: Vec<_> = std::fs::read_dir(repo_root().join("scripts"))
+        .expect("scripts/")
+        .map(|entry| entry.expect("an entry of scripts/").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "sh"))
+        .collect();
+    found.sort();
+    assert!(found.len() >= 5, "scripts/*.sh: {found:?}");
+    scripts.extend(found);
     let output = Command::new("shellcheck")
-        .arg(repo_root().join("installers/install.sh"))
-        .arg(repo_root().join("scripts/make-release.sh"))
+        .args(&scripts)
         .output()
         .expect("run shellcheck");
     let (code, stdout, stderr) = text(&output);
