@@ -46,11 +46,12 @@ chmod +x "$work/bin/$program"
 total() {
   local run="$1" count="$2" pid
   RUN="$run" "$bench" ab --bin-dir "$work/bin" --bin-dir "$bin_dir" --methods ping \
-    --calls "$count" --out "$work/ab.$run.json" >/dev/null
+    --calls "$count" --out "$work/ab.$run.json" >"$work/ab.$run.log" 2>&1 \
+    || { cat "$work/ab.$run.log" >&2; exit 1; }
   sleep 2
   pid="$(pgrep -f "valgrind.*$work/out.$run" | head -n 1)"
   [ -n "$pid" ] || { echo "callgrind-per-call.sh: the profiled $program is gone" >&2; exit 1; }
-  callgrind_control -d "$pid" >/dev/null
+  callgrind_control -d "$pid" >/dev/null 2>&1
   sleep 2
   kill "$pid" 2>/dev/null || true
   sleep 2

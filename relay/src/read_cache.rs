@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -49,7 +49,9 @@ pub struct ReadCache {
     enabled: bool,
     /// Key hash → (member, stored hash).
     members: Mutex<HashMap<String, Timed<(Member, String)>>>,
-    environments: Mutex<HashMap<String, Timed<EnvironmentRecord>>>,
+    /// Shared, not copied, by the calls that read them: a copy cost a
+    /// dozen allocations a call.
+    environments: Mutex<HashMap<String, Timed<Arc<EnvironmentRecord>>>>,
     /// Bumped by every change: a copy read from the store before a change
     /// must not be kept after it.
     environment_generation: AtomicU64,
@@ -111,7 +113,7 @@ impl ReadCache {
         }
     }
 
-    pub fn environment(&self, id: &str) -> Option<EnvironmentRecord> {
+    pub fn environment(&self, id: &str) -> Option<Arc<EnvironmentRecord>> {
         self.enabled.then(|| get(&self.environments, id)).flatten()
     }
 
@@ -122,7 +124,7 @@ impl ReadCache {
 
     /// Keeps a copy read from the store since `read_from`, unless some
     /// environment changed meanwhile (the copy may predate the change).
-    pub fn keep_environment(&self, read_from: Generation, environment: &EnvironmentRecord) {
+    pub fn keep_environment(&self, read_from: Generation, environment: &Arc<EnvironmentRecord>) {
         if !self.enabled {
             return;
         }
@@ -138,7 +140,7 @@ impl ReadCache {
             environment.id.clone(),
             Timed {
                 until: Instant::now() + ENVIRONMENT_TTL,
-                value: environment.clone(),
+                value: Arc::clone(environment),
             },
         );
     }
@@ -159,8 +161,8 @@ mod tests {
     use super::*;
     use crate::environment::Scope;
 
-    fn environment(id: &str) -> EnvironmentRecord {
-        EnvironmentRecord {
+    fn environment(id: &str) -> Arc<EnvironmentRecord> {
+        Arc::new(EnvironmentRecord {
             id: id.to_owned(),
             name: "n".into(),
             description: String::new(),
@@ -173,7 +175,7 @@ mod tests {
             created_at: time::OffsetDateTime::UNIX_EPOCH,
             last_seen: None,
             runner: None,
-        }
+        })
     }
 
     #[tokio::test(start_paused = true)]

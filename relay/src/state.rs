@@ -66,7 +66,7 @@ pub struct AppState {
     /// Shared mode (PostgreSQL + NATS): routing between relays.
     pub cluster: Option<Arc<NatsRouter>>,
     /// This relay instance's id, recorded as the holder of its sessions.
-    pub relay_id: String,
+    pub relay_id: Arc<str>,
     /// How long a draining relay waits for calls in flight on its sockets.
     pub drain_grace: Duration,
     pub health: Arc<CallHealth>,
@@ -104,7 +104,7 @@ impl AppState {
             reads,
             local,
             cluster: None,
-            relay_id: format!("relay-{}", uuid::Uuid::new_v4().simple()),
+            relay_id: format!("relay-{}", uuid::Uuid::new_v4().simple()).into(),
             drain_grace: DEFAULT_DRAIN_GRACE,
             health: Arc::new(CallHealth::default()),
             shutdown: CancellationToken::new(),
@@ -123,7 +123,7 @@ impl AppState {
     /// Shared mode: calls go through `cluster` (which holds the same
     /// [`LocalRouter`] as `self.local`) to whichever relay holds a socket.
     pub fn with_cluster(mut self, cluster: Arc<NatsRouter>) -> Self {
-        self.relay_id = cluster.relay_id().to_owned();
+        self.relay_id = cluster.relay_id().into();
         // Other relays change the store: nothing read from it is kept.
         self.reads = Arc::new(ReadCache::new(false));
         self.router = Arc::new(JournaledRouter::new(

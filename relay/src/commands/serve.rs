@@ -63,7 +63,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             relay_id: args
                 .instance_id
                 .clone()
-                .unwrap_or_else(|| state.relay_id.clone()),
+                .unwrap_or_else(|| state.relay_id.to_string()),
         };
         let router = NatsRouter::connect(
             cluster,

@@ -2,6 +2,8 @@
 //! combine it with the access rules (404 for what a member cannot see, 403
 //! for what they see but may not do).
 
+use std::sync::Arc;
+
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
@@ -73,7 +75,7 @@ pub async fn environment_for(
     caller: &Member,
     id: &str,
     intent: Intent,
-) -> Result<EnvironmentRecord, ApiError> {
+) -> Result<Arc<EnvironmentRecord>, ApiError> {
     // Only using an environment may read a copy: whatever writes one back
     // must start from the store.
     let cached = match intent {
@@ -84,7 +86,7 @@ pub async fn environment_for(
         Some(environment) => Some(environment),
         None => {
             let generation = state.reads.generation();
-            let read = state.store.environment(id).await?;
+            let read = state.store.environment(id).await?.map(Arc::new);
             if let Some(environment) = &read {
                 state.reads.keep_environment(generation, environment);
             }

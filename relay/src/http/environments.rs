@@ -1,6 +1,8 @@
 //! `/execution-environments`: create, list, read, update, delete, status and
 //! tools.
 
+use std::sync::Arc;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
@@ -81,7 +83,8 @@ pub async fn get(
     Caller(caller): Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Environment>, ApiError> {
-    let mut environment = environment_for(&state, &caller, &id, Intent::Read).await?;
+    let mut environment =
+        Arc::unwrap_or_clone(environment_for(&state, &caller, &id, Intent::Read).await?);
     state.seen.apply(&mut environment);
     Ok(Json(environment.to_api()))
 }
@@ -92,7 +95,8 @@ pub async fn update(
     Path(id): Path<String>,
     ApiJson(request): ApiJson<UpdateEnvironment>,
 ) -> Result<Json<Environment>, ApiError> {
-    let mut environment = environment_for(&state, &caller, &id, Intent::Manage).await?;
+    let mut environment =
+        Arc::unwrap_or_clone(environment_for(&state, &caller, &id, Intent::Manage).await?);
     if request.scope.is_some() {
         return Err(ApiError::bad_request(
             "scope is fixed at creation; create a new environment to change it",
@@ -183,7 +187,7 @@ pub async fn tools(
     let environment = environment_for(&state, &caller, &id, Intent::Read).await?;
     let presence = state.router.presence(&environment.id).await;
     Ok(Json(ToolList {
-        environment_id: environment.id,
+        environment_id: environment.id.clone(),
         runner_connected: presence.is_some(),
         tools: presence
             .map(|presence| enforcement::visible_tools(&environment.policy, &presence.tools))

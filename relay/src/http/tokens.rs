@@ -80,7 +80,7 @@ pub async fn revoke(
         .await;
     tracing::info!(environment_id = %environment.id, revoked, disconnected, "registration tokens revoked");
     Ok(Json(RevokedTokens {
-        environment_id: environment.id,
+        environment_id: environment.id.clone(),
         revoked_tokens: revoked,
         runner_disconnected: disconnected,
     }))
