@@ -175,6 +175,21 @@ pub(crate) fn sql_state_rank(expr: &str) -> String {
     format!("(CASE {expr} WHEN 'pending' THEN 0 WHEN 'dispatched' THEN 1 ELSE 2 END)")
 }
 
+/// What a journal insert does with a row that exists (both stores, after
+/// `INSERT … SELECT`): it moves forward only, fills a missing tool name
+/// and epoch, and leaves a row of another environment alone.
+pub(crate) fn journal_upsert() -> String {
+    format!(
+        "ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, \
+         tool_name = CASE WHEN invocations.tool_name = '' THEN excluded.tool_name ELSE invocations.tool_name END, \
+         epoch = COALESCE(invocations.epoch, excluded.epoch), finished_at = excluded.finished_at, \
+         result = excluded.result, exit_code = excluded.exit_code, error = excluded.error \
+         WHERE invocations.environment_id = excluded.environment_id AND {} < {}",
+        sql_state_rank("invocations.state"),
+        sql_state_rank("excluded.state")
+    )
+}
+
 pub(crate) fn state_text(state: InvocationState) -> &'static str {
     match state {
         InvocationState::Pending => "pending",

@@ -11,9 +11,9 @@ use sqlx::Row;
 use time::OffsetDateTime;
 
 use super::{
-    epoch_from_db, epoch_to_db, parse_state, sql_state_rank, state_text, InvocationRecord,
-    JournalWrite, LeaseRefresh, Member, NewMember, SeenRecord, SessionRecord, Store, StoreError,
-    TokenRecord,
+    epoch_from_db, epoch_to_db, journal_upsert, parse_state, sql_state_rank, state_text,
+    InvocationRecord, JournalWrite, LeaseRefresh, Member, NewMember, SeenRecord, SessionRecord,
+    Store, StoreError, TokenRecord,
 };
 use crate::clock::from_unix;
 use crate::environment::{EnvironmentRecord, Scope};
@@ -674,14 +674,8 @@ impl Store for PostgresStore {
              result, exit_code, error)";
         let create = (!create.call_id.is_empty()).then(|| {
             let statement = format!(
-                "INSERT INTO invocations ({INVOCATION_COLUMNS}) SELECT * FROM {input} \
-                 ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, \
-                 tool_name = CASE WHEN invocations.tool_name = '' THEN excluded.tool_name ELSE invocations.tool_name END, \
-                 epoch = COALESCE(invocations.epoch, excluded.epoch), finished_at = excluded.finished_at, \
-                 result = excluded.result, exit_code = excluded.exit_code, error = excluded.error \
-                 WHERE invocations.environment_id = excluded.environment_id AND {} < {}",
-                sql_state_rank("invocations.state"),
-                sql_state_rank("excluded.state")
+                "INSERT INTO invocations ({INVOCATION_COLUMNS}) SELECT * FROM {input} {}",
+                journal_upsert()
             );
             (statement, create)
         });

@@ -18,7 +18,9 @@ use sqlx::query::Query;
 use sqlx::sqlite::{Sqlite, SqliteArguments};
 use time::OffsetDateTime;
 
-use super::{epoch_to_db, sql_state_rank, state_text, InvocationRecord, StoreError};
+use super::{
+    epoch_to_db, journal_upsert, sql_state_rank, state_text, InvocationRecord, StoreError,
+};
 
 /// Most rows in one statement: 10 parameters a row stays far below
 /// SQLite's 32,766, and a larger batch is written as several statements.
@@ -118,14 +120,8 @@ fn build(kind: Kind, shape: usize) -> String {
         // The WHERE before ON CONFLICT is what SQLite's grammar needs
         // there anyway; a row of another environment is left alone.
         Kind::Create => format!(
-            "INSERT INTO invocations ({INVOCATION_COLUMNS}) {input} \
-             ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, \
-             tool_name = CASE WHEN invocations.tool_name = '' THEN excluded.tool_name ELSE invocations.tool_name END, \
-             epoch = COALESCE(invocations.epoch, excluded.epoch), finished_at = excluded.finished_at, \
-             result = excluded.result, exit_code = excluded.exit_code, error = excluded.error \
-             WHERE invocations.environment_id = excluded.environment_id AND {} < {}",
-            sql_state_rank("invocations.state"),
-            sql_state_rank("excluded.state")
+            "INSERT INTO invocations ({INVOCATION_COLUMNS}) {input} {}",
+            journal_upsert()
         ),
         Kind::Update => format!(
             "UPDATE invocations SET state = input.state, \
