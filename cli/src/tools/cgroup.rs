@@ -109,6 +109,7 @@ impl Pool {
         group.forget();
     }
 }
+
 /// The shell that runs [`JOIN_SCRIPT`] (POSIX: present on every Linux
 /// that has a shell at all).
 const WRAPPER_SHELL: &str = "/bin/sh";
@@ -253,7 +254,6 @@ impl CallGroup {
             .unwrap_or_default()
     }
 
-    /// SIGKILLs every process in the cgroup.
     /// Keeps this cgroup from later calls. After a write to `cgroup.kill`,
     /// every process `clone3` creates in the cgroup is killed at birth
     /// (seen on Linux 6.18: the kill stays pending), though moving one in
@@ -264,6 +264,7 @@ impl CallGroup {
         self.retired.store(true, Ordering::Relaxed);
     }
 
+    /// SIGKILLs every process in the cgroup, and retires it.
     pub fn kill_all(&self) -> KillMethod {
         self.retire();
         if std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok() {
