@@ -175,6 +175,14 @@ pub(crate) fn sql_state_rank(expr: &str) -> String {
     format!("(CASE {expr} WHEN 'pending' THEN 0 WHEN 'dispatched' THEN 1 ELSE 2 END)")
 }
 
+/// A stored value that cannot be read back as what it should be.
+pub(crate) fn corrupt(table: &'static str, message: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt {
+        table,
+        message: message.to_string(),
+    }
+}
+
 /// What a journal insert does with a row that exists (both stores, after
 /// `INSERT … SELECT`): it moves forward only, fills a missing tool name
 /// and epoch, and leaves a row of another environment alone.

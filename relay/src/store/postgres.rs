@@ -11,7 +11,7 @@ use sqlx::Row;
 use time::OffsetDateTime;
 
 use super::{
-    epoch_from_db, epoch_to_db, journal_upsert, parse_state, sql_state_rank, state_text,
+    corrupt, epoch_from_db, epoch_to_db, journal_upsert, parse_state, sql_state_rank, state_text,
     InvocationRecord, JournalWrite, LeaseRefresh, Member, NewMember, SeenRecord, SessionRecord,
     Store, StoreError, TokenRecord,
 };
@@ -71,13 +71,6 @@ impl PostgresStore {
 
 fn is_unique_violation(error: &sqlx::Error) -> bool {
     matches!(error, sqlx::Error::Database(db) if db.is_unique_violation())
-}
-
-fn corrupt(table: &'static str, message: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt {
-        table,
-        message: message.to_string(),
-    }
 }
 
 fn tier_text(tier: Tier) -> &'static str {

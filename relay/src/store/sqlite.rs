@@ -17,8 +17,8 @@ use time::OffsetDateTime;
 
 use super::sqlite_journal::{self as journal, INVOCATION_COLUMNS};
 use super::{
-    epoch_from_db, epoch_to_db, parse_state, InvocationRecord, JournalWrite, LeaseRefresh, Member,
-    NewMember, SeenRecord, SessionRecord, Store, StoreError, TokenRecord,
+    corrupt, epoch_from_db, epoch_to_db, parse_state, InvocationRecord, JournalWrite, LeaseRefresh,
+    Member, NewMember, SeenRecord, SessionRecord, Store, StoreError, TokenRecord,
 };
 use crate::clock::from_unix;
 use crate::environment::{EnvironmentRecord, Scope};
@@ -118,13 +118,6 @@ impl SqliteStore {
 
 fn is_unique_violation(error: &sqlx::Error) -> bool {
     matches!(error, sqlx::Error::Database(db) if db.is_unique_violation())
-}
-
-fn corrupt(table: &'static str, message: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt {
-        table,
-        message: message.to_string(),
-    }
 }
 
 fn tier_text(tier: Tier) -> &'static str {
@@ -702,14 +695,8 @@ impl Store for SqliteStore {
                 update.push(row);
             }
         }
-        let statements: Vec<_> = create
-            .chunks(journal::MAX_ROWS)
-            .map(|rows| journal::query(journal::Kind::Create, rows))
-            .chain(
-                update
-                    .chunks(journal::MAX_ROWS)
-                    .map(|rows| journal::query(journal::Kind::Update, rows)),
-            )
+        let statements: Vec<_> = journal::queries(journal::Kind::Create, &create)
+            .chain(journal::queries(journal::Kind::Update, &update))
             .collect();
         if statements.is_empty() {
             return Ok(());

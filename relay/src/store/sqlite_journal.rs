@@ -19,7 +19,7 @@ use sqlx::sqlite::{Sqlite, SqliteArguments};
 use time::OffsetDateTime;
 
 use super::{
-    epoch_to_db, journal_upsert, sql_state_rank, state_text, InvocationRecord, StoreError,
+    corrupt, epoch_to_db, journal_upsert, sql_state_rank, state_text, InvocationRecord, StoreError,
 };
 
 /// Most rows in one statement: 10 parameters a row stays far below
@@ -57,12 +57,9 @@ pub struct Row<'a> {
 impl<'a> Row<'a> {
     pub fn new(entry: &'a InvocationRecord) -> Result<Self, StoreError> {
         let result = match entry.state {
-            runner_proto::api::InvocationState::Done => Some(
-                serde_json::to_string(&entry.result).map_err(|e| StoreError::Corrupt {
-                    table: "invocations",
-                    message: e.to_string(),
-                })?,
-            ),
+            runner_proto::api::InvocationState::Done => {
+                Some(serde_json::to_string(&entry.result).map_err(|e| corrupt("invocations", e))?)
+            }
             _ => None,
         };
         Ok(Self { entry, result })
@@ -74,12 +71,20 @@ fn shape(rows: usize) -> usize {
     rows.clamp(1, MAX_ROWS).next_power_of_two()
 }
 
-/// The statement of `kind` for a batch of up to [`MAX_ROWS`] rows, with
-/// the NULL rows that pad it to its shape.
-pub fn query<'q>(kind: Kind, rows: &'q [Row<'q>]) -> Query<'q, Sqlite, SqliteArguments<'q>> {
+/// The statements of `kind` that write `rows`: one per [`MAX_ROWS`].
+pub fn queries<'q>(
+    kind: Kind,
+    rows: &'q [Row<'q>],
+) -> impl Iterator<Item = Query<'q, Sqlite, SqliteArguments<'q>>> {
+    rows.chunks(MAX_ROWS).map(move |chunk| query(kind, chunk))
+}
+
+/// The statement of `kind` for 1 to [`MAX_ROWS`] rows, with the NULL rows
+/// that pad it to its shape.
+fn query<'q>(kind: Kind, rows: &'q [Row<'q>]) -> Query<'q, Sqlite, SqliteArguments<'q>> {
     let shape = shape(rows.len());
     let mut query = sqlx::query(statement(kind, shape));
-    for row in rows.iter().take(MAX_ROWS) {
+    for row in rows {
         let entry = row.entry;
         query = query
             .bind(entry.call_id.as_str())
@@ -93,7 +98,7 @@ pub fn query<'q>(kind: Kind, rows: &'q [Row<'q>]) -> Query<'q, Sqlite, SqliteArg
             .bind(entry.exit_code)
             .bind(entry.error.as_deref());
     }
-    for _ in 0..(shape - rows.len().min(MAX_ROWS)) * COLUMNS {
+    for _ in 0..shape.saturating_sub(rows.len()) * COLUMNS {
         query = query.bind(None::<i64>);
     }
     query
