@@ -22,14 +22,16 @@ pub const ENV_INSTANCE_ID: &str = "RUNNER_RELAY_INSTANCE_ID";
 pub const ENV_DRAIN_GRACE: &str = "RUNNER_RELAY_DRAIN_GRACE";
 /// `--max-handshakes`.
 pub const ENV_MAX_HANDSHAKES: &str = "RUNNER_RELAY_MAX_HANDSHAKES";
-/// `--log-format`.
 /// Env var of `--releases-dir`.
 pub const ENV_RELEASES_DIR: &str = "RUNNER_RELAY_RELEASES_DIR";
 /// Env var of `--tls-cert`.
 pub const ENV_TLS_CERT: &str = "RUNNER_RELAY_TLS_CERT";
 /// Env var of `--tls-key`.
 pub const ENV_TLS_KEY: &str = "RUNNER_RELAY_TLS_KEY";
+/// `--log-format`.
 pub const ENV_LOG_FORMAT: &str = "RUNNER_RELAY_LOG_FORMAT";
+/// `--access-log`.
+pub const ENV_ACCESS_LOG: &str = "RUNNER_RELAY_ACCESS_LOG";
 
 /// Default address of `serve` and `dev`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7700";
@@ -42,6 +44,16 @@ pub struct Cli {
     /// Log format on stderr.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = ENV_LOG_FORMAT)]
     pub log_format: LogFormat,
+
+    /// Log every API request ("answered": method, path, status, ms) and
+    /// every tool call ("call finished": environment, call id, tool,
+    /// member, exit code, ms) at info, target `runner_relay::access`. Off
+    /// by default: every call is in the relay's journal already
+    /// (`GET /invocations/{call_id}`), and these lines would cost a busy
+    /// relay a sixth of its instructions per call and run into journald's
+    /// rate limit, which then drops the warnings that matter.
+    #[arg(long, global = true, env = ENV_ACCESS_LOG)]
+    pub access_log: bool,
 
     #[command(subcommand)]
     pub command: Command,

@@ -29,6 +29,9 @@ use tokio::time::Instant;
 use crate::environment::EnvironmentRecord;
 use crate::store::Member;
 
+/// A member behind an API key, and the key hash stored with it.
+pub type KnownMember = (Arc<Member>, Arc<str>);
+
 /// How long a member read from the store is reused.
 pub const MEMBER_TTL: Duration = Duration::from_secs(10);
 /// How long an environment read from the store is reused (changes made
@@ -47,8 +50,9 @@ struct Timed<T> {
 #[derive(Debug, Default)]
 pub struct ReadCache {
     enabled: bool,
-    /// Key hash → (member, stored hash).
-    members: Mutex<HashMap<String, Timed<(Member, String)>>>,
+    /// Key hash → (member, stored hash), shared: a request takes two
+    /// reference counts, not a copy of the member's names and teams.
+    members: Mutex<HashMap<String, Timed<KnownMember>>>,
     /// Shared, not copied, by the calls that read them: a copy cost a
     /// dozen allocations a call.
     environments: Mutex<HashMap<String, Timed<Arc<EnvironmentRecord>>>>,
@@ -103,11 +107,11 @@ impl ReadCache {
         }
     }
 
-    pub fn member(&self, key_hash: &str) -> Option<(Member, String)> {
+    pub fn member(&self, key_hash: &str) -> Option<KnownMember> {
         self.enabled.then(|| get(&self.members, key_hash)).flatten()
     }
 
-    pub fn keep_member(&self, key_hash: &str, found: &(Member, String)) {
+    pub fn keep_member(&self, key_hash: &str, found: &KnownMember) {
         if self.enabled {
             put(&self.members, key_hash, found.clone(), MEMBER_TTL);
         }

@@ -236,3 +236,52 @@ async fn binary_files_come_back_base64() {
     assert_eq!(body["result"]["content"], "n5KW", "{body}");
     assert_eq!(body["result"]["bytes_read"], 3);
 }
+
+/// The relay's access log: with `--access-log`, one "call finished" line
+/// per call (naming the call, its tool, caller and exit code) and one
+/// "answered" line per API request; without it, neither (the journal is
+/// the record), while the relay's other info lines are still written.
+#[tokio::test]
+async fn the_relay_logs_each_call_only_with_access_log() {
+    for access_log in [false, true] {
+        let flags: &[&str] = if access_log { &["--access-log"] } else { &[] };
+        let relay = Relay::spawn_logged(flags).await;
+        let (env, _runner) = Runner::online(&relay, dev_env()).await;
+        let (status, body) = relay
+            .invoke(
+                &env,
+                json!({"tool_name": "shell", "args": {"command": "exit 3"}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let call_id = body["call_id"].as_str().expect("call id");
+
+        // The lines are written before the answer leaves the relay.
+        let log = relay.log();
+        assert!(log.contains("runner connected"), "{log}");
+        let finished: Vec<&str> = log
+            .lines()
+            .filter(|line| line.contains("call finished"))
+            .collect();
+        let answered = log
+            .lines()
+            .filter(|line| line.contains("answered") && line.contains("/invoke-tool"))
+            .count();
+        if access_log {
+            assert_eq!(finished.len(), 1, "{log}");
+            for part in [
+                call_id,
+                env.as_str(),
+                "tool=shell",
+                "member=",
+                "exit_code=Some(3)",
+            ] {
+                assert!(finished[0].contains(part), "{part} in {}", finished[0]);
+            }
+            assert_eq!(answered, 1, "{log}");
+        } else {
+            assert!(finished.is_empty() && answered == 0, "{log}");
+            assert!(!log.contains(call_id), "{log}");
+        }
+    }
+}

@@ -59,15 +59,46 @@ impl Relay {
 
     /// A relay with extra `serve` flags (e.g. `--tls-cert`).
     pub async fn spawn_with(extra: &[&str]) -> Relay {
+        Relay::start(extra, None).await
+    }
+
+    /// A relay with extra `serve` flags, logging at info into
+    /// [`Relay::log`] instead of the test's stderr.
+    pub async fn spawn_logged(extra: &[&str]) -> Relay {
         let dir = tempfile::tempdir().expect("tempdir");
+        Relay::start(extra, Some(dir)).await
+    }
+
+    fn log_path(dir: &Path) -> PathBuf {
+        dir.join("relay.log")
+    }
+
+    /// What a relay of [`Relay::spawn_logged`] has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(Relay::log_path(self.dir.path())).expect("relay log")
+    }
+
+    async fn start(extra: &[&str], logged: Option<tempfile::TempDir>) -> Relay {
+        let (dir, stderr, level) = match logged {
+            Some(dir) => {
+                let file = std::fs::File::create(Relay::log_path(dir.path())).expect("log file");
+                (dir, Stdio::from(file), "info")
+            }
+            None => (
+                tempfile::tempdir().expect("tempdir"),
+                Stdio::inherit(),
+                "warn",
+            ),
+        };
         let mut child = Command::new(relay_bin())
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir.path().join("relay"))
             .args(extra)
             .env_remove("RUNNER_RELAY_DATABASE_URL")
-            .env("RUST_LOG", "warn")
+            .env_remove("RUNNER_RELAY_ACCESS_LOG")
+            .env("RUST_LOG", level)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .expect("spawn runner-relay");

@@ -17,7 +17,7 @@ use crate::store::{self, Store};
 
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    init_logging(cli.log_format);
+    init_logging(cli.log_format, cli.access_log);
     match cli.command {
         Command::Serve(args) => serve::run(args).await,
         Command::Admin(args) => admin::run(args).await,
@@ -25,9 +25,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-fn init_logging(format: LogFormat) {
+fn init_logging(format: LogFormat, access_log: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+        // The flag alone decides, whatever RUST_LOG says of other targets:
+        // off, the call span and its line are never even built.
+        .add_directive(crate::http::invoke::access_log_directive(access_log));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -27,7 +27,7 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
 
 /// The authenticated member making an API request.
 #[derive(Debug, Clone)]
-pub struct Caller(pub Member);
+pub struct Caller(pub Arc<Member>);
 
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
@@ -43,7 +43,11 @@ impl FromRequestParts<AppState> for Caller {
         let found = match state.reads.member(&hash) {
             Some(found) => Some(found),
             None => {
-                let found = state.store.member_by_key_hash(&hash).await?;
+                let found = state
+                    .store
+                    .member_by_key_hash(&hash)
+                    .await?
+                    .map(|(member, stored)| (Arc::new(member), Arc::<str>::from(stored)));
                 if let Some(found) = &found {
                     state.reads.keep_member(&hash, found);
                 }

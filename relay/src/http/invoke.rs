@@ -20,7 +20,7 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -44,6 +44,19 @@ use super::error::{ApiError, RawBody};
 use crate::enforcement::{self, Refusal};
 use crate::routing::{CallRouter, JournaledRouter, OutputChunk, RouteError};
 use crate::state::AppState;
+
+/// The tracing target of the access log: the `call` span and its one
+/// "call finished" line, at info, only with `--access-log`.
+pub const ACCESS_LOG: &str = "runner_relay::access";
+
+/// The filter directive that turns the access log on or off.
+pub fn access_log_directive(on: bool) -> tracing_subscriber::filter::Directive {
+    let level = if on { "info" } else { "off" };
+    // A constant target and level: the directive always parses.
+    format!("{ACCESS_LOG}={level}")
+        .parse()
+        .expect("a constant filter directive parses")
+}
 
 /// Parses the body by hand so that every shape error names its field.
 pub fn parse_request(body: &[u8]) -> Result<InvokeRequest, ApiError> {
@@ -186,6 +199,7 @@ pub async fn invoke(
     headers: HeaderMap,
     RawBody(body): RawBody,
 ) -> Result<Response, ApiError> {
+    let started = Instant::now();
     let environment = environment_for(&state, &caller, &id, Intent::Use).await?;
     let request = parse_request(&body)?;
     let timeout_s = request.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
@@ -230,11 +244,16 @@ pub async fn invoke(
         .call_id
         .clone()
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    // Off by default (`--access-log`), and then never built: with the
+    // fmt layer a span formats its fields as it opens, a tenth of the
+    // relay's instructions per `ping` together with its line.
     let span = tracing::info_span!(
+        target: ACCESS_LOG,
         "call",
         environment_id = %environment.id,
         %call_id,
         tool = %request.tool_name,
+        member = %caller.id,
         timeout_s
     );
     if let Some(format) = stream {
@@ -245,14 +264,22 @@ pub async fn invoke(
             request,
             timeout_s,
             format,
+            started,
         )
         .instrument(span)
         .await;
     }
-    relay_call(&state, &environment.id, &call_id, request, timeout_s)
-        .instrument(span)
-        .await
-        .map(IntoResponse::into_response)
+    relay_call(
+        &state,
+        &environment.id,
+        &call_id,
+        request,
+        timeout_s,
+        started,
+    )
+    .instrument(span)
+    .await
+    .map(IntoResponse::into_response)
 }
 
 /// Sends the call to the runner; the guard cancels it there unless disarmed.
@@ -318,6 +345,7 @@ async fn relay_call(
     call_id: &str,
     request: InvokeRequest,
     timeout_s: u64,
+    started: Instant,
 ) -> Result<Json<InvokeResponse>, ApiError> {
     let tool = request.tool_name.clone();
     let (handle, mut guard) =
@@ -326,7 +354,7 @@ async fn relay_call(
         Ok(Ok(result)) => {
             guard.armed = false;
             state.health.record_success(environment_id);
-            tracing::info!(exit_code = ?result.exit_code, failed = result.error.is_some(), "call finished");
+            finished(&result, started);
             Ok(Json(InvokeResponse {
                 call_id: call_id.to_owned(),
                 result: result.result,
@@ -336,7 +364,7 @@ async fn relay_call(
         }
         Ok(Err(_closed)) => {
             guard.armed = false;
-            tracing::warn!("runner disconnected during the call");
+            tracing::warn!(%environment_id, %call_id, "runner disconnected during the call");
             journal_given_up(state, &guard, &tool).await;
             Err(disconnected(call_id))
         }
@@ -345,7 +373,7 @@ async fn relay_call(
             state
                 .health
                 .record_timeout(environment_id, timeout_s, state.clock.now());
-            tracing::warn!("call timed out");
+            tracing::warn!(%environment_id, %call_id, timeout_s, "call timed out");
             journal_given_up(state, &guard, &tool).await;
             Err(ApiError::new(
                 StatusCode::GATEWAY_TIMEOUT,
@@ -368,6 +396,7 @@ struct Streaming {
     call_id: String,
     tool: String,
     timeout_s: u64,
+    started: Instant,
     done: bool,
 }
 
@@ -403,7 +432,7 @@ impl Streaming {
                 match result {
                     Ok(result) => {
                         self.state.health.record_success(&self.environment_id);
-                        tracing::info!(exit_code = ?result.exit_code, failed = result.error.is_some(), "call finished");
+                        finished(&result, self.started);
                         StreamEvent::Result(InvokeResponse {
                             call_id: self.call_id.clone(),
                             result: result.result,
@@ -412,7 +441,7 @@ impl Streaming {
                         })
                     }
                     Err(_closed) => {
-                        tracing::warn!("runner disconnected during the call");
+                        tracing::warn!(environment_id = %self.environment_id, call_id = %self.call_id, "runner disconnected during the call");
                         journal_given_up(&self.state, &self.guard, &self.tool).await;
                         error_body(
                             "runner_disconnected",
@@ -430,7 +459,7 @@ impl Streaming {
                     self.timeout_s,
                     self.state.clock.now(),
                 );
-                tracing::warn!("call timed out");
+                tracing::warn!(environment_id = %self.environment_id, call_id = %self.call_id, timeout_s = self.timeout_s, "call timed out");
                 journal_given_up(&self.state, &self.guard, &self.tool).await;
                 let message = format!(
                     "the call did not finish within {} s; the runner was told to cancel it",
@@ -461,6 +490,7 @@ async fn stream_call(
     request: InvokeRequest,
     timeout_s: u64,
     format: StreamFormat,
+    started: Instant,
 ) -> Result<Response, ApiError> {
     let tool = request.tool_name.clone();
     let (handle, guard) = start(state, environment_id, call_id, request, timeout_s, true).await?;
@@ -474,6 +504,7 @@ async fn stream_call(
         call_id: call_id.to_owned(),
         tool,
         timeout_s,
+        started,
         done: false,
     };
     Ok(match format {
@@ -606,6 +637,18 @@ fn error_body(code: &str, message: &str, call_id: &str) -> StreamEvent {
             call_id: Some(call_id.to_owned()),
         },
     })
+}
+
+/// The access log's line for a call whose result came back (the span
+/// around it names the call).
+fn finished(result: &CallResult, started: Instant) {
+    tracing::info!(
+        target: ACCESS_LOG,
+        exit_code = ?result.exit_code,
+        failed = result.error.is_some(),
+        ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "call finished"
+    );
 }
 
 fn disconnected(call_id: &str) -> ApiError {
