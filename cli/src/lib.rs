@@ -40,13 +40,16 @@ pub fn main() -> ExitCode {
             Err(error) => report(&error),
         };
     }
-    // `run` serves many calls at once, on every core. Every other command
-    // is one conversation with a relay or the local system, for which
-    // worker threads only cost start-up (counting the cores, starting the
-    // threads, waking them: 0.4 ms of `runner invoke`'s 5.4 ms on the
-    // benchmark machine, BENCHMARKS.md "Fourth round").
-    let mut builder = if matches!(cli.command, Command::Run(_)) {
-        tokio::runtime::Builder::new_multi_thread()
+    // `run` serves many calls at once on its worker threads (one unless
+    // `--worker-threads` says more: BENCHMARKS.md, "Ninth round"). Every
+    // other command is one conversation with a relay or the local system,
+    // for which worker threads only cost start-up (counting the cores,
+    // starting the threads, waking them: 0.4 ms of `runner invoke`'s
+    // 5.4 ms on the benchmark machine, "Fourth round").
+    let mut builder = if let Command::Run(args) = &cli.command {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(usize::from(args.worker_threads));
+        builder
     } else {
         tokio::runtime::Builder::new_current_thread()
     };

@@ -280,3 +280,58 @@ async fn a_busy_relays_retry_after_is_honoured() {
     let (_, stderr) = runner.stop().await;
     assert!(stderr.contains("retry after 3 s"), "{stderr}");
 }
+
+/// `run` works its connection and calls on one thread unless
+/// `--worker-threads` (or RUNNER_WORKER_THREADS) asks for more, and a
+/// runner with more threads serves calls as well.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn run_uses_the_worker_threads_it_is_given() {
+    let relay = Relay::spawn().await;
+    for (flags, env, want) in [
+        (&[][..], None, 1),
+        (&["--worker-threads", "3"][..], None, 3),
+        (&[][..], Some("2"), 2),
+    ] {
+        let (env_id, mut runner) = Runner::registered(&relay, dev_env()).await;
+        let mut command = runner.command();
+        command
+            .arg("run")
+            .args(flags)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if let Some(threads) = env {
+            command.env("RUNNER_WORKER_THREADS", threads);
+        }
+        runner.child = Some(command.spawn().expect("spawn runner run"));
+        relay.wait_status(&env_id, "online").await;
+        let (status, body) = relay
+            .invoke(
+                &env_id,
+                json!({"tool_name": "shell", "args": {"command": "echo ok"}}),
+            )
+            .await;
+        assert_eq!(
+            (status, body["result"]["stdout"].as_str()),
+            (200, Some("ok\n")),
+            "{body}"
+        );
+
+        // Blocking-pool threads bear the same name; these runners keep
+        // their token in a file and ran only a shell call, so none is alive.
+        let pid = runner
+            .child
+            .as_ref()
+            .and_then(|child| child.id())
+            .expect("pid");
+        let workers = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .expect("tasks")
+            .flatten()
+            .filter(|task| {
+                std::fs::read_to_string(task.path().join("comm"))
+                    .is_ok_and(|comm| comm.trim() == "tokio-rt-worker")
+            })
+            .count();
+        assert_eq!(workers, want, "{flags:?} {env:?}");
+    }
+}
