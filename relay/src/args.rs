@@ -52,7 +52,8 @@ pub struct Cli {
     /// (`GET /invocations/{call_id}`), and these lines would cost a busy
     /// relay a sixth of its instructions per call and run into journald's
     /// rate limit, which then drops the warnings that matter.
-    #[arg(long, global = true, env = ENV_ACCESS_LOG)]
+    #[arg(long, global = true, env = ENV_ACCESS_LOG,
+          value_parser = clap::builder::BoolishValueParser::new())]
     pub access_log: bool,
 
     #[command(subcommand)]

@@ -237,15 +237,21 @@ async fn binary_files_come_back_base64() {
     assert_eq!(body["result"]["bytes_read"], 3);
 }
 
-/// The relay's access log: with `--access-log`, one "call finished" line
-/// per call (naming the call, its tool, caller and exit code) and one
-/// "answered" line per API request; without it, neither (the journal is
-/// the record), while the relay's other info lines are still written.
+/// The relay's access log: with `--access-log` (or
+/// RUNNER_RELAY_ACCESS_LOG=1), one "call finished" line per call (naming
+/// the call, its tool, caller and exit code) and one "answered" line per
+/// API request; without it, neither (the journal is the record), while the
+/// relay's other info lines are still written.
 #[tokio::test]
 async fn the_relay_logs_each_call_only_with_access_log() {
-    for access_log in [false, true] {
-        let flags: &[&str] = if access_log { &["--access-log"] } else { &[] };
-        let relay = Relay::spawn_logged(flags).await;
+    let cases: [(&[&str], &[(&str, &str)], bool); 4] = [
+        (&[], &[], false),
+        (&["--access-log"], &[], true),
+        (&[], &[("RUNNER_RELAY_ACCESS_LOG", "1")], true),
+        (&[], &[("RUNNER_RELAY_ACCESS_LOG", "off")], false),
+    ];
+    for (flags, env, access_log) in cases {
+        let relay = Relay::spawn_logged(flags, env).await;
         let (env, _runner) = Runner::online(&relay, dev_env()).await;
         let (status, body) = relay
             .invoke(

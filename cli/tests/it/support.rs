@@ -59,14 +59,14 @@ impl Relay {
 
     /// A relay with extra `serve` flags (e.g. `--tls-cert`).
     pub async fn spawn_with(extra: &[&str]) -> Relay {
-        Relay::start(extra, None).await
+        Relay::start(extra, &[], None).await
     }
 
-    /// A relay with extra `serve` flags, logging at info into
-    /// [`Relay::log`] instead of the test's stderr.
-    pub async fn spawn_logged(extra: &[&str]) -> Relay {
+    /// A relay with extra `serve` flags and environment variables,
+    /// logging at info into [`Relay::log`] instead of the test's stderr.
+    pub async fn spawn_logged(extra: &[&str], env: &[(&str, &str)]) -> Relay {
         let dir = tempfile::tempdir().expect("tempdir");
-        Relay::start(extra, Some(dir)).await
+        Relay::start(extra, env, Some(dir)).await
     }
 
     fn log_path(dir: &Path) -> PathBuf {
@@ -78,7 +78,11 @@ impl Relay {
         std::fs::read_to_string(Relay::log_path(self.dir.path())).expect("relay log")
     }
 
-    async fn start(extra: &[&str], logged: Option<tempfile::TempDir>) -> Relay {
+    async fn start(
+        extra: &[&str],
+        env: &[(&str, &str)],
+        logged: Option<tempfile::TempDir>,
+    ) -> Relay {
         let (dir, stderr, level) = match logged {
             Some(dir) => {
                 let file = std::fs::File::create(Relay::log_path(dir.path())).expect("log file");
@@ -97,6 +101,7 @@ impl Relay {
             .env_remove("RUNNER_RELAY_DATABASE_URL")
             .env_remove("RUNNER_RELAY_ACCESS_LOG")
             .env("RUST_LOG", level)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(stderr)
             .kill_on_drop(true)
