@@ -29,7 +29,7 @@ fn init_logging(format: LogFormat, access_log: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
         // The flag alone decides, whatever RUST_LOG says of other targets:
-        // off, the call span and its line are never even built.
+        // off, the access log's spans and lines are never even built.
         .add_directive(crate::http::invoke::access_log_directive(access_log));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
