@@ -244,7 +244,13 @@ async fn binary_files_come_back_base64() {
 /// relay's other info lines are still written.
 #[tokio::test]
 async fn the_relay_logs_each_call_only_with_access_log() {
-    let cases: [(&[&str], &[(&str, &str)], bool); 4] = [
+    /// Flags, environment variables, whether the access log is on.
+    type Case = (
+        &'static [&'static str],
+        &'static [(&'static str, &'static str)],
+        bool,
+    );
+    let cases: [Case; 4] = [
         (&[], &[], false),
         (&["--access-log"], &[], true),
         (&[], &[("RUNNER_RELAY_ACCESS_LOG", "1")], true),
