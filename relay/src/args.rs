@@ -32,6 +32,8 @@ pub const ENV_TLS_KEY: &str = "RUNNER_RELAY_TLS_KEY";
 pub const ENV_LOG_FORMAT: &str = "RUNNER_RELAY_LOG_FORMAT";
 /// `--access-log`.
 pub const ENV_ACCESS_LOG: &str = "RUNNER_RELAY_ACCESS_LOG";
+/// `--worker-threads`.
+pub const ENV_WORKER_THREADS: &str = "RUNNER_RELAY_WORKER_THREADS";
 
 /// Default address of `serve` and `dev`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7700";
@@ -55,6 +57,15 @@ pub struct Cli {
     #[arg(long, global = true, env = ENV_ACCESS_LOG,
           value_parser = clap::builder::BoolishValueParser::new())]
     pub access_log: bool,
+
+    /// Threads that serve the API and the runners' sockets (default: one
+    /// per CPU). On a small host that also runs other busy processes,
+    /// fewer can be faster: on 2 vCPUs shared with 16 runners and a load
+    /// generator, 1 served up to a third more calls a second than 2, with
+    /// a longer tail at 256 callers (BENCHMARKS.md, "Ninth round").
+    #[arg(long, global = true, env = ENV_WORKER_THREADS, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub worker_threads: Option<u16>,
 
     #[command(subcommand)]
     pub command: Command,

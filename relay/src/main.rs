@@ -4,10 +4,17 @@ use std::process::ExitCode;
 use clap::Parser;
 use runner_relay::args::Cli;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match runner_relay::commands::run(cli).await {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = cli.worker_threads {
+        builder.worker_threads(usize::from(threads));
+    }
+    let outcome = match builder.enable_all().build() {
+        Ok(runtime) => runtime.block_on(runner_relay::commands::run(cli)),
+        Err(error) => Err(anyhow::Error::from(error).context("starting the async runtime")),
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error}");

@@ -151,3 +151,57 @@ async fn serve_raises_its_open_file_limit_to_the_hard_one() {
         "{log:?}"
     );
 }
+
+/// `--worker-threads` (or RUNNER_RELAY_WORKER_THREADS) sets how many
+/// threads serve the API and the sockets; without it, one per CPU.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn serve_uses_the_worker_threads_it_is_given() {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    for (flags, env, want) in [
+        (&[][..], None, cpus),
+        (&["--worker-threads", "3"][..], None, 3),
+        (&[][..], Some("1"), 1),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_runner-relay"));
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path())
+            .args(flags)
+            .env_remove("RUNNER_RELAY_WORKER_THREADS")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if let Some(threads) = env {
+            command.env("RUNNER_RELAY_WORKER_THREADS", threads);
+        }
+        let mut child = command.spawn().expect("spawn");
+        let stdout = child.stdout.take().expect("stdout");
+        let pid = child.id();
+        let child = Killed(child);
+        let listening = tokio::task::spawn_blocking(move || {
+            BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .any(|line| line.starts_with("runner-relay listening on "))
+        });
+        let listening = tokio::time::timeout(crate::support::DEADLINE, listening)
+            .await
+            .expect("listening in time")
+            .expect("joined");
+        assert!(listening, "{flags:?} {env:?}");
+        // Tokio names its blocking-pool threads alike; a relay that has
+        // only started has none.
+        let workers = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .expect("tasks")
+            .flatten()
+            .filter(|task| {
+                std::fs::read_to_string(task.path().join("comm"))
+                    .is_ok_and(|comm| comm.trim() == "tokio-rt-worker")
+            })
+            .count();
+        assert_eq!(workers, want, "{flags:?} {env:?}");
+        drop(child);
+    }
+}
