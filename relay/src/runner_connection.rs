@@ -170,7 +170,7 @@ async fn session(
                     break ending;
                 }
                 if let RelayMessage::Call(call) = &*frame {
-                    state.journal.dispatched(environment_id, call, epoch, state.clock.now());
+                    state.journal.dispatched(environment_id, call, epoch, state.clock.now()).await;
                 }
             }
             () = tokio::time::sleep_until(idle_deadline) => {
@@ -240,7 +240,7 @@ async fn session(
                         // of a call sent on an earlier session).
                         let journalled = result.clone();
                         let known = state.local.deliver_result(environment_id, &session_id, result);
-                        state.journal.done(environment_id, journalled, epoch, state.clock.now(), known);
+                        state.journal.done(environment_id, journalled, epoch, state.clock.now(), known).await;
                     }
                     RunnerMessage::Catalogue { tools } => {
                         tracing::info!(tools = tools.len(), "runner announced a new catalogue");

@@ -40,8 +40,12 @@ use crate::store::{state_rank, InvocationRecord, JournalWrite, Store};
 const JOURNAL_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a repeated `call_id` looks for the first call's result.
 const JOURNAL_POLL: Duration = Duration::from_millis(200);
-/// Journal steps waiting for the writer. Bounded: past it, a step is
-/// written on its own (as before batching), never dropped.
+/// Journal steps waiting for the writer. Bounded: past it, the session
+/// that records a step waits for room, so a relay that takes calls faster
+/// than its store can journal them slows down instead of growing. (It
+/// used to write such a step on its own, in a task of its own: at 26,000
+/// `ping`/s on one runner those tasks held 1.4 GB, and their one-row
+/// writes only dug the hole deeper. BENCHMARKS.md, "Ninth round".)
 const WRITE_QUEUE: usize = 16_384;
 /// Most steps written in one transaction.
 const MAX_BATCH: usize = 1024;
@@ -80,7 +84,12 @@ impl std::fmt::Debug for Step {
 
 impl JournalWriter {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        let (queue, idle) = mpsc::channel(WRITE_QUEUE);
+        Self::with_queue(store, WRITE_QUEUE)
+    }
+
+    /// A writer whose queue holds `capacity` steps.
+    pub(crate) fn with_queue(store: Arc<dyn Store>, capacity: usize) -> Self {
+        let (queue, idle) = mpsc::channel(capacity.max(1));
         Self {
             store,
             queue,
@@ -106,23 +115,26 @@ impl JournalWriter {
     }
 
     /// Queues one step; written within [`LINGER`] plus the write itself.
-    pub fn record(&self, write: JournalWrite) {
+    /// Waits while the queue is full: the store is behind.
+    pub async fn record(&self, write: JournalWrite) {
         self.start();
-        match self.queue.try_send(Step::Write(write)) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(Step::Write(write))) => {
-                tracing::warn!(call_id = %write.entry.call_id, "journal queue full (store too slow?); writing the step on its own");
-                let store = self.store.clone();
-                tokio::spawn(async move { write_logged(store.as_ref(), &[write]).await });
-            }
+        if let Err(mpsc::error::TrySendError::Full(step)) = self.queue.try_send(Step::Write(write))
+        {
+            tracing::debug!("journal queue full: waiting for the store");
             // Closed cannot happen while `self` holds the sender and the
-            // writer task runs until it is dropped; a Flush is never sent here.
-            Err(_) => {}
+            // writer task runs until it is dropped.
+            let _ = self.queue.send(step).await;
         }
     }
 
     /// The call was written to the session with this epoch.
-    pub fn dispatched(&self, environment_id: &str, call: &Call, epoch: u64, at: OffsetDateTime) {
+    pub async fn dispatched(
+        &self,
+        environment_id: &str,
+        call: &Call,
+        epoch: u64,
+        at: OffsetDateTime,
+    ) {
         self.record(JournalWrite {
             entry: entry(
                 &call.call_id,
@@ -133,13 +145,14 @@ impl JournalWriter {
                 at,
             ),
             create: true,
-        });
+        })
+        .await;
     }
 
     /// The runner answered on the session with this epoch; `known` says
     /// whether the call was waiting on that session (see
     /// [`JournalWrite::create`]).
-    pub fn done(
+    pub async fn done(
         &self,
         environment_id: &str,
         result: CallResult,
@@ -162,7 +175,8 @@ impl JournalWriter {
         self.record(JournalWrite {
             entry: record,
             create: known,
-        });
+        })
+        .await;
     }
 
     /// Waits (bounded) until every step queued so far is written.

@@ -857,6 +857,37 @@ mod tests {
         }
     }
 
+    /// While the store is behind, recording a journal step waits for room
+    /// in the queue instead of piling steps up in memory, and every step
+    /// still lands once the store catches up.
+    #[tokio::test]
+    async fn a_full_journal_queue_makes_the_recorder_wait_and_loses_nothing() {
+        use crate::routing::JournalWriter;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _) = store_in(&dir).await;
+        let store = Arc::new(store);
+        let writer = JournalWriter::with_queue(store.clone(), 2);
+        // The writer's batch waits on the journal's connection.
+        let held = store.journal.lock().await;
+        writer.record(dispatched("a")).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        writer.record(dispatched("b")).await;
+        writer.record(dispatched("c")).await;
+        let waited =
+            tokio::time::timeout(Duration::from_millis(300), writer.record(dispatched("d"))).await;
+        assert!(waited.is_err(), "a full queue makes the recorder wait");
+
+        drop(held);
+        tokio::time::timeout(Duration::from_secs(10), writer.record(dispatched("d")))
+            .await
+            .expect("room again once the store catches up");
+        writer.flush().await;
+        for call_id in ["a", "b", "c", "d"] {
+            let found = store.invocation(call_id).await.expect("read");
+            assert!(found.is_some(), "{call_id} landed");
+        }
+    }
+
     async fn count(store: &SqliteStore, filter: &str) -> i64 {
         sqlx::query_scalar(&format!("SELECT count(*) FROM invocations WHERE {filter}"))
             .fetch_one(&store.pool)
