@@ -59,10 +59,7 @@ pub struct Cli {
     pub access_log: bool,
 
     /// Threads that serve the API and the runners' sockets (default: one
-    /// per CPU). On a small host that also runs other busy processes,
-    /// fewer can be faster: on 2 vCPUs shared with 16 runners and a load
-    /// generator, 1 served up to a third more calls a second than 2, with
-    /// a longer tail at 256 callers (BENCHMARKS.md, "Ninth round").
+    /// per CPU). Fewer leave more of a small host to other processes.
     #[arg(long, global = true, env = ENV_WORKER_THREADS, value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
