@@ -118,13 +118,9 @@ impl JournalWriter {
     /// Waits while the queue is full: the store is behind.
     pub async fn record(&self, write: JournalWrite) {
         self.start();
-        if let Err(mpsc::error::TrySendError::Full(step)) = self.queue.try_send(Step::Write(write))
-        {
-            tracing::debug!("journal queue full: waiting for the store");
-            // Closed cannot happen while `self` holds the sender and the
-            // writer task runs until it is dropped.
-            let _ = self.queue.send(step).await;
-        }
+        // Closed cannot happen while `self` holds the sender and the
+        // writer task runs until it is dropped.
+        let _ = self.queue.send(Step::Write(write)).await;
     }
 
     /// The call was written to the session with this epoch.

@@ -100,6 +100,20 @@ fn open_file_limits(pid: &str) -> (u64, u64) {
     (soft, hard)
 }
 
+/// Whether `serve` printed its listening line (read within the deadline).
+async fn says_it_listens(stdout: std::process::ChildStdout) -> bool {
+    let listening = tokio::task::spawn_blocking(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|line| line.starts_with("runner-relay listening on "))
+    });
+    tokio::time::timeout(crate::support::DEADLINE, listening)
+        .await
+        .expect("listening in time")
+        .expect("joined")
+}
+
 /// A relay started under the usual soft limit of 1024 (here 256) would
 /// refuse runners past it: it raises its soft limit to the hard one.
 #[cfg(target_os = "linux")]
@@ -128,17 +142,10 @@ async fn serve_raises_its_open_file_limit_to_the_hard_one() {
     let stderr = child.stderr.take().expect("stderr");
     let pid = child.id().to_string();
     let child = Killed(child);
-    let listening = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .any(|line| line.starts_with("runner-relay listening on "))
-    });
-    let listening = tokio::time::timeout(crate::support::DEADLINE, listening)
-        .await
-        .expect("listening in time")
-        .expect("joined");
-    assert!(listening, "the relay said where it listens");
+    assert!(
+        says_it_listens(stdout).await,
+        "the relay said where it listens"
+    );
     assert_eq!(open_file_limits(&pid), (hard, hard), "soft raised to hard");
     drop(child);
     let log: Vec<String> = BufReader::new(stderr)
@@ -180,17 +187,7 @@ async fn serve_uses_the_worker_threads_it_is_given() {
         let stdout = child.stdout.take().expect("stdout");
         let pid = child.id();
         let child = Killed(child);
-        let listening = tokio::task::spawn_blocking(move || {
-            BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-                .any(|line| line.starts_with("runner-relay listening on "))
-        });
-        let listening = tokio::time::timeout(crate::support::DEADLINE, listening)
-            .await
-            .expect("listening in time")
-            .expect("joined");
-        assert!(listening, "{flags:?} {env:?}");
+        assert!(says_it_listens(stdout).await, "{flags:?} {env:?}");
         // Tokio names its blocking-pool threads alike; a relay that has
         // only started has none.
         let workers = std::fs::read_dir(format!("/proc/{pid}/task"))
