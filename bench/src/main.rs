@@ -265,7 +265,16 @@ async fn run(mut args: RunArgs) -> anyhow::Result<()> {
         Section::Throughput,
         throughput::run(&bins, &args)
     );
-    section!("output", Section::Output, output::run(&bins, &args));
+    section!(
+        "output",
+        Section::Output,
+        output::run(&bins, &args, output::Source::Text)
+    );
+    section!(
+        "output_bulk",
+        Section::Output,
+        output::run(&bins, &args, output::Source::Zeros)
+    );
     section!("fleet", Section::Fleet, fleet::run(&bins, &args, nofile));
 
     let results = json!({

@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
-use tokio::io::AsyncReadExt;
 
 use runner_proto::api::{stream_frame, STREAM_MEDIA_TYPE};
 
@@ -27,11 +26,29 @@ use crate::ssh::Sshd;
 use crate::stats::median;
 use crate::{note, round, RunArgs};
 
-pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
-    let command = format!(
-        "yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c {}",
-        args.output_bytes
-    );
+/// What writes the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `yes … | head -c N`: text, as a build log is, but two processes and
+    /// a pipe of their own, whose 8 KiB writes cap every path near 1 GB/s
+    /// on two vCPUs (the local pipe row shows that cap).
+    Text,
+    /// `head -c N /dev/zero`: one process that costs almost nothing, so
+    /// the rate is the path's own.
+    Zeros,
+}
+
+impl Source {
+    pub fn command(self, bytes: u64) -> String {
+        match self {
+            Source::Text => format!("yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c {bytes}"),
+            Source::Zeros => format!("head -c {bytes} /dev/zero"),
+        }
+    }
+}
+
+pub async fn run(bins: &Bins, args: &RunArgs, source: Source) -> anyhow::Result<Value> {
+    let command = source.command(args.output_bytes);
     let data = tempfile::Builder::new()
         .prefix("runner-bench-output-")
         .tempdir()?;
@@ -60,6 +77,10 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
     let mut relay_rates = Vec::new();
     let mut invoke_rates = Vec::new();
     let mut stream_rates = Vec::new();
+    // CPU of the relay's and the runner's own threads (not the command's)
+    // per GB of the API stream.
+    let mut relay_ms_per_gb = Vec::new();
+    let mut runner_ms_per_gb = Vec::new();
     let mut delivered = 0usize;
     let mut produced = 0u64;
     let mut runner_peak = 0u64;
@@ -92,7 +113,16 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
             .env("RUNNER_STATE_DIR", data.path().join("invoke-state"))
             .env("RUNNER_CREDENTIAL_STORE", "file");
         invoke_rates.push(drain(invoke, args.output_bytes).await?);
+        let relay_cpu = procs::thread_cpu_ns(relay_pid);
+        let runner_cpu = procs::thread_cpu_ns(runner_pid);
         let (rate, bytes) = api_stream(&http, &relay, &envs[0], &command).await?;
+        let gb = bytes as f64 / 1e9;
+        relay_ms_per_gb.push(
+            procs::cpu_ns_between(&relay_cpu, &procs::thread_cpu_ns(relay_pid)) as f64 / 1e6 / gb,
+        );
+        runner_ms_per_gb.push(
+            procs::cpu_ns_between(&runner_cpu, &procs::thread_cpu_ns(runner_pid)) as f64 / 1e6 / gb,
+        );
         if bytes != args.output_bytes {
             bail!(
                 "the binary stream delivered {bytes} bytes, expected {}",
@@ -144,6 +174,8 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
         "local_pipe_mb_per_s": round(local_mbs, 0),
         "ssh_controlmaster_mb_per_s": ssh_mbs.map(|v| round(v, 0)),
         "api_stream_mb_per_s": round(stream_mbs, 0),
+        "api_stream_relay_cpu_ms_per_gb": round(median(&mut relay_ms_per_gb), 0),
+        "api_stream_runner_cpu_ms_per_gb": round(median(&mut runner_ms_per_gb), 0),
         "runner_invoke_stream_mb_per_s": round(invoke_mbs, 0),
         "relay_produced_mb_per_s": round(relay_mbs, 0),
         "relay_stdout_bytes_seen_by_runner": produced,
@@ -212,6 +244,12 @@ async fn api_stream(
 
 /// Runs a command with stdout into a pipe we drain; returns MB/s and checks
 /// the byte count.
+///
+/// The reader is as cheap as a reader can be, so that it bounds no row: a
+/// 1 MiB pipe (what the runner asks for its own pipes) read with blocking
+/// 1 MiB reads on a thread of its own. Through tokio (a 64 KiB pipe,
+/// `epoll` between reads) the local pipe topped out near 950 MB/s here
+/// while `head -c N /dev/zero | cat` moved 2–6 GB/s.
 async fn drain(mut command: tokio::process::Command, expected: u64) -> anyhow::Result<f64> {
     command
         .stdin(Stdio::null())
@@ -220,26 +258,48 @@ async fn drain(mut command: tokio::process::Command, expected: u64) -> anyhow::R
         .kill_on_drop(true);
     let start = Instant::now();
     let mut child = command.spawn().context("starting the output command")?;
-    let mut stdout = child.stdout.take().context("no stdout")?;
-    let mut buffer = vec![0u8; 256 * 1024];
-    let mut total = 0u64;
-    let read = async {
-        loop {
-            let n = stdout.read(&mut buffer).await?;
-            if n == 0 {
-                break;
-            }
-            total += n as u64;
-        }
-        child.wait().await
-    };
-    tokio::time::timeout(Duration::from_secs(300), read)
-        .await
-        .context("the output command took over 300 s")?
-        .context("reading the output")?;
+    let stdout = child
+        .stdout
+        .take()
+        .context("no stdout")?
+        .into_owned_fd()
+        .context("taking the stdout pipe")?;
+    let read = tokio::task::spawn_blocking(move || count_blocking(stdout));
+    let total = tokio::time::timeout(Duration::from_secs(300), async {
+        let total = read.await.context("the reader thread")??;
+        child
+            .wait()
+            .await
+            .context("waiting for the output command")?;
+        anyhow::Ok(total)
+    })
+    .await
+    .context("the output command took over 300 s")??;
     let elapsed = start.elapsed();
     if total != expected {
         bail!("read {total} bytes, expected {expected}");
     }
     Ok(total as f64 / elapsed.as_secs_f64() / 1e6)
+}
+
+/// Reads a pipe to EOF with blocking reads; returns the bytes read.
+fn count_blocking(pipe: std::os::fd::OwnedFd) -> anyhow::Result<u64> {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    use std::io::Read;
+    const PIPE: usize = 1024 * 1024;
+    let flags = OFlag::from_bits_truncate(fcntl(&pipe, FcntlArg::F_GETFL)?);
+    fcntl(&pipe, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
+    // Best effort: a lower /proc/sys/fs/pipe-max-size only makes it slower.
+    let _ = fcntl(&pipe, FcntlArg::F_SETPIPE_SZ(PIPE as i32));
+    let mut pipe = std::fs::File::from(pipe);
+    let mut buffer = vec![0u8; PIPE];
+    let mut total = 0u64;
+    loop {
+        match pipe.read(&mut buffer) {
+            Ok(0) => return Ok(total),
+            Ok(n) => total += n as u64,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
 }

@@ -236,12 +236,16 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
         )?;
     }
 
-    let output = &s["output"];
-    if output.is_object() {
+    for key in ["output", "output_bulk"] {
+        let output = &s[key];
+        if !output.is_object() {
+            continue;
+        }
         writeln!(
             out,
-            "### 5. Large output ({} bytes of stdout)\n",
-            output["bytes"]
+            "### 5. Large output ({} bytes of stdout: `{}`)\n",
+            output["bytes"],
+            output["command"].as_str().unwrap_or("")
         )?;
         writeln!(out, "| path | MB/s | bytes delivered |\n|---|---:|---:|")?;
         writeln!(
@@ -276,10 +280,12 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
         )?;
         writeln!(
             out,
-            "\nAPI stream / ssh: {}×; `runner invoke --stream` / ssh: {}×; API stream / local pipe: {}×.",
+            "\nAPI stream / ssh: {}×; `runner invoke --stream` / ssh: {}×; API stream / local pipe: {}×. CPU per GB of the API stream: relay {} ms, runner {} ms.",
             number(&output["api_stream_over_ssh"]),
             number(&output["runner_invoke_stream_over_ssh"]),
-            number(&output["api_stream_over_local_pipe"])
+            number(&output["api_stream_over_local_pipe"]),
+            number(&output["api_stream_relay_cpu_ms_per_gb"]),
+            number(&output["api_stream_runner_cpu_ms_per_gb"])
         )?;
         writeln!(
             out,
@@ -444,14 +450,18 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
             .map(|(fast, dups)| fast && dups == 0);
         writeln!(out, "| reconnect storm: all online within jitter (0.5 s) + 10 s, no duplicates | {} runners in {} ms after listening, {} duplicates | {} |", storm["runners"], number(&storm["all_online_after_listen_ms"]), storm["duplicate_sessions_replaced_closes"], met(ok))?;
     }
-    if output.is_object() {
+    for output in [&s["output"], &s["output_bulk"]] {
+        if !output.is_object() {
+            continue;
+        }
         let ok = output["api_stream_mb_per_s"]
             .as_f64()
             .zip(output["api_stream_over_ssh"].as_f64())
             .map(|(rate, ratio)| rate >= 500.0 && ratio >= 3.0);
         writeln!(
             out,
-            "| large output ≥ 500 MB/s and ≥ 3× ssh, bounded memory | API binary stream {} MB/s ({}× ssh, {}× the local pipe); `runner invoke --stream` {} MB/s; peak RSS runner {} / relay {} KiB | {} |",
+            "| large output ≥ 500 MB/s and ≥ 3× ssh, bounded memory (`{}`) | API binary stream {} MB/s ({}× ssh, {}× the local pipe); `runner invoke --stream` {} MB/s; peak RSS runner {} / relay {} KiB | {} |",
+            output["command"].as_str().unwrap_or(""),
             number(&output["api_stream_mb_per_s"]),
             number(&output["api_stream_over_ssh"]),
             number(&output["api_stream_over_local_pipe"]),

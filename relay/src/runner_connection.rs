@@ -7,7 +7,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::protocol::{CloseFrame, Message};
+use tungstenite::Utf8Bytes;
+
+use crate::http::websocket::WebSocket;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use runner_proto::api::RunnerInfo;
@@ -563,17 +567,15 @@ fn decode(message: Message) -> Decoded {
                 Decoded::End(Ending::Close(close::BAD_FRAME, error.to_string()))
             }
         },
-        Message::Ping(_) | Message::Pong(_) => Decoded::Skip,
+        Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => Decoded::Skip,
         Message::Close(_) => Decoded::End(Ending::Drop),
     }
 }
 
 /// Ends a session after a read error, telling the runner when its frame was
 /// too large.
-fn read_error(error: &axum::Error) -> Ending {
-    let too_large = std::error::Error::source(error)
-        .and_then(|source| source.downcast_ref::<tungstenite::Error>())
-        .is_some_and(|error| matches!(error, tungstenite::Error::Capacity(_)));
+fn read_error(error: &tungstenite::Error) -> Ending {
+    let too_large = matches!(error, tungstenite::Error::Capacity(_));
     if too_large {
         tracing::warn!(%error, "runner sent an oversized frame");
         Ending::Close(
@@ -612,7 +614,7 @@ async fn finish(sink: &mut Sink, ending: Ending) {
     };
     tracing::info!(code, %reason, "closing the runner connection");
     let frame = CloseFrame {
-        code,
+        code: CloseCode::from(code),
         reason: Utf8Bytes::from(truncate(&reason, MAX_CLOSE_REASON_BYTES)),
     };
     // Best effort: the peer may already be gone.

@@ -26,7 +26,9 @@ use tokio_util::sync::CancellationToken;
 use super::autoupdate::AutoUpdate;
 use super::health::Health;
 use crate::secret::Secret;
-use crate::tools::{self, workspace::Boundary, CallScope, Outbound, ToolContext, Toolbox};
+use crate::tools::{
+    self, workspace::Boundary, CallScope, Outbound, OutboundQueue, Queued, ToolContext, Toolbox,
+};
 
 /// Time to open the socket (TCP, TLS, upgrade).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -90,6 +92,12 @@ pub const RECENT_CALL_IDS: usize = 4096;
 /// `memset` 3 % of the runner's time per `ping` (perf); call frames are
 /// small, and a large one (a `file_write`) is read in more pieces.
 const READ_BUFFER_BYTES: usize = 16 * 1024;
+/// Frames queued for the socket (results, streamed output) across all calls.
+const OUTBOUND_FRAMES: usize = 256;
+/// Of those, frames of streamed output, each of at most 256 KiB (one read
+/// of a pipe), across all calls: a reader waiting for a place makes its
+/// next frame larger (`OutboundQueue`).
+const OUTBOUND_OUTPUT_FRAMES: usize = 4;
 /// How often the shutdown flush looks whether calls are still running.
 const FLUSH_POLL: Duration = Duration::from_millis(50);
 
@@ -99,8 +107,8 @@ const FLUSH_POLL: Duration = Duration::from_millis(50);
 /// ids of recent calls.
 pub struct Carry {
     calls: Calls,
-    out_tx: mpsc::Sender<Outbound>,
-    out_rx: tokio::sync::Mutex<mpsc::Receiver<Outbound>>,
+    out_tx: OutboundQueue,
+    out_rx: tokio::sync::Mutex<mpsc::Receiver<Queued>>,
     recent: Mutex<RecentIds>,
 }
 
@@ -133,7 +141,7 @@ impl RecentIds {
 
 impl Carry {
     pub fn new(max_concurrent_calls: usize, health: &Health) -> Carry {
-        let (out_tx, out_rx) = mpsc::channel::<Outbound>(256);
+        let (out_tx, out_rx) = OutboundQueue::new(OUTBOUND_FRAMES, OUTBOUND_OUTPUT_FRAMES);
         Carry {
             calls: Calls::new(max_concurrent_calls, health),
             out_tx,
@@ -281,9 +289,12 @@ pub async fn run(
                     None => break retry(true, "the relay closed the connection".to_owned()),
                 }
             }
-            Some(message) = out_rx.recv() => {
-                let is_result = matches!(message, Outbound::Message(RunnerMessage::Result(_)));
-                if let Err(error) = send_outbound(&mut sink, message, welcome.binary_output).await {
+            Some(Queued { outbound, room }) = out_rx.recv() => {
+                let is_result = matches!(outbound, Outbound::Message(RunnerMessage::Result(_)));
+                let sent = send_outbound(&mut sink, outbound, welcome.binary_output).await;
+                // Written (or lost with the connection): a place for more output.
+                drop(room);
+                if let Err(error) = sent {
                     break retry(true, format!("sending to the relay: {error}"));
                 }
                 if is_result {
@@ -339,8 +350,8 @@ pub async fn run(
                 let flush = async {
                     loop {
                         match tokio::time::timeout(FLUSH_POLL, out_rx.recv()).await {
-                            Ok(Some(message)) => {
-                                if send_outbound(&mut sink, message, welcome.binary_output).await.is_err() {
+                            Ok(Some(Queued { outbound, room: _room })) => {
+                                if send_outbound(&mut sink, outbound, welcome.binary_output).await.is_err() {
                                     break;
                                 }
                             }
@@ -587,13 +598,7 @@ impl Calls {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn start(
-        &self,
-        call: Call,
-        context: &ToolContext,
-        out: mpsc::Sender<Outbound>,
-        binary_output: bool,
-    ) {
+    fn start(&self, call: Call, context: &ToolContext, out: OutboundQueue, binary_output: bool) {
         let cancel = CancellationToken::new();
         {
             let mut running = self.lock();

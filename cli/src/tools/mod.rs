@@ -35,7 +35,7 @@ use runner_proto::ws::{
     utf8_boundary, Output, OutputFrame, Policy, RunnerMessage, Stream, ToolAccess,
 };
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 pub use catalogue::Toolbox;
@@ -66,7 +66,7 @@ pub struct CallScope {
     pub timeout: Duration,
     /// Where output chunks go while the call runs; `None` when nobody
     /// streams this call.
-    pub output: Option<mpsc::Sender<Outbound>>,
+    pub output: Option<OutboundQueue>,
     /// The relay reads binary output frames (`welcome.binary_output`).
     pub binary_output: bool,
 }
@@ -74,8 +74,8 @@ pub struct CallScope {
 impl CallScope {
     /// A sink for one stream's chunks, when the call is streamed.
     pub fn output_sink(&self, stream: Stream) -> Option<OutputSink> {
-        self.output.as_ref().map(|sender| OutputSink {
-            sender: sender.clone(),
+        self.output.as_ref().map(|queue| OutputSink {
+            queue: queue.clone(),
             call_id: self.call_id.clone(),
             stream,
             binary: self.binary_output,
@@ -92,7 +92,7 @@ impl CallScope {
 /// it.
 #[derive(Debug)]
 pub struct OutputSink {
-    sender: mpsc::Sender<Outbound>,
+    queue: OutboundQueue,
     call_id: String,
     stream: Stream,
     binary: bool,
@@ -101,13 +101,31 @@ pub struct OutputSink {
 }
 
 impl OutputSink {
+    /// Sends bytes as soon as the queue has room for them.
     pub async fn send(&mut self, bytes: &[u8]) {
+        let room = self.room().await;
+        self.send_in(room, bytes).await;
+    }
+
+    /// Waits until the queue has room for one more frame of output. A
+    /// reader that waits here can keep reading into the same buffer, so
+    /// that output goes out in fewer, larger frames when the relay is the
+    /// slower side.
+    pub async fn room(&self) -> Room {
+        if self.closed {
+            return Room { _place: None };
+        }
+        self.queue.room().await
+    }
+
+    /// Sends bytes in the room [`OutputSink::room`] gave.
+    pub async fn send_in(&mut self, room: Room, bytes: &[u8]) {
         if self.closed || bytes.is_empty() {
             return;
         }
         if self.binary {
             match OutputFrame::encode(&self.call_id, self.stream, bytes) {
-                Ok(frame) => self.emit(Outbound::Frame(frame)).await,
+                Ok(frame) => self.emit(room, Outbound::Frame(frame)).await,
                 // Call ids come from the relay, at most 128 bytes: cannot
                 // happen, and a chunk is not worth failing the call for.
                 Err(error) => tracing::warn!(%error, "output chunk not sent"),
@@ -118,17 +136,21 @@ impl OutputSink {
         let cut = utf8_boundary(&self.carry);
         let text = String::from_utf8_lossy(&self.carry[..cut]).into_owned();
         self.carry.drain(..cut);
-        self.emit_text(text).await;
+        self.emit_text(room, text).await;
     }
 
     /// Sends what is held back (at the end of the stream).
     pub async fn flush(&mut self) {
+        if self.carry.is_empty() {
+            return;
+        }
+        let room = self.room().await;
         let text = String::from_utf8_lossy(&self.carry).into_owned();
         self.carry.clear();
-        self.emit_text(text).await;
+        self.emit_text(room, text).await;
     }
 
-    async fn emit_text(&mut self, data: String) {
+    async fn emit_text(&mut self, room: Room, data: String) {
         if data.is_empty() {
             return;
         }
@@ -137,17 +159,97 @@ impl OutputSink {
             stream: self.stream,
             data,
         });
-        self.emit(Outbound::Message(frame)).await;
+        self.emit(room, Outbound::Message(frame)).await;
     }
 
-    async fn emit(&mut self, frame: Outbound) {
+    async fn emit(&mut self, room: Room, frame: Outbound) {
         if self.closed {
             return;
         }
         // The session is gone: the result will have nowhere to go either.
-        if self.sender.send(frame).await.is_err() {
+        if self.queue.send_output(room, frame).await.is_err() {
             self.closed = true;
         }
+    }
+}
+
+/// The queue of what goes out on the runner's socket: results and other
+/// messages, and the output of streamed calls. It outlives a session (a
+/// call's result goes out on the next connection).
+///
+/// Output may hold only a few places in it ([`OutboundQueue::new`]), each
+/// until it is written. A reader that waits for a place keeps reading into
+/// its buffer, so a fast command's output goes out in frames of up to
+/// 256 KiB instead of the 4–8 KiB that one pipe read returns: per frame,
+/// the relay and the caller each pay a wake-up, a header and an allocation
+/// (BENCHMARKS.md, "Tenth round"). What waits for the socket also stays
+/// small and warm in the cache (256 queued chunks once held 64 MiB).
+#[derive(Debug, Clone)]
+pub struct OutboundQueue {
+    sender: mpsc::Sender<Queued>,
+    output_places: Arc<Semaphore>,
+}
+
+/// An [`Outbound`] in the queue, with the [`Room`] it holds until it is
+/// dropped, once written.
+#[derive(Debug)]
+pub struct Queued {
+    pub outbound: Outbound,
+    pub room: Room,
+}
+
+/// One output frame's place in the queue, given back when dropped; none
+/// for a message, or for a sink whose session is gone.
+#[derive(Debug)]
+pub struct Room {
+    _place: Option<OwnedSemaphorePermit>,
+}
+
+/// The session that read the queue is gone for good.
+#[derive(Debug)]
+pub struct QueueClosed;
+
+impl OutboundQueue {
+    /// A queue of at most `frames` entries, of which at most
+    /// `output_frames` are output.
+    pub fn new(frames: usize, output_frames: usize) -> (OutboundQueue, mpsc::Receiver<Queued>) {
+        let (sender, receiver) = mpsc::channel(frames.max(1));
+        let places = output_frames.clamp(1, Semaphore::MAX_PERMITS);
+        let queue = OutboundQueue {
+            sender,
+            output_places: Arc::new(Semaphore::new(places)),
+        };
+        (queue, receiver)
+    }
+
+    /// Queues a message (a result, an answer).
+    pub async fn send(&self, outbound: Outbound) -> Result<(), QueueClosed> {
+        let queued = Queued {
+            outbound,
+            room: Room { _place: None },
+        };
+        self.sender.send(queued).await.map_err(|_| QueueClosed)
+    }
+
+    /// Queues a message unless the queue is full.
+    pub fn try_send(&self, outbound: Outbound) -> Result<(), QueueClosed> {
+        let queued = Queued {
+            outbound,
+            room: Room { _place: None },
+        };
+        self.sender.try_send(queued).map_err(|_| QueueClosed)
+    }
+
+    async fn room(&self) -> Room {
+        // Nothing closes the semaphore: `ok()` is always `Some`.
+        Room {
+            _place: Arc::clone(&self.output_places).acquire_owned().await.ok(),
+        }
+    }
+
+    async fn send_output(&self, room: Room, outbound: Outbound) -> Result<(), QueueClosed> {
+        let queued = Queued { outbound, room };
+        self.sender.send(queued).await.map_err(|_| QueueClosed)
     }
 }
 
@@ -372,12 +474,12 @@ mod tests {
     async fn output_sinks_frame_bytes_for_the_relay_they_talk_to() {
         let euro = "€".as_bytes();
         for binary in [true, false] {
-            let (sender, mut receiver) = mpsc::channel(8);
+            let (queue, mut receiver) = OutboundQueue::new(8, 8);
             let scope = CallScope {
                 call_id: "c1".to_owned(),
                 cancel: CancellationToken::new(),
                 timeout: Duration::from_secs(1),
-                output: Some(sender),
+                output: Some(queue),
                 binary_output: binary,
             };
             let mut sink = scope.output_sink(Stream::Stdout).expect("streamed");
@@ -386,8 +488,8 @@ mod tests {
             sink.flush().await;
             drop((sink, scope));
             let mut frames = Vec::new();
-            while let Some(frame) = receiver.recv().await {
-                frames.push(frame);
+            while let Some(queued) = receiver.recv().await {
+                frames.push(queued.outbound);
             }
             if binary {
                 let bytes: Vec<u8> = frames
@@ -413,6 +515,46 @@ mod tests {
                 assert_eq!(text, "a€\u{fffd}");
             }
         }
+    }
+
+    /// Output holds at most its places in the queue until written; a
+    /// message still gets in.
+    #[tokio::test]
+    async fn output_waits_for_a_place_until_earlier_output_is_written() {
+        let (queue, mut receiver) = OutboundQueue::new(8, 2);
+        let scope = CallScope {
+            call_id: "c1".to_owned(),
+            cancel: CancellationToken::new(),
+            timeout: Duration::from_secs(1),
+            output: Some(queue.clone()),
+            binary_output: true,
+        };
+        let mut sink = scope.output_sink(Stream::Stdout).expect("streamed");
+        sink.send(b"one").await;
+        sink.send(b"two").await;
+        let third = tokio::time::timeout(Duration::from_millis(100), sink.send(b"three")).await;
+        assert!(
+            third.is_err(),
+            "a third frame went in while two were unwritten"
+        );
+        queue
+            .send(Outbound::Message(RunnerMessage::Unknown))
+            .await
+            .expect("a message is not held back by output");
+        let first = receiver.recv().await.expect("the first frame");
+        drop(first);
+        tokio::time::timeout(Duration::from_secs(5), sink.send(b"three"))
+            .await
+            .expect("a place once the first frame was written");
+        let mut payloads = Vec::new();
+        drop((sink, scope, queue));
+        while let Some(Queued { outbound, .. }) = receiver.recv().await {
+            if let Outbound::Frame(frame) = outbound {
+                let header = OutputFrame::decode(&frame).expect("an output frame");
+                payloads.push(frame[header.data_offset..].to_vec());
+            }
+        }
+        assert_eq!(payloads, [b"two".to_vec(), b"three".to_vec()]);
     }
 
     #[test]

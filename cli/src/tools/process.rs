@@ -879,28 +879,60 @@ fn spawn_reader<R: AsyncRead + Unpin + Send + 'static>(
         // `read_buf` fills spare capacity: nothing is zeroed, and a pipe
         // that stays empty touches no page of the buffer.
         let mut buffer = Vec::with_capacity(FIRST_READ);
-        loop {
+        let mut open = true;
+        while open {
             buffer.clear();
-            match reader.read_buf(&mut buffer).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if let Some(spool) = lock(&shared).as_mut() {
-                        spool.push(&buffer);
+            open = read_into(&mut reader, &mut buffer, &shared).await;
+            if let Some(sink) = sink.as_mut().filter(|_| !buffer.is_empty()) {
+                // Until the queue has room for this frame, read more into
+                // it: a fast command then costs fewer, larger frames.
+                let room = loop {
+                    grow(&mut buffer);
+                    if !open || buffer.len() == buffer.capacity() {
+                        break sink.room().await;
                     }
-                    if let Some(sink) = sink.as_mut() {
-                        sink.send(&buffer).await;
+                    tokio::select! {
+                        biased;
+                        room = sink.room() => break room,
+                        more = read_into(&mut reader, &mut buffer, &shared) => open = more,
                     }
-                    if n == buffer.capacity() && n < READ_CHUNK {
-                        buffer.reserve_exact(READ_CHUNK - buffer.len());
-                    }
-                }
+                };
+                sink.send_in(room, &buffer).await;
             }
+            grow(&mut buffer);
         }
         if let Some(sink) = sink.as_mut() {
             sink.flush().await;
         }
     });
     (spool, task)
+}
+
+/// One read into the buffer's spare capacity (cancel-safe: a read that
+/// did not complete took nothing); what it read goes to the spool as well.
+/// `false` at EOF or on an error.
+async fn read_into<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    buffer: &mut Vec<u8>,
+    spool: &Mutex<Option<Spool>>,
+) -> bool {
+    let start = buffer.len();
+    match reader.read_buf(buffer).await {
+        Ok(0) | Err(_) => false,
+        Ok(_) => {
+            if let Some(spool) = lock(spool).as_mut() {
+                spool.push(&buffer[start..]);
+            }
+            true
+        }
+    }
+}
+
+/// A full buffer grows once, from [`FIRST_READ`] to [`READ_CHUNK`].
+fn grow(buffer: &mut Vec<u8>) {
+    if buffer.len() == buffer.capacity() && buffer.capacity() < READ_CHUNK {
+        buffer.reserve_exact(READ_CHUNK - buffer.len());
+    }
 }
 
 fn lock(spool: &Mutex<Option<Spool>>) -> std::sync::MutexGuard<'_, Option<Spool>> {

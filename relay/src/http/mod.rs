@@ -10,6 +10,7 @@ mod members;
 pub mod openapi;
 mod runner;
 mod tokens;
+pub mod websocket;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};

@@ -8,7 +8,6 @@
 //! keeps the relay from starting work the runners' own timeouts would
 //! throw away.
 
-use axum::extract::ws::{rejection::WebSocketUpgradeRejection, WebSocketUpgrade};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,15 +17,17 @@ use runner_proto::ws::EnvironmentInfo;
 
 use super::auth::bearer;
 use super::error::ApiError;
+use super::websocket::Upgrade;
 use crate::peer::Peer;
 use crate::ratelimit;
 use crate::registration::{self, TokenError};
 use crate::runner_connection::{self, ConnectionContext};
 use crate::state::AppState;
 
-/// Initial capacity of a socket's read buffer. Small on purpose: a relay
-/// holds thousands of mostly idle runner sockets, and the buffer grows for
-/// the occasional large frame anyway.
+/// Capacity of a socket's read buffer, and its largest read. Small on
+/// purpose: a relay holds thousands of mostly idle runner sockets. While
+/// large frames arrive the socket reads ahead in larger pieces instead
+/// (`websocket::ReadAhead`).
 const READ_BUFFER_BYTES: usize = 4 * 1024;
 /// Bytes collected before a write goes to the socket; small for the same
 /// reason (frames are flushed one by one anyway).
@@ -135,7 +136,7 @@ pub async fn connect(
     State(state): State<AppState>,
     Peer(peer): Peer,
     headers: HeaderMap,
-    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    upgrade: Result<Upgrade, ApiError>,
 ) -> Response {
     // Before any work (the token check reads the store): held until the
     // runner is welcomed.
@@ -160,10 +161,7 @@ pub async fn connect(
     };
     let upgrade = match upgrade {
         Ok(upgrade) => upgrade,
-        Err(rejection) => {
-            return ApiError::new(rejection.status(), "bad_request", rejection.body_text())
-                .into_response()
-        }
+        Err(rejection) => return rejection.into_response(),
     };
     let context = Box::new(ConnectionContext {
         state: state.clone(),
@@ -171,20 +169,19 @@ pub async fn connect(
         token_hash: token.token_hash,
     });
     let in_flight = state.connections.token();
-    upgrade
-        .max_message_size(runner_proto::MAX_FRAME_BYTES)
-        .max_frame_size(runner_proto::MAX_FRAME_BYTES)
+    let config = tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(runner_proto::MAX_FRAME_BYTES))
+        .max_frame_size(Some(runner_proto::MAX_FRAME_BYTES))
         .read_buffer_size(READ_BUFFER_BYTES)
         .write_buffer_size(WRITE_BUFFER_BYTES)
-        .max_write_buffer_size(MAX_WRITE_BUFFER_BYTES)
-        .on_failed_upgrade(|error| tracing::debug!(%error, "runner WebSocket upgrade failed"))
-        .on_upgrade(move |socket| {
-            // Boxed before the future captures it (see `runner_connection::run`).
-            let socket = Box::new(socket);
-            async move {
-                // Held for the life of the connection, so shutdown can wait for it.
-                let _in_flight = in_flight;
-                runner_connection::run(socket, context, admission).await;
-            }
-        })
+        .max_write_buffer_size(MAX_WRITE_BUFFER_BYTES);
+    upgrade.on_upgrade(config, move |socket| {
+        // Boxed before the future captures it (see `runner_connection::run`).
+        let socket = Box::new(socket);
+        async move {
+            // Held for the life of the connection, so shutdown can wait for it.
+            let _in_flight = in_flight;
+            runner_connection::run(socket, context, admission).await;
+        }
+    })
 }

@@ -22,6 +22,54 @@ async fn connect_checks_the_token_before_upgrading() {
     assert!(error.to_string().contains("401"), "{error}");
 }
 
+/// A request with a valid token that is not a WebSocket upgrade the relay
+/// can answer gets 400 and a reason, never a socket.
+#[tokio::test]
+async fn connect_refuses_what_is_not_a_websocket_upgrade() {
+    let relay = spawn_relay().await;
+    let (_, token) = relay.dev_env("upgrade").await;
+    let upgrade = [
+        ("connection", "keep-alive, Upgrade"),
+        ("upgrade", "websocket"),
+        ("sec-websocket-version", "13"),
+        ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+    ];
+    let cases: [(&str, Option<(&str, &str)>, &str); 4] = [
+        ("no upgrade headers", None, "Connection: upgrade"),
+        (
+            "another protocol",
+            Some(("upgrade", "h2c")),
+            "Upgrade: websocket",
+        ),
+        (
+            "an old version",
+            Some(("sec-websocket-version", "8")),
+            "Version must be 13",
+        ),
+        ("no key", Some(("sec-websocket-key", "")), "Key is missing"),
+    ];
+    let http = reqwest::Client::new();
+    for (case, change, reason) in cases {
+        let mut request = http
+            .get(format!("{}/runner/connect", relay.url))
+            .bearer_auth(&token);
+        if let Some((changed, value)) = change {
+            for (name, original) in upgrade {
+                match (name == changed, value.is_empty()) {
+                    (false, _) => request = request.header(name, original),
+                    (true, false) => request = request.header(name, value),
+                    (true, true) => {}
+                }
+            }
+        }
+        let response = request.send().await.expect("request sent");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{case}");
+        let body: serde_json::Value = response.json().await.expect("a JSON error");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(reason), "{case}: {body}");
+    }
+}
+
 #[tokio::test]
 async fn heartbeat_is_acknowledged_and_unknown_frames_ignored() {
     let relay = spawn_relay().await;
