@@ -273,7 +273,7 @@ async fn run(mut args: RunArgs) -> anyhow::Result<()> {
     section!(
         "output_bulk",
         Section::Output,
-        output::run(&bins, &args, output::Source::Zeros)
+        output::run(&bins, &args, output::Source::File)
     );
     section!("fleet", Section::Fleet, fleet::run(&bins, &args, nofile));
 

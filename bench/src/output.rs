@@ -29,29 +29,50 @@ use crate::{note, round, RunArgs};
 /// What writes the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
-    /// `yes … | head -c N`: text, as a build log is, but two processes and
-    /// a pipe of their own, whose 8 KiB writes cap every path near 1 GB/s
-    /// on two vCPUs (the local pipe row shows that cap).
+    /// `yes … | head -c N`: two processes and a pipe of their own, whose
+    /// 8 KiB writes cap every path near 1 GB/s on two vCPUs (the local pipe
+    /// row shows that cap).
     Text,
-    /// `head -c N /dev/zero`: one process that costs almost nothing, so
-    /// the rate is the path's own.
-    Zeros,
+    /// `cat FILE` of the same text, written beforehand and read from the
+    /// page cache: one process whose 128 KiB writes cost almost nothing, so
+    /// the rate is the path's own. (Not `/dev/zero`: the result's inline
+    /// head and tail would be NUL bytes, six times their size as JSON
+    /// escapes, and cost the relay ≈ 40 ms per call to decode and encode.)
+    File,
 }
 
-impl Source {
-    pub fn command(self, bytes: u64) -> String {
-        match self {
-            Source::Text => format!("yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c {bytes}"),
-            Source::Zeros => format!("head -c {bytes} /dev/zero"),
-        }
+/// The text both sources write, line after line.
+const LINE: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789\n";
+
+/// Writes `bytes` of [`LINE`]s to `path`.
+fn write_text(path: &std::path::Path, bytes: u64) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut file = std::io::BufWriter::new(fs_err::File::create(path)?);
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(LINE.len() as u64) as usize;
+        file.write_all(&LINE[..n])?;
+        left -= n as u64;
     }
+    file.flush()?;
+    Ok(())
 }
 
 pub async fn run(bins: &Bins, args: &RunArgs, source: Source) -> anyhow::Result<Value> {
-    let command = source.command(args.output_bytes);
     let data = tempfile::Builder::new()
         .prefix("runner-bench-output-")
         .tempdir()?;
+    let command = match source {
+        Source::Text => format!(
+            "yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c {}",
+            args.output_bytes
+        ),
+        Source::File => {
+            let path = data.path().join("output.txt");
+            write_text(&path, args.output_bytes)?;
+            format!("cat '{}'", path.display())
+        }
+    };
     let relay = Relay::spawn(bins, &data.path().join("relay"), "127.0.0.1:0", None).await?;
     let (envs, runners) = procs::online_runners(bins, &relay, 1).await?;
     let runner_pid = runners.first().context("no runner")?.pid()?;

@@ -7,11 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tungstenite::protocol::frame::coding::CloseCode;
-use tungstenite::protocol::{CloseFrame, Message};
-use tungstenite::Utf8Bytes;
-
-use crate::http::websocket::WebSocket;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use runner_proto::api::RunnerInfo;
@@ -21,8 +16,12 @@ use runner_proto::PROTOCOL_VERSION;
 use time::OffsetDateTime;
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::protocol::{CloseFrame, Message};
+use tungstenite::Utf8Bytes;
 
 use crate::environment::{name_from_hostname, EnvironmentRecord};
+use crate::http::websocket::WebSocket;
 use crate::registration::{self, TOKEN_TOUCH_INTERVAL};
 use crate::routing::{
     announcement_json, Attachment, Delivery, Kick, OutputChunk, Presence, ServingGuard,

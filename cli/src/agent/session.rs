@@ -94,9 +94,9 @@ pub const RECENT_CALL_IDS: usize = 4096;
 const READ_BUFFER_BYTES: usize = 16 * 1024;
 /// Frames queued for the socket (results, streamed output) across all calls.
 const OUTBOUND_FRAMES: usize = 256;
-/// Of those, frames of streamed output, each of at most 256 KiB (one read
-/// of a pipe), across all calls: a reader waiting for a place makes its
-/// next frame larger (`OutboundQueue`).
+/// Of those, frames of streamed output (each at most 256 KiB, one read of
+/// a pipe), across all calls: at most 1 MiB of output waits for the socket
+/// (`OutboundQueue`).
 const OUTBOUND_OUTPUT_FRAMES: usize = 4;
 /// How often the shutdown flush looks whether calls are still running.
 const FLUSH_POLL: Duration = Duration::from_millis(50);

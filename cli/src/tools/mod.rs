@@ -108,9 +108,7 @@ impl OutputSink {
     }
 
     /// Waits until the queue has room for one more frame of output. A
-    /// reader that waits here can keep reading into the same buffer, so
-    /// that output goes out in fewer, larger frames when the relay is the
-    /// slower side.
+    /// reader that waits here can keep reading into the frame it holds.
     pub async fn room(&self) -> Room {
         if self.closed {
             return Room { _place: None };
@@ -178,12 +176,11 @@ impl OutputSink {
 /// call's result goes out on the next connection).
 ///
 /// Output may hold only a few places in it ([`OutboundQueue::new`]), each
-/// until it is written. A reader that waits for a place keeps reading into
-/// its buffer, so a fast command's output goes out in frames of up to
-/// 256 KiB instead of the 4–8 KiB that one pipe read returns: per frame,
-/// the relay and the caller each pay a wake-up, a header and an allocation
-/// (BENCHMARKS.md, "Tenth round"). What waits for the socket also stays
-/// small and warm in the cache (256 queued chunks once held 64 MiB).
+/// until it is written, so what waits for the socket stays small: 256
+/// queued chunks of 256 KiB once held up to 64 MiB while a command wrote
+/// faster than the relay read, cold in the cache by the time they went out
+/// (BENCHMARKS.md, "Tenth round"). A reader that waits for a place keeps
+/// reading into the frame it holds, up to its 256 KiB.
 #[derive(Debug, Clone)]
 pub struct OutboundQueue {
     sender: mpsc::Sender<Queued>,

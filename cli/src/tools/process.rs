@@ -885,7 +885,8 @@ fn spawn_reader<R: AsyncRead + Unpin + Send + 'static>(
             open = read_into(&mut reader, &mut buffer, &shared).await;
             if let Some(sink) = sink.as_mut().filter(|_| !buffer.is_empty()) {
                 // Until the queue has room for this frame, read more into
-                // it: a fast command then costs fewer, larger frames.
+                // it (up to its 256 KiB): the command only waits once the
+                // frame and its pipe are full.
                 let room = loop {
                     grow(&mut buffer);
                     if !open || buffer.len() == buffer.capacity() {
