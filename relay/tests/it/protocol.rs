@@ -34,7 +34,9 @@ async fn connect_refuses_what_is_not_a_websocket_upgrade() {
         ("sec-websocket-version", "13"),
         ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
     ];
-    let cases: [(&str, Option<(&str, &str)>, &str); 4] = [
+    // (case, the header changed or dropped (empty), what the reason says)
+    type Case<'a> = (&'a str, Option<(&'a str, &'a str)>, &'a str);
+    let cases: [Case; 4] = [
         ("no upgrade headers", None, "Connection: upgrade"),
         (
             "another protocol",
