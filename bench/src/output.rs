@@ -41,17 +41,18 @@ pub enum Source {
     File,
 }
 
-/// The text both sources write, line after line.
-const LINE: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789\n";
+/// The text both sources write, a line at a time (what `yes WORD` prints).
+const WORD: &str = "abcdefghijklmnopqrstuvwxyz0123456789";
 
-/// Writes `bytes` of [`LINE`]s to `path`.
+/// Writes `bytes` of `WORD` lines to `path`.
 fn write_text(path: &std::path::Path, bytes: u64) -> anyhow::Result<()> {
     use std::io::Write;
+    let line = format!("{WORD}\n");
     let mut file = std::io::BufWriter::new(fs_err::File::create(path)?);
     let mut left = bytes;
     while left > 0 {
-        let n = left.min(LINE.len() as u64) as usize;
-        file.write_all(&LINE[..n])?;
+        let n = left.min(line.len() as u64) as usize;
+        file.write_all(&line.as_bytes()[..n])?;
         left -= n as u64;
     }
     file.flush()?;
@@ -63,10 +64,7 @@ pub async fn run(bins: &Bins, args: &RunArgs, source: Source) -> anyhow::Result<
         .prefix("runner-bench-output-")
         .tempdir()?;
     let command = match source {
-        Source::Text => format!(
-            "yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c {}",
-            args.output_bytes
-        ),
+        Source::Text => format!("yes {WORD} | head -c {}", args.output_bytes),
         Source::File => {
             let path = data.path().join("output.txt");
             write_text(&path, args.output_bytes)?;
