@@ -1525,7 +1525,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__run)
-            opts="-h -V --url --workspace --permission-config --max-concurrent-calls --worker-threads --mcp-config --health-addr --auto-update --call-cgroups --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version"
+            opts="-h -V --url --workspace --permission-config --call-log --max-concurrent-calls --worker-threads --mcp-config --health-addr --auto-update --call-cgroups --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -91,6 +91,7 @@ complete -c runner -n "__fish_runner_using_subcommand run" -l insecure-skip-tls-
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand run" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand run" -l call-log -d 'Log every call ("call finished": call id, tool, exit code, ms) at info, target `runner_cli::calls`. Off by default: the relay\'s journal records every call, and a line per call was a quarter of the runner\'s CPU for a `ping` (BENCHMARKS.md, eleventh round) and runs into journald\'s rate limit on a busy runner. Calls that fail (refused by the permission file, bad arguments, a command that cannot start) are logged either way ("call failed")'
 complete -c runner -n "__fish_runner_using_subcommand run" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand run" -s V -l version -d 'Print version'
 complete -c runner -n "__fish_runner_using_subcommand login" -l url -d 'Base URL of the relay' -r

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Instructions per API `ping` in the relay or the runner, counted by
+# Instructions per API call (`ping` by default) in the relay or the runner, counted by
 # callgrind: exact and repeatable where wall times on a shared machine are
 # not (BENCHMARKS.md, eighth round).
 #
-#   scripts/callgrind-per-call.sh BIN_DIR [relay|runner] [CALLS]
+#   scripts/callgrind-per-call.sh BIN_DIR [relay|runner] [CALLS] [METHOD]
 #
 # BIN_DIR holds a release `runner` and `runner-relay` (built with debug line
 # tables, as the workspace's release profile does). The process under
 # study runs under `valgrind --tool=callgrind` twice, through `runner-bench
 # ab`, once with 300 calls and once with 300 + CALLS (default 1000); the
 # difference of the two totals, divided by CALLS, is what one call costs,
-# start-up and set-up cancelled out. The profiles stay in the work
+# start-up and set-up cancelled out. METHOD is one of `runner-bench ab
+# --methods` (ping, shell-true, shell-uname; default ping); under valgrind
+# the runner cannot create a call inside its cgroup (`clone3`) and moves
+# it in instead, so a runner's `shell` figure counts that path. The profiles stay in the work
 # directory printed at the end, for `callgrind_annotate`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +21,7 @@ cd "$(dirname "$0")/.."
 bin_dir="$(cd "${1:?usage: $0 BIN_DIR [relay|runner] [CALLS]}" && pwd)"
 which="${2:-relay}"
 calls="${3:-1000}"
+method="${4:-ping}"
 command -v valgrind >/dev/null || { echo "callgrind-per-call.sh: valgrind is not installed" >&2; exit 1; }
 bench="${CARGO_TARGET_DIR:-target}/release/runner-bench"
 [ -x "$bench" ] || cargo build --release --locked -p runner-bench
@@ -45,7 +49,7 @@ chmod +x "$work/bin/$program"
 
 total() {
   local run="$1" count="$2" pid
-  RUN="$run" "$bench" ab --bin-dir "$work/bin" --bin-dir "$bin_dir" --methods ping \
+  RUN="$run" "$bench" ab --bin-dir "$work/bin" --bin-dir "$bin_dir" --methods "$method" \
     --calls "$count" --out "$work/ab.$run.json" >"$work/ab.$run.log" 2>&1 \
     || { cat "$work/ab.$run.log" >&2; exit 1; }
   sleep 2
@@ -60,4 +64,4 @@ total() {
 
 base="$(total base 300)"
 more="$(total more $((300 + calls)))"
-echo "$program: $(( (more - base) / calls )) instructions per ping ($calls calls; profiles in $work)"
+echo "$program: $(( (more - base) / calls )) instructions per $method call ($calls calls; profiles in $work)"

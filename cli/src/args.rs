@@ -231,6 +231,17 @@ pub struct RunArgs {
     #[arg(long, env = env_vars::PERMISSION_CONFIG, value_name = "FILE")]
     pub permission_config: Option<PathBuf>,
 
+    /// Log every call ("call finished": call id, tool, exit code, ms) at
+    /// info, target `runner_cli::calls`. Off by default: the relay's
+    /// journal records every call, and a line per call was a quarter of
+    /// the runner's CPU for a `ping` (BENCHMARKS.md, eleventh round) and
+    /// runs into journald's rate limit on a busy runner. Calls that fail
+    /// (refused by the permission file, bad arguments, a command that
+    /// cannot start) are logged either way ("call failed").
+    #[arg(long, env = env_vars::CALL_LOG,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub call_log: bool,
+
     /// Calls executed at once; more wait in a queue (reported as backlog).
     #[arg(long, env = env_vars::MAX_CONCURRENT_CALLS, default_value_t = 32)]
     pub max_concurrent_calls: usize,

@@ -17,6 +17,7 @@ pub const WORKSPACE: &str = "RUNNER_WORKSPACE";
 pub const PERMISSION_CONFIG: &str = "RUNNER_PERMISSION_CONFIG";
 pub const MAX_CONCURRENT_CALLS: &str = "RUNNER_MAX_CONCURRENT_CALLS";
 pub const WORKER_THREADS: &str = "RUNNER_WORKER_THREADS";
+pub const CALL_LOG: &str = "RUNNER_CALL_LOG";
 pub const MCP_CONFIG: &str = "RUNNER_MCP_CONFIG";
 pub const LOG_FORMAT: &str = "RUNNER_LOG_FORMAT";
 pub const LOG: &str = "RUNNER_LOG";

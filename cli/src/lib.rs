@@ -32,7 +32,8 @@ use config::Dirs;
 /// exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.global.log_format);
+    let call_log = matches!(&cli.command, Command::Run(args) if args.call_log);
+    init_tracing(cli.global.log_format, call_log);
     // `policy` is synchronous and must not pay for a runtime.
     if let Command::Policy(command) = cli.command {
         return match commands::policy::run(command) {
@@ -129,9 +130,12 @@ fn report(error: &anyhow::Error) -> ExitCode {
     ExitCode::from(code)
 }
 
-fn init_tracing(format: LogFormat) {
+fn init_tracing(format: LogFormat, call_log: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env(env_vars::LOG)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
+        // The flag alone decides, whatever RUNNER_LOG says of other
+        // targets: off, the per-call span and line are never even built.
+        .add_directive(agent::session::call_log_directive(call_log));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

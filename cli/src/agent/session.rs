@@ -40,6 +40,19 @@ pub const SILENCE_INTERVALS: u32 = 3;
 /// Time in-flight calls get to send their (cancelled) results at shutdown.
 pub const SHUTDOWN_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The tracing target of the per-call log: the `call` span and its
+/// "call finished" line, at info, only with `runner run --call-log`.
+pub const CALL_LOG: &str = "runner_cli::calls";
+
+/// The filter directive that turns the per-call log on or off.
+pub fn call_log_directive(on: bool) -> tracing_subscriber::filter::Directive {
+    let level = if on { "info" } else { "off" };
+    // A constant target and level: the directive always parses.
+    format!("{CALL_LOG}={level}")
+        .parse()
+        .expect("a constant filter directive parses")
+}
+
 /// What the session needs from the runner.
 pub struct SessionConfig {
     pub url: String,
@@ -613,7 +626,8 @@ impl Calls {
         let slots = Arc::clone(&self.slots);
         let in_flight = Arc::clone(&self.in_flight);
         let backlog = Arc::clone(&self.backlog);
-        let span = tracing::info_span!("call", call_id = %call.call_id, tool = %call.tool);
+        let span = tracing::info_span!(target: CALL_LOG, "call", call_id = %call.call_id, tool = %call.tool);
+        let tool = call.tool.clone();
         tokio::spawn(tracing::Instrument::instrument(
             async move {
                 let started = Instant::now();
@@ -662,6 +676,7 @@ impl Calls {
                     .remove(&call.call_id);
                 let elapsed_ms = started.elapsed().as_millis() as u64;
                 let (exit_code, error) = (outcome.exit_code, outcome.error.clone());
+                let call_id = call.call_id.clone();
                 let result = RunnerMessage::Result(CallResult {
                     call_id: call.call_id,
                     result: outcome.result,
@@ -674,12 +689,19 @@ impl Calls {
                 // wire before this task writes the operator's log line: the
                 // caller waits for the one, nobody for the other.
                 tokio::task::yield_now().await;
-                tracing::info!(
-                    ?exit_code,
-                    error = error.as_deref().unwrap_or(""),
-                    elapsed_ms,
-                    "call finished"
-                );
+                match error {
+                    // Always: what the operator of this machine must see
+                    // (a refusal by the permission file, above all).
+                    Some(error) => {
+                        tracing::info!(%call_id, %tool, %error, elapsed_ms, "call failed")
+                    }
+                    None => tracing::info!(
+                        target: CALL_LOG,
+                        ?exit_code,
+                        elapsed_ms,
+                        "call finished"
+                    ),
+                }
             },
             span,
         ));

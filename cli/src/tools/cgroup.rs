@@ -37,6 +37,9 @@
 //! call once it is empty.
 
 use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -144,6 +147,38 @@ pub struct CallGroup {
     made: Instant,
     /// Never to be used again ([`Self::retire`]).
     retired: AtomicBool,
+    /// `None` where they could not be opened: the paths serve instead.
+    handles: Option<Handles>,
+}
+
+/// Files of a call cgroup held open for as long as the cgroup is kept.
+/// Opening them by path is a walk through the cgroup file system each
+/// time: `cgroup.events` read by path (open, stat, two reads, close), once
+/// as a call ended and once as the next began, and the directory opened
+/// for `clone3`, were an eighth of the runner's CPU for a `shell true`
+/// call, all of it between the call's arrival and its result (BENCHMARKS.md,
+/// eleventh round).
+#[derive(Debug)]
+struct Handles {
+    /// The directory, for `clone3`'s `CLONE_INTO_CGROUP`.
+    dir: File,
+    /// `cgroup.events`: read at offset 0, the kernel writes it afresh.
+    events: File,
+}
+
+impl Handles {
+    fn open(dir: &Path) -> Option<Handles> {
+        let directory = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_DIRECTORY)
+            .open(dir)
+            .ok()?;
+        let events = File::open(dir.join("cgroup.events")).ok()?;
+        Some(Handles {
+            dir: directory,
+            events,
+        })
+    }
 }
 
 impl CallGroup {
@@ -173,6 +208,7 @@ impl CallGroup {
     /// A handle on a given directory (tests and measurements).
     pub fn for_path(dir: PathBuf) -> CallGroup {
         CallGroup {
+            handles: Handles::open(&dir),
             dir,
             made: Instant::now(),
             retired: AtomicBool::new(false),
@@ -190,14 +226,38 @@ impl CallGroup {
     /// Whether no process is in the cgroup or below it (`populated 0` in
     /// `cgroup.events`); `false` when that cannot be read.
     pub fn is_empty(&self) -> bool {
-        std::fs::read_to_string(self.dir.join("cgroup.events"))
-            .is_ok_and(|events| events.lines().any(|line| line.trim() == "populated 0"))
+        // Two short lines today ("populated 0", "frozen 0"); a read that
+        // fills the buffer may have been cut short, so the path decides.
+        let mut buffer = [0u8; 256];
+        let kept = self.handles.as_ref().and_then(|handles| {
+            handles
+                .events
+                .read_at(&mut buffer, 0)
+                .ok()
+                .filter(|&read| read < buffer.len())
+        });
+        let events = match kept {
+            Some(read) => String::from_utf8_lossy(&buffer[..read]).into_owned(),
+            None => match std::fs::read_to_string(self.dir.join("cgroup.events")) {
+                Ok(events) => events,
+                Err(_) => return false,
+            },
+        };
+        events.lines().any(|line| line.trim() == "populated 0")
+    }
+
+    /// The cgroup's directory, held open, for `clone3`; `None`: open
+    /// [`Self::path`] instead.
+    pub fn dir_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.handles.as_ref().map(|handles| handles.dir.as_fd())
     }
 
     /// Removes the directory (in the background when possible) instead of
     /// keeping it: a populated one is retried for [`REMOVE_RETRY`].
     fn forget(mut self) {
         let dir = std::mem::take(&mut self.dir);
+        // Closed before the directory goes.
+        drop(self.handles.take());
         std::mem::forget(self);
         match tokio::runtime::Handle::try_current() {
             // In a task of its own: the call's result goes out first (the
@@ -305,6 +365,7 @@ impl Drop for CallGroup {
             dir: std::mem::take(&mut self.dir),
             made: self.made,
             retired: AtomicBool::new(self.retired.load(Ordering::Relaxed)),
+            handles: self.handles.take(),
         };
         IDLE.give(group);
     }
@@ -460,7 +521,7 @@ pub async fn describe() -> String {
 async fn start_inside(group: &CallGroup) -> Result<(), String> {
     use super::spawn_in_cgroup::{spawn, Request};
     let request = Request {
-        cgroup: group.path(),
+        cgroup: group,
         program: Path::new(WRAPPER_SHELL),
         argv: vec!["sh".into(), "-c".into(), ":".into()],
         env: Vec::new(),

@@ -20,6 +20,8 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::os::fd::AsFd;
+#[cfg(target_os = "linux")]
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,10 +61,10 @@ const READ_CHUNK: usize = 256 * 1024;
 /// the runner's CPU for `shell true` (perf). The buffer grows to
 /// [`READ_CHUNK`] the first time a read fills it.
 const FIRST_READ: usize = 16 * 1024;
-/// Capacity asked for the output pipes (Linux's default is 64 KiB; 1 MiB is
-/// the most an unprivileged process may set by default). A fast writer
-/// then fills whole reads, so bulk output costs a quarter of the frames,
-/// wakeups and syscalls it would.
+/// Capacity asked for an output pipe once its output is bulk ([`Widening`];
+/// Linux's default is 64 KiB; 1 MiB is the most an unprivileged process
+/// may set by default). A fast writer then fills whole reads, so bulk
+/// output costs a quarter of the frames, wakeups and syscalls it would.
 const PIPE_CAPACITY: usize = 1024 * 1024;
 
 /// What to run.
@@ -449,13 +451,10 @@ impl Running {
             pipe.map(|pipe| Box::new(pipe) as Input)
         }
         fn output<P: AsyncRead + AsFd + Send + Unpin + 'static>(pipe: Option<P>) -> Option<Output> {
-            let pipe = pipe?;
-            // Best effort: a smaller pipe only means smaller reads.
-            let _ = nix::fcntl::fcntl(
-                pipe.as_fd(),
-                nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY as i32),
-            );
-            Some(Box::new(pipe))
+            Some(Box::new(Widening {
+                pipe: pipe?,
+                widened: false,
+            }))
         }
         match self {
             Running::Spawned(child) => (
@@ -497,6 +496,35 @@ impl Running {
     }
 }
 
+/// An output pipe that asks for [`PIPE_CAPACITY`] the first time a read
+/// fills the buffer it was given, that is once the output is bulk: a
+/// command that prints little costs no `fcntl`s, and the kernel no larger
+/// ring, for it.
+struct Widening<P> {
+    pipe: P,
+    widened: bool,
+}
+
+impl<P: AsyncRead + AsFd + Unpin> AsyncRead for Widening<P> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let wanted = buf.remaining();
+        let polled = std::pin::Pin::new(&mut self.pipe).poll_read(cx, buf);
+        if !self.widened && wanted > 0 && buf.remaining() == 0 {
+            self.widened = true;
+            // Best effort: a smaller pipe only means smaller reads.
+            let _ = nix::fcntl::fcntl(
+                self.pipe.as_fd(),
+                nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY as i32),
+            );
+        }
+        polled
+    }
+}
+
 /// Starts `spec` inside `group` with `clone3` ([`super::spawn_in_cgroup`]):
 /// no move into the cgroup, no wrapper, no script prefix. `Ok(None)` where
 /// that is not possible here: the caller starts it the other way.
@@ -523,10 +551,16 @@ fn start_in_cgroup(
         .chain(spec.args.iter().map(OsString::from))
         .collect();
     let request = Request {
-        cgroup: group.path(),
+        cgroup: group,
         program: &program,
         argv,
-        env: child_environment(spec, scope),
+        env: child_environment(spec, scope).map_err(|error| {
+            format!(
+                "cannot start {:?} in {}: {error}",
+                spec.program,
+                spec.workdir.display()
+            )
+        })?,
         workdir: &spec.workdir,
         stdin: spec.stdin.is_some(),
     };
@@ -552,19 +586,77 @@ fn start_in_cgroup(_: &Spec, _: &CallGroup, _: &CallScope) -> Result<Option<Runn
 /// What `spawn_command` gives the process: the runner's environment
 /// without its secrets ([`super::keep_secrets_from`]), the call's
 /// variables, and the call marker.
+///
+/// Sorted by name, as std's `Command` passes a modified environment: the
+/// runner's own entries (made once, [`inherited_environment`]) merged
+/// with the call's, which win.
 #[cfg(target_os = "linux")]
-fn child_environment(spec: &Spec, scope: &CallScope) -> Vec<(OsString, OsString)> {
-    // Sorted, as std's `Command` passes a modified environment.
-    let mut env: std::collections::BTreeMap<OsString, OsString> = std::env::vars_os()
-        .filter(|(name, _)| !crate::env_vars::SECRETS.iter().any(|secret| name == secret))
+fn child_environment(
+    spec: &Spec,
+    scope: &CallScope,
+) -> std::io::Result<Vec<std::borrow::Cow<'static, std::ffi::CStr>>> {
+    use std::borrow::Cow;
+    use std::cmp::Ordering;
+    use std::collections::BTreeMap;
+    let mut own: BTreeMap<&[u8], &str> = spec
+        .env
+        .iter()
+        .map(|(name, value)| (name.as_bytes(), value.as_str()))
         .collect();
-    env.extend(
-        spec.env
-            .iter()
-            .map(|(name, value)| (OsString::from(name), OsString::from(value))),
-    );
-    env.insert(CALL_MARKER_VAR.into(), scope.call_id.clone().into());
-    env.into_iter().collect()
+    own.insert(CALL_MARKER_VAR.as_bytes(), &scope.call_id);
+    let inherited = inherited_environment();
+    let mut merged = Vec::with_capacity(inherited.len() + own.len());
+    let mut inherited = inherited.iter().peekable();
+    let mut own = own.into_iter().peekable();
+    loop {
+        let order = match (inherited.peek(), own.peek()) {
+            (None, None) => break,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some((name, _)), Some((own_name, _))) => name.as_bytes().cmp(own_name),
+        };
+        if order != Ordering::Greater {
+            // The runner's entry, unless the call sets the same name.
+            let (_, entry) = inherited.next().expect("peeked");
+            if order == Ordering::Less {
+                merged.push(Cow::Borrowed(entry.as_c_str()));
+                continue;
+            }
+        }
+        let (name, value) = own.next().expect("peeked");
+        merged.push(Cow::Owned(super::spawn_in_cgroup::env_entry(
+            std::ffi::OsStr::from_bytes(name),
+            value.as_ref(),
+        )?));
+    }
+    Ok(merged)
+}
+
+/// The runner's environment without its secrets ([`super::keep_secrets_from`]),
+/// sorted by name, each variable with its `NAME=value` entry. Made on the
+/// first call: the runner never changes its own environment, and copying
+/// it from `environ` twice for every call was 3–4 % of the runner's CPU
+/// for `shell true` (BENCHMARKS.md, eleventh round).
+#[cfg(target_os = "linux")]
+fn inherited_environment() -> &'static [(OsString, std::ffi::CString)] {
+    static INHERITED: std::sync::OnceLock<Vec<(OsString, std::ffi::CString)>> =
+        std::sync::OnceLock::new();
+    INHERITED.get_or_init(|| {
+        let mut env: Vec<_> = std::env::vars_os()
+            .filter(|(name, _)| !crate::env_vars::SECRETS.iter().any(|secret| name == secret))
+            // The OS hands out no NUL inside a variable; one that could not
+            // be passed on is left out rather than failing every call.
+            .filter_map(|(name, value)| {
+                let entry = super::spawn_in_cgroup::env_entry(&name, &value).ok()?;
+                Some((name, entry))
+            })
+            .collect();
+        // A name set twice keeps its last value, as it did in a map.
+        env.reverse();
+        env.sort_by(|(a, _), (b, _)| a.as_bytes().cmp(b.as_bytes()));
+        env.dedup_by(|(a, _), (b, _)| a == b);
+        env
+    })
 }
 
 /// Starts `spec` with `tokio::process::Command`; with a cgroup, the process
@@ -1439,6 +1531,107 @@ mod tests {
         let per_call = times[RUNS / 2];
         eprintln!(
             "spawn+wait of `bash -c true`, median of {RUNS}: direct {direct:?}, joining by the script's first command {inline:?}, through the wrapper {wrapped:?}, with a new cgroup per call (wrapper) {per_call:?} (real cgroup: {in_cgroup})"
+        );
+    }
+
+    /// The child's environment: the runner's own (made once) with the
+    /// call's variables winning and the marker added, each name once, in
+    /// name order.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_call_environment_is_the_runners_with_the_calls_on_top() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let mut spec = bash("true", root.path());
+        let inherited: HashMap<OsString, OsString> = std::env::vars_os().collect();
+        // One name the runner has (overridden), two it has not: one that
+        // sorts before every other and one after.
+        let overridden = inherited
+            .keys()
+            .find(|name| name.to_str().is_some_and(|name| name != "PATH"))
+            .and_then(|name| name.to_str())
+            .unwrap_or("PATH")
+            .to_owned();
+        for (name, value) in [
+            (overridden.as_str(), "mine"),
+            ("!first", "1"),
+            ("~last", "2"),
+        ] {
+            spec.env.insert(name.to_owned(), value.to_owned());
+        }
+        let env = child_environment(&spec, &scope("call-7", Duration::from_secs(1)))
+            .expect("no NUL anywhere");
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|entry| {
+                let entry = entry.to_str().expect("UTF-8 here");
+                let (name, value) = entry.split_once('=').expect("NAME=value");
+                (name.to_owned(), value.to_owned())
+            })
+            .collect();
+        let names: Vec<&str> = env.iter().map(|(name, _)| name.as_str()).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted, "each name once, in order");
+        let value = |name: &str| {
+            env.iter()
+                .find(|(found, _)| found == name)
+                .map(|(_, value)| value.as_str())
+        };
+        assert_eq!(value(&overridden), Some("mine"));
+        assert_eq!(value("!first"), Some("1"));
+        assert_eq!(value("~last"), Some("2"));
+        assert_eq!(value(CALL_MARKER_VAR), Some("call-7"));
+        for (name, inherited_value) in &inherited {
+            let name = name.to_str().expect("UTF-8 here");
+            if name == overridden || name == CALL_MARKER_VAR {
+                continue;
+            }
+            if crate::env_vars::SECRETS.contains(&name) {
+                assert_eq!(value(name), None, "{name} is kept from the call");
+            } else {
+                assert_eq!(value(name), inherited_value.to_str(), "{name}");
+            }
+        }
+        let added = [overridden.as_str(), "!first", "~last", CALL_MARKER_VAR];
+        for name in names {
+            assert!(
+                added.contains(&name) || inherited.contains_key(std::ffi::OsStr::new(name)),
+                "{name} comes from nowhere"
+            );
+        }
+    }
+
+    /// An output pipe grows to [`PIPE_CAPACITY`] once a read fills the
+    /// buffer, not before.
+    #[tokio::test]
+    async fn an_output_pipe_widens_once_its_output_is_bulk() {
+        let (writer, reader) = tokio::net::unix::pipe::pipe().expect("a pipe");
+        let capacity = |reader: &Widening<tokio::net::unix::pipe::Receiver>| {
+            nix::fcntl::fcntl(reader.pipe.as_fd(), nix::fcntl::FcntlArg::F_GETPIPE_SZ)
+                .expect("F_GETPIPE_SZ")
+        };
+        let mut reader = Widening {
+            pipe: reader,
+            widened: false,
+        };
+        let default = capacity(&reader);
+        assert!(default < PIPE_CAPACITY as i32, "{default}");
+        let mut writer = writer;
+        writer.write_all(b"short").await.expect("write");
+        let mut buffer = vec![0u8; FIRST_READ];
+        let read = reader.read(&mut buffer).await.expect("read");
+        assert_eq!(read, 5);
+        assert_eq!(capacity(&reader), default, "a short read leaves it");
+        writer
+            .write_all(&vec![7u8; FIRST_READ])
+            .await
+            .expect("write");
+        let read = reader.read(&mut buffer).await.expect("read");
+        assert_eq!(read, FIRST_READ);
+        assert!(
+            capacity(&reader) >= PIPE_CAPACITY as i32,
+            "a full read widens it"
         );
     }
 

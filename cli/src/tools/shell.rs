@@ -4,6 +4,8 @@
 //! on timeout or cancel).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
@@ -72,7 +74,7 @@ async fn run_inner(
             // Looked up here, on the call's PATH as `execvp` would: the
             // child then `exec`s the path instead of failing an `exec` for
             // every PATH entry before bash's.
-            let (program, arg0) = match process::find_program("bash".as_ref(), &env) {
+            let (program, arg0) = match find_bash(&env) {
                 Some(path) => (path.into_os_string(), Some("bash".to_owned())),
                 None => ("bash".into(), None),
             };
@@ -200,6 +202,41 @@ fn direct(
     Some((program.into_os_string(), argv, env))
 }
 
+/// bash on the PATH the call's process will have. On the runner's own
+/// PATH (a call that sets none) it is looked up once and then only
+/// checked: the search cost a `statx` for every PATH entry before bash's
+/// on every call (nine on the benchmark machine, 4–5 % of the runner's
+/// CPU for `shell true`: BENCHMARKS.md, eleventh round). Where the bash
+/// found is gone, it is looked up again; a bash installed later in an
+/// earlier PATH directory is used once the runner restarts, as a
+/// service's interpreter would be.
+fn find_bash(env: &HashMap<String, String>) -> Option<PathBuf> {
+    static FOUND: Mutex<Option<PathBuf>> = Mutex::new(None);
+    let search = || process::find_program("bash".as_ref(), env);
+    if env.contains_key("PATH") {
+        return search();
+    }
+    kept_or_found(&FOUND, search)
+}
+
+/// The program in `kept` while it is still an executable file, else what
+/// `search` finds (kept for the next time).
+fn kept_or_found(
+    kept: &Mutex<Option<PathBuf>>,
+    search: impl FnOnce() -> Option<PathBuf>,
+) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut kept = kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let still_there = kept.as_deref().is_some_and(|path| {
+        std::fs::metadata(path)
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    });
+    if !still_there {
+        *kept = search();
+    }
+    kept.clone()
+}
+
 /// Variables bash reads before running a command: a startup file, and
 /// exported functions (which may shadow any program).
 fn bash_reads_first(key: &str) -> bool {
@@ -267,6 +304,39 @@ pub(crate) mod tests {
             toolbox: Toolbox::empty(),
             isolation: Isolation::CgroupIfAvailable,
         }
+    }
+
+    /// bash found once is used while it is there, looked up again once it
+    /// is gone or no longer executable.
+    #[test]
+    fn the_bash_found_is_kept_while_it_is_there() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let program = |name: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, "#!/bin/sh\n").expect("write");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+            path
+        };
+        let (first, second) = (program("first"), program("second"));
+        let kept = Mutex::new(None);
+        assert_eq!(
+            kept_or_found(&kept, || Some(first.clone())),
+            Some(first.clone())
+        );
+        assert_eq!(
+            kept_or_found(&kept, || Some(second.clone())),
+            Some(first.clone()),
+            "no search while it is there"
+        );
+        std::fs::set_permissions(&first, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        assert_eq!(
+            kept_or_found(&kept, || Some(second.clone())),
+            Some(second.clone())
+        );
+        std::fs::remove_file(&second).expect("remove");
+        assert_eq!(kept_or_found(&kept, || None), None, "gone, and none found");
+        assert_eq!(kept_or_found(&kept, || Some(first.clone())), Some(first));
     }
 
     fn scope() -> CallScope {

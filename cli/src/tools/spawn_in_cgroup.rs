@@ -31,7 +31,9 @@
 //! No allocation, no locks, no panics.
 #![allow(unsafe_code)]
 
-use std::ffi::{CString, OsStr, OsString};
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -40,6 +42,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::OnceLock;
 
 use nix::errno::Errno;
 use nix::libc;
@@ -49,6 +52,8 @@ use nix::unistd::Pid;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::net::unix::pipe;
+
+use super::cgroup::CallGroup;
 
 /// From `linux/sched.h` (libc's `CLONE_INTO_CGROUP` is a deprecated `c_int`
 /// too narrow for it).
@@ -61,6 +66,15 @@ const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 /// runs is a few small frames (a loop of `rt_sigaction`, `dup2`, `chdir`,
 /// `execve`): 64 KiB is a wide margin, and costs nothing until touched.
 const CHILD_STACK: usize = 64 * 1024;
+
+thread_local! {
+    /// A thread's child stack, between its calls: `CLONE_VFORK` holds the
+    /// thread until the child is done with it, so one per thread is
+    /// enough. Allocated for every call it was a 64 KiB `malloc`, large
+    /// enough to make glibc consolidate its free lists each time
+    /// (BENCHMARKS.md, eleventh round).
+    static SPARE_STACK: Cell<Vec<u128>> = const { Cell::new(Vec::new()) };
+}
 
 /// `struct clone_args` as of Linux 5.7 (`CLONE_ARGS_SIZE_VER2`, 88 bytes):
 /// the first version with `cgroup`. Every field is a `u64` on every
@@ -94,14 +108,15 @@ pub fn available() -> bool {
 /// What to start.
 #[derive(Debug)]
 pub struct Request<'a> {
-    /// The call's cgroup directory.
-    pub cgroup: &'a Path,
+    /// The call's cgroup.
+    pub cgroup: &'a CallGroup,
     /// The program's path (with a `/`: no PATH search here).
     pub program: &'a Path,
     /// `argv`, `argv[0]` included.
     pub argv: Vec<OsString>,
-    /// The whole environment of the new process.
-    pub env: Vec<(OsString, OsString)>,
+    /// The whole environment of the new process, as `NAME=value` entries
+    /// ([`env_entry`]); borrowed where they are the runner's own.
+    pub env: Vec<Cow<'static, CStr>>,
     pub workdir: &'a Path,
     /// A pipe for stdin (else `/dev/null`).
     pub stdin: bool,
@@ -138,7 +153,7 @@ struct Prepared {
     program: CString,
     workdir: CString,
     /// Keep the strings that `argv` and `envp` point into alive.
-    _strings: Vec<CString>,
+    _strings: (Vec<CString>, Vec<Cow<'static, CStr>>),
     argv: Vec<*const libc::c_char>,
     envp: Vec<*const libc::c_char>,
     /// `(from, to)`: the fds that become 0, 1 and 2.
@@ -166,32 +181,46 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
     if tokio::runtime::Handle::try_current().is_err() {
         return Err(Error::Unavailable(io::Error::other("no tokio runtime")));
     }
-    let cgroup = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY)
-        .open(request.cgroup)
-        .map_err(Error::Unavailable)?;
+    // Held open by the cgroup where it could be, else opened for this call.
+    let opened;
+    let cgroup = match request.cgroup.dir_fd() {
+        Some(dir) => dir,
+        None => {
+            opened = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY)
+                .open(request.cgroup.path())
+                .map_err(Error::Unavailable)?;
+            opened.as_fd()
+        }
+    };
 
-    let (stdout_read, stdout_write) = pipe_pair().map_err(Error::Spawn)?;
-    let (stderr_read, stderr_write) = pipe_pair().map_err(Error::Spawn)?;
+    let (stdout_read, stdout_write) = output_pipe().map_err(Error::Spawn)?;
+    let (stderr_read, stderr_write) = output_pipe().map_err(Error::Spawn)?;
     let (stdin_parent, stdin_child) = if request.stdin {
         let (read, write) = pipe_pair().map_err(Error::Spawn)?;
-        (Some(write), read)
+        (Some(write), Some(read))
     } else {
-        let null = std::fs::File::open("/dev/null").map_err(Error::Spawn)?;
-        (None, OwnedFd::from(null))
+        (None, None)
     };
     // The child's three fds must not be 0, 1 or 2 already (a runner
     // started with those closed): a `dup2` onto one would overwrite
     // another before it is used.
-    let stdin_child = above_stdio(stdin_child).map_err(Error::Spawn)?;
+    let stdin_child = stdin_child
+        .map(above_stdio)
+        .transpose()
+        .map_err(Error::Spawn)?;
     let stdout_write = above_stdio(stdout_write).map_err(Error::Spawn)?;
     let stderr_write = above_stdio(stderr_write).map_err(Error::Spawn)?;
+    let stdin_from = match &stdin_child {
+        Some(read) => read.as_raw_fd(),
+        None => dev_null().map_err(Error::Spawn)?,
+    };
 
     let prepared = prepare(
         request,
         [
-            (stdin_child.as_raw_fd(), 0),
+            (stdin_from, 0),
             (stdout_write.as_raw_fd(), 1),
             (stderr_write.as_raw_fd(), 2),
         ],
@@ -203,8 +232,11 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
     // `fork`-like clone made `shell true` ≈ 0.5 ms slower a call (copying
     // the runner's page tables, and the faults after it). This thread waits
     // meanwhile. The stack is not zeroed: only the child writes it, and
-    // nothing reads it.
-    let mut stack: Vec<u128> = Vec::with_capacity(CHILD_STACK / std::mem::size_of::<u128>());
+    // nothing reads it. It is this thread's, kept for its next call.
+    let mut stack = SPARE_STACK.try_with(Cell::take).unwrap_or_default();
+    if stack.capacity() < CHILD_STACK / std::mem::size_of::<u128>() {
+        stack = Vec::with_capacity(CHILD_STACK / std::mem::size_of::<u128>());
+    }
     let mut pidfd: libc::c_int = -1;
     let mut args = CloneArgs {
         flags: CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP,
@@ -253,7 +285,7 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
             std::mem::size_of::<u64>(),
         );
     }
-    drop(stack);
+    let _ = SPARE_STACK.try_with(|spare| spare.set(stack));
     if pid < 0 {
         let error = clone_error;
         // Refused for everyone (old kernel, seccomp, no pidfd) rather than
@@ -276,7 +308,7 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
     // The parent's copies of the child's ends: their readers must see EOF
     // when the child's side closes.
-    drop((stdin_child, stdout_write, stderr_write, cgroup));
+    drop((stdin_child, stdout_write, stderr_write));
     // `CLONE_VFORK`: the child has `execve`d or exited by now, so this is
     // its last word on the matter.
     let failure = prepared.failure.load(Ordering::Acquire);
@@ -311,8 +343,10 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
         stderr: None,
     };
     let pipes = (|| -> io::Result<()> {
-        child.stdout = Some(pipe::Receiver::from_owned_fd(stdout_read)?);
-        child.stderr = Some(pipe::Receiver::from_owned_fd(stderr_read)?);
+        // Read ends of pipes made non-blocking by `output_pipe`: nothing
+        // for tokio to check or set (three system calls each).
+        child.stdout = Some(pipe::Receiver::from_owned_fd_unchecked(stdout_read)?);
+        child.stderr = Some(pipe::Receiver::from_owned_fd_unchecked(stderr_read)?);
         child.stdin = stdin_parent.map(pipe::Sender::from_owned_fd).transpose()?;
         Ok(())
     })();
@@ -329,33 +363,38 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
 fn prepare(request: &Request<'_>, stdio: [(RawFd, RawFd); 3]) -> io::Result<Prepared> {
     let program = c_string(request.program.as_os_str())?;
     let workdir = c_string(request.workdir.as_os_str())?;
-    let mut strings = Vec::with_capacity(request.argv.len() + request.env.len());
-    for arg in &request.argv {
-        strings.push(c_string(arg)?);
-    }
-    for (name, value) in &request.env {
-        let mut entry = name.clone();
-        entry.push("=");
-        entry.push(value);
-        strings.push(c_string(&entry)?);
-    }
-    let pointers = |items: &[CString]| {
-        let mut pointers: Vec<*const libc::c_char> =
-            items.iter().map(|item| item.as_ptr()).collect();
+    let args = request
+        .argv
+        .iter()
+        .map(|arg| c_string(arg))
+        .collect::<io::Result<Vec<_>>>()?;
+    // Borrowed entries stay borrowed: a clone of the list, not of the text.
+    let env = request.env.clone();
+    let pointers = |items: &mut dyn Iterator<Item = *const libc::c_char>| {
+        let mut pointers: Vec<*const libc::c_char> = items.collect();
         pointers.push(std::ptr::null());
         pointers
     };
-    let (argv, envp) = strings.split_at(request.argv.len());
-    let (argv, envp) = (pointers(argv), pointers(envp));
+    let argv = pointers(&mut args.iter().map(|arg| arg.as_ptr()));
+    let envp = pointers(&mut env.iter().map(|entry| entry.as_ptr()));
     Ok(Prepared {
         program,
         workdir,
-        _strings: strings,
+        _strings: (args, env),
         argv,
         envp,
         stdio,
         failure: AtomicI32::new(0),
     })
+}
+
+/// `NAME=value`, as the environment of [`Request`] holds it.
+pub fn env_entry(name: &OsStr, value: &OsStr) -> io::Result<CString> {
+    let mut entry = Vec::with_capacity(name.len() + 1 + value.len());
+    entry.extend_from_slice(name.as_bytes());
+    entry.push(b'=');
+    entry.extend_from_slice(value.as_bytes());
+    c_string(OsStr::from_bytes(&entry))
 }
 
 fn c_string(text: &OsStr) -> io::Result<CString> {
@@ -512,6 +551,32 @@ fn pipe_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?)
 }
 
+/// A close-on-exec pipe for the child's output: `(read end, write end)`,
+/// the read end non-blocking for tokio's reactor, the write end blocking
+/// as programs expect of their stdout (the two ends are separate open
+/// files, each with its own flags).
+fn output_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (read, write) = pipe_pair()?;
+    nix::fcntl::fcntl(
+        &read,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+    )?;
+    Ok((read, write))
+}
+
+/// `/dev/null`, opened once (close-on-exec, numbered 3 or more): the
+/// stdin of every call that has none, `dup2`ed by the child.
+fn dev_null() -> io::Result<RawFd> {
+    static NULL: OnceLock<OwnedFd> = OnceLock::new();
+    if let Some(null) = NULL.get() {
+        return Ok(null.as_raw_fd());
+    }
+    let opened = above_stdio(OwnedFd::from(std::fs::File::open("/dev/null")?))?;
+    // Another thread may have got there first: its fd is kept, this one
+    // closed.
+    Ok(NULL.get_or_init(|| opened).as_raw_fd())
+}
+
 /// `fd`, or a close-on-exec duplicate of it numbered 3 or more.
 fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     if fd.as_raw_fd() > 2 {
@@ -615,18 +680,19 @@ impl Drop for Child {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::cgroup::CallGroup;
     use tokio::io::AsyncReadExt;
 
     fn request<'a>(group: &'a CallGroup, workdir: &'a Path, script: &str) -> Request<'a> {
         Request {
-            cgroup: group.path(),
+            cgroup: group,
             program: Path::new("/bin/sh"),
             argv: vec!["sh".into(), "-c".into(), script.into()],
-            env: vec![
-                ("PATH".into(), "/usr/bin:/bin".into()),
-                ("X".into(), "a b".into()),
-            ],
+            env: [("PATH", "/usr/bin:/bin"), ("X", "a b")]
+                .into_iter()
+                .map(|(name, value)| {
+                    Cow::Owned(env_entry(name.as_ref(), value.as_ref()).expect("no NUL"))
+                })
+                .collect(),
             workdir,
             stdin: false,
         }
@@ -664,10 +730,13 @@ mod tests {
     async fn the_process_starts_inside_the_cgroup_with_what_was_asked() {
         let Some(group) = group() else { return };
         let workdir = tempfile::tempdir().expect("tempdir");
-        let script = r#"cat /proc/self/cgroup | grep '^0::'; echo "$X"; pwd; ls /proc/self/fd | sort -n | tr '\n' ' '; echo; grep SigIgn /proc/self/status; [ "$(cut -d' ' -f5 /proc/$$/stat)" = $$ ] && echo own-group; echo oops >&2; exit 3"#;
+        let script = r#"cat /proc/self/cgroup | grep '^0::'; echo "$X"; pwd; ls /proc/self/fd | sort -n | tr '\n' ' '; echo; grep SigIgn /proc/self/status; [ "$(cut -d' ' -f5 /proc/$$/stat)" = $$ ] && echo own-group; readlink /proc/self/fd/0; echo oops >&2; exit 3"#;
         let child = spawn(&request(&group, workdir.path(), script)).expect("clone3 works here");
         assert!(child.id() > 0);
         let (out, err, status) = output(child).await;
+        // Again, on this thread's kept child stack and the kept /dev/null.
+        let again = spawn(&request(&group, workdir.path(), script)).expect("clone3 works again");
+        assert_eq!(output(again).await, (out.clone(), err.clone(), status));
         let lines: Vec<&str> = out.lines().collect();
         let name = group
             .path()
@@ -706,6 +775,7 @@ mod tests {
         assert_eq!(standard(lines[4]), standard(reference[1]), "{out}");
         assert_eq!(standard(lines[4]) & (1 << (libc::SIGPIPE - 1)), 0, "{out}");
         assert_eq!(lines[5], "own-group", "{out}");
+        assert_eq!(lines[6], "/dev/null", "{out}");
         assert_eq!(err, "oops\n");
         assert_eq!(status.code(), Some(3));
     }

@@ -237,6 +237,80 @@ async fn binary_files_come_back_base64() {
     assert_eq!(body["result"]["bytes_read"], 3);
 }
 
+/// The runner's per-call log: with `runner run --call-log` (or
+/// RUNNER_CALL_LOG=1), one "call finished" line per call (naming the
+/// call, its tool and exit code); without it, none. A call that fails (here
+/// a file that is not there) is logged either way, as "call failed".
+#[tokio::test]
+async fn the_runner_logs_each_call_only_with_call_log() {
+    /// Flags, environment variables, whether the per-call log is on.
+    type Case = (
+        &'static [&'static str],
+        &'static [(&'static str, &'static str)],
+        bool,
+    );
+    let cases: [Case; 4] = [
+        (&[], &[], false),
+        (&["--call-log"], &[], true),
+        (&[], &[("RUNNER_CALL_LOG", "1")], true),
+        (&[], &[("RUNNER_CALL_LOG", "off")], false),
+    ];
+    let relay = Relay::spawn().await;
+    for (flags, vars, call_log) in cases {
+        let (env, mut runner) = Runner::registered(&relay, dev_env()).await;
+        let mut command = runner.command();
+        command
+            .arg("run")
+            .args(flags)
+            .envs(vars.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        runner.child = Some(command.spawn().expect("spawn runner run"));
+        relay.wait_status(&env, "online").await;
+        let (status, body) = relay
+            .invoke(
+                &env,
+                json!({"tool_name": "shell", "args": {"command": "exit 3"}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let finished_id = body["call_id"].as_str().expect("call id").to_owned();
+        let (status, body) = relay
+            .invoke(
+                &env,
+                json!({"tool_name": "file_read", "args": {"path": "not-there"}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body["error"].is_string(), "{body}");
+        let failed_id = body["call_id"].as_str().expect("call id").to_owned();
+
+        let (_, log) = runner.stop().await;
+        assert!(log.contains("connected"), "{log}");
+        let lines = |needle: &str| -> Vec<String> {
+            log.lines()
+                .filter(|line| line.contains(needle))
+                .map(str::to_owned)
+                .collect()
+        };
+        let failed = lines("call failed");
+        assert_eq!(failed.len(), 1, "{log}");
+        for part in [failed_id.as_str(), "tool=file_read", "not-there"] {
+            assert!(failed[0].contains(part), "{part} in {}", failed[0]);
+        }
+        let finished = lines("call finished");
+        if call_log {
+            assert_eq!(finished.len(), 1, "{log}");
+            for part in [finished_id.as_str(), "tool=shell", "exit_code=Some(3)"] {
+                assert!(finished[0].contains(part), "{part} in {}", finished[0]);
+            }
+        } else {
+            assert!(finished.is_empty(), "{log}");
+            assert!(!log.contains(&finished_id), "{log}");
+        }
+    }
+}
+
 /// The relay's access log: with `--access-log` (or
 /// RUNNER_RELAY_ACCESS_LOG=1), one "call finished" line per call (naming
 /// the call, its tool, caller and exit code) and one "answered" line per
