@@ -27,9 +27,9 @@ if ! command -v sshd >/dev/null 2>&1 && [ ! -x /usr/sbin/sshd ]; then
 fi
 
 mkdir -p bench/results
-# Newest by time of writing; the names are ours (a UTC time and a commit).
-# shellcheck disable=SC2012
-previous="$(ls -1t bench/results/*.json 2>/dev/null | head -n 1 || true)"
+# Newest by name: the names are ours and begin with the UTC time of the run
+# (a fresh clone gives every file the same modification time).
+previous="$(find bench/results -maxdepth 1 -name '*.json' | sort | tail -n 1)"
 commit="$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
 out="bench/results/$(date -u +%Y%m%dT%H%M%SZ)-${commit}.json"
 
