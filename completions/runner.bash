@@ -1543,6 +1543,10 @@ _runner() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --call-log)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
                 --max-concurrent-calls)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

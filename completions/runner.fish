@@ -76,6 +76,8 @@ complete -c runner -n "__fish_runner_using_subcommand unregister" -s V -l versio
 complete -c runner -n "__fish_runner_using_subcommand run" -l url -d 'Relay URL. With RUNNER_TOKEN also set in the environment, `run` needs no prior `register` (how the service and the container image run); otherwise the registration from `runner register` is used' -r
 complete -c runner -n "__fish_runner_using_subcommand run" -l workspace -d 'Root directory for relative paths of file tools and the default working directory of `shell` (default: STATE_DIR/workspace)' -r -F
 complete -c runner -n "__fish_runner_using_subcommand run" -l permission-config -d 'Local permission file (YAML, key `permission`) checked before any command runs. Unset: every command is allowed. Set but missing or invalid: the runner refuses to start' -r -F
+complete -c runner -n "__fish_runner_using_subcommand run" -l call-log -d 'Log every call that ran ("call finished": call id, tool, exit code, ms) at info, target `runner_cli::calls`: this machine\'s own record of what ran on it, whoever runs the relay. `false` leaves it to the relay\'s journal, for a runner taking thousands of calls a second (the line costs the runner ≈ 5 µs of CPU a call, and journald\'s rate limit drops every line of a service past 10,000 in 30 s). Calls that fail (refused by the permission file, bad arguments, a command that cannot start) are logged either way ("call failed")' -r -f -a "true\t''
+false\t''"
 complete -c runner -n "__fish_runner_using_subcommand run" -l max-concurrent-calls -d 'Calls executed at once; more wait in a queue (reported as backlog)' -r
 complete -c runner -n "__fish_runner_using_subcommand run" -l worker-threads -d 'Threads that run the connection and the calls\' I/O. One is enough for most hosts and the fastest: commands run in their own processes, file and search tools on a separate pool, and one thread never has to wake another to hand a call on (`ping` 0.88× and 28 % less CPU per call than two threads, output streams as fast). Raise it for many large output streams at once' -r
 complete -c runner -n "__fish_runner_using_subcommand run" -l mcp-config -d 'MCP servers to start and relay (YAML, key `servers`); their tools are announced as SERVER__TOOL. Set but unusable: the runner refuses to start' -r -F
@@ -91,7 +93,6 @@ complete -c runner -n "__fish_runner_using_subcommand run" -l insecure-skip-tls-
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand run" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
-complete -c runner -n "__fish_runner_using_subcommand run" -l call-log -d 'Log every call ("call finished": call id, tool, exit code, ms) at info, target `runner_cli::calls`. Off by default: the relay\'s journal records every call, and a line per call was a quarter of the runner\'s CPU for a `ping` (BENCHMARKS.md, eleventh round) and runs into journald\'s rate limit on a busy runner. Calls that fail (refused by the permission file, bad arguments, a command that cannot start) are logged either way ("call failed")'
 complete -c runner -n "__fish_runner_using_subcommand run" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand run" -s V -l version -d 'Print version'
 complete -c runner -n "__fish_runner_using_subcommand login" -l url -d 'Base URL of the relay' -r

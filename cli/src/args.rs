@@ -231,14 +231,17 @@ pub struct RunArgs {
     #[arg(long, env = env_vars::PERMISSION_CONFIG, value_name = "FILE")]
     pub permission_config: Option<PathBuf>,
 
-    /// Log every call ("call finished": call id, tool, exit code, ms) at
-    /// info, target `runner_cli::calls`. Off by default: the relay's
-    /// journal records every call, and a line per call was a quarter of
-    /// the runner's CPU for a `ping` (BENCHMARKS.md, eleventh round) and
-    /// runs into journald's rate limit on a busy runner. Calls that fail
-    /// (refused by the permission file, bad arguments, a command that
-    /// cannot start) are logged either way ("call failed").
-    #[arg(long, env = env_vars::CALL_LOG,
+    /// Log every call that ran ("call finished": call id, tool, exit
+    /// code, ms) at info, target `runner_cli::calls`: this machine's own
+    /// record of what ran on it, whoever runs the relay. `false` leaves
+    /// it to the relay's journal, for a runner taking thousands of calls
+    /// a second (the line costs the runner ≈ 8 µs of CPU a call, and
+    /// journald's rate limit drops every line of a service past 10,000
+    /// in 30 s). Calls that fail (refused by the permission file, bad
+    /// arguments, a command that cannot start) are logged either way
+    /// ("call failed").
+    #[arg(long, env = env_vars::CALL_LOG, default_value_t = true,
+          action = clap::ArgAction::Set, value_name = "BOOL",
           value_parser = clap::builder::BoolishValueParser::new())]
     pub call_log: bool,
 

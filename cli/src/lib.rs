@@ -134,7 +134,7 @@ fn init_tracing(format: LogFormat, call_log: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_env(env_vars::LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))
         // The flag alone decides, whatever RUNNER_LOG says of other
-        // targets: off, the per-call span and line are never even built.
+        // targets: off, the per-call line is never even built.
         .add_directive(agent::session::call_log_directive(call_log));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -40,8 +40,8 @@ pub const SILENCE_INTERVALS: u32 = 3;
 /// Time in-flight calls get to send their (cancelled) results at shutdown.
 pub const SHUTDOWN_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The tracing target of the per-call log: the `call` span and its
-/// "call finished" line, at info, only with `runner run --call-log`.
+/// The tracing target of the per-call log: the "call finished" line, at
+/// info, unless `runner run --call-log false`.
 pub const CALL_LOG: &str = "runner_cli::calls";
 
 /// The filter directive that turns the per-call log on or off.
@@ -626,7 +626,10 @@ impl Calls {
         let slots = Arc::clone(&self.slots);
         let in_flight = Arc::clone(&self.in_flight);
         let backlog = Arc::clone(&self.backlog);
-        let span = tracing::info_span!(target: CALL_LOG, "call", call_id = %call.call_id, tool = %call.tool);
+        // At debug only: a span at info cost the runner as much CPU as the
+        // line below (formatting its fields, entering it at every poll),
+        // and the lines that matter name the call themselves.
+        let span = tracing::debug_span!("call", call_id = %call.call_id, tool = %call.tool);
         let tool = call.tool.clone();
         tokio::spawn(tracing::Instrument::instrument(
             async move {
@@ -697,6 +700,8 @@ impl Calls {
                     }
                     None => tracing::info!(
                         target: CALL_LOG,
+                        %call_id,
+                        %tool,
                         ?exit_code,
                         elapsed_ms,
                         "call finished"

@@ -237,10 +237,11 @@ async fn binary_files_come_back_base64() {
     assert_eq!(body["result"]["bytes_read"], 3);
 }
 
-/// The runner's per-call log: with `runner run --call-log` (or
-/// RUNNER_CALL_LOG=1), one "call finished" line per call (naming the
-/// call, its tool and exit code); without it, none. A call that fails (here
-/// a file that is not there) is logged either way, as "call failed".
+/// The runner's per-call log: by default (and with `--call-log true` or
+/// RUNNER_CALL_LOG=1) one "call finished" line per call (naming the call,
+/// its tool and exit code); with `--call-log false` or RUNNER_CALL_LOG=0,
+/// none. A call that fails (here a file that is not there) is logged
+/// either way, as "call failed".
 #[tokio::test]
 async fn the_runner_logs_each_call_only_with_call_log() {
     /// Flags, environment variables, whether the per-call log is on.
@@ -249,11 +250,12 @@ async fn the_runner_logs_each_call_only_with_call_log() {
         &'static [(&'static str, &'static str)],
         bool,
     );
-    let cases: [Case; 4] = [
-        (&[], &[], false),
-        (&["--call-log"], &[], true),
-        (&[], &[("RUNNER_CALL_LOG", "1")], true),
+    let cases: [Case; 5] = [
+        (&[], &[], true),
+        (&["--call-log", "false"], &[], false),
+        (&["--call-log", "true"], &[("RUNNER_CALL_LOG", "0")], true),
         (&[], &[("RUNNER_CALL_LOG", "off")], false),
+        (&[], &[("RUNNER_CALL_LOG", "1")], true),
     ];
     let relay = Relay::spawn().await;
     for (flags, vars, call_log) in cases {
