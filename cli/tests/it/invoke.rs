@@ -237,6 +237,14 @@ async fn binary_files_come_back_base64() {
     assert_eq!(body["result"]["bytes_read"], 3);
 }
 
+/// A log test's case: flags, environment variables, and whether the log
+/// in question is on.
+type LogCase = (
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+    bool,
+);
+
 /// The runner's per-call log: by default (and with `--call-log true` or
 /// RUNNER_CALL_LOG=1) one "call finished" line per call (naming the call,
 /// its tool and exit code); with `--call-log false` or RUNNER_CALL_LOG=0,
@@ -244,13 +252,7 @@ async fn binary_files_come_back_base64() {
 /// either way, as "call failed".
 #[tokio::test]
 async fn the_runner_logs_each_call_only_with_call_log() {
-    /// Flags, environment variables, whether the per-call log is on.
-    type Case = (
-        &'static [&'static str],
-        &'static [(&'static str, &'static str)],
-        bool,
-    );
-    let cases: [Case; 5] = [
+    let cases: [LogCase; 5] = [
         (&[], &[], true),
         (&["--call-log", "false"], &[], false),
         (&["--call-log", "true"], &[("RUNNER_CALL_LOG", "0")], true),
@@ -320,13 +322,7 @@ async fn the_runner_logs_each_call_only_with_call_log() {
 /// relay's other info lines are still written.
 #[tokio::test]
 async fn the_relay_logs_each_call_only_with_access_log() {
-    /// Flags, environment variables, whether the access log is on.
-    type Case = (
-        &'static [&'static str],
-        &'static [(&'static str, &'static str)],
-        bool,
-    );
-    let cases: [Case; 4] = [
+    let cases: [LogCase; 4] = [
         (&[], &[], false),
         (&["--access-log"], &[], true),
         (&[], &[("RUNNER_RELAY_ACCESS_LOG", "1")], true),
