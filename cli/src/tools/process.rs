@@ -918,7 +918,6 @@ fn tree_members(tree: &Tree<'_>) -> Vec<Killed> {
 /// Where `program` is: as given when it has a `/`, else the first
 /// executable of that name on the PATH the child will have.
 pub fn find_program(program: &std::ffi::OsStr, env: &HashMap<String, String>) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     let path = Path::new(program);
     if program.as_encoded_bytes().contains(&b'/') {
         return Some(path.to_owned());
@@ -929,10 +928,7 @@ pub fn find_program(program: &std::ffi::OsStr, env: &HashMap<String, String>) ->
     };
     std::env::split_paths(&search)
         .map(|dir| dir.join(path))
-        .find(|candidate| {
-            std::fs::metadata(candidate)
-                .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-        })
+        .find(|candidate| super::catalogue::is_executable(candidate))
 }
 
 /// `(comm, state, pgrp)` from `/proc/PID/stat`; `comm` may contain spaces

@@ -225,12 +225,8 @@ fn kept_or_found(
     kept: &Mutex<Option<PathBuf>>,
     search: impl FnOnce() -> Option<PathBuf>,
 ) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     let mut kept = kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let still_there = kept.as_deref().is_some_and(|path| {
-        std::fs::metadata(path)
-            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-    });
+    let still_there = kept.as_deref().is_some_and(super::catalogue::is_executable);
     if !still_there {
         *kept = search();
     }

@@ -37,7 +37,6 @@ use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
@@ -181,19 +180,11 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
     if tokio::runtime::Handle::try_current().is_err() {
         return Err(Error::Unavailable(io::Error::other("no tokio runtime")));
     }
-    // Held open by the cgroup where it could be, else opened for this call.
-    let opened;
-    let cgroup = match request.cgroup.dir_fd() {
-        Some(dir) => dir,
-        None => {
-            opened = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_DIRECTORY)
-                .open(request.cgroup.path())
-                .map_err(Error::Unavailable)?;
-            opened.as_fd()
-        }
-    };
+    // Held open by the cgroup since it was made; one whose files could not
+    // be opened is left to the other way.
+    let cgroup = request.cgroup.dir_fd().ok_or_else(|| {
+        Error::Unavailable(io::Error::other("the call cgroup's directory is not open"))
+    })?;
 
     let (stdout_read, stdout_write) = output_pipe().map_err(Error::Spawn)?;
     let (stderr_read, stderr_write) = output_pipe().map_err(Error::Spawn)?;

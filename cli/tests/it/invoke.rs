@@ -262,14 +262,7 @@ async fn the_runner_logs_each_call_only_with_call_log() {
     let relay = Relay::spawn().await;
     for (flags, vars, call_log) in cases {
         let (env, mut runner) = Runner::registered(&relay, dev_env()).await;
-        let mut command = runner.command();
-        command
-            .arg("run")
-            .args(flags)
-            .envs(vars.iter().copied())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped());
-        runner.child = Some(command.spawn().expect("spawn runner run"));
+        runner.start_with(flags, vars);
         relay.wait_status(&env, "online").await;
         let (status, body) = relay
             .invoke(

@@ -294,16 +294,11 @@ async fn run_uses_the_worker_threads_it_is_given() {
         (&[][..], Some("2"), 2),
     ] {
         let (env_id, mut runner) = Runner::registered(&relay, dev_env()).await;
-        let mut command = runner.command();
-        command
-            .arg("run")
-            .args(flags)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        if let Some(threads) = env {
-            command.env("RUNNER_WORKER_THREADS", threads);
-        }
-        runner.child = Some(command.spawn().expect("spawn runner run"));
+        let vars: Vec<(&str, &str)> = env
+            .map(|threads| ("RUNNER_WORKER_THREADS", threads))
+            .into_iter()
+            .collect();
+        runner.start_with(flags, &vars);
         relay.wait_status(&env_id, "online").await;
         let (status, body) = relay
             .invoke(

@@ -282,10 +282,17 @@ impl Runner {
     }
 
     pub fn start(&mut self, extra: &[&str]) {
+        self.start_with(extra, &[]);
+    }
+
+    /// `run` with extra arguments and environment variables; stderr is
+    /// kept for [`Runner::stop`].
+    pub fn start_with(&mut self, extra: &[&str], vars: &[(&str, &str)]) {
         let child = self
             .command()
             .arg("run")
             .args(extra)
+            .envs(vars.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
