@@ -4,7 +4,7 @@
 #   scripts/make-release.sh VERSION OUT_DIR [--key PRIVATE_KEY_PEM] [--binary PATH]
 #
 # Without --binary it builds `runner` for this machine (Cargo profile `dist`:
-# the release build without line tables) and refuses when the built
+# the release build with fat LTO and without line tables) and refuses when the built
 # binary's --version is not VERSION. With --binary it
 # publishes that file as VERSION (warning on a mismatch: the tests publish a
 # copy of one build under several versions).
@@ -99,7 +99,7 @@ esac
 asset="runner-$os-$arch"
 
 if [ -z "$binary" ]; then
-  say "building runner (profile dist: release without line tables) for $os/$arch"
+  say "building runner (profile dist: release with fat LTO, without line tables) for $os/$arch"
   (cd "$repo" && cargo build --profile dist --locked -p runner-cli --bin runner)
   binary="${CARGO_TARGET_DIR:-$repo/target}/dist/runner"
   built="$("$binary" --version | awk '{print $2}')"
