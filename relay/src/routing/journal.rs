@@ -30,7 +30,7 @@ use runner_proto::api::InvocationState;
 use runner_proto::ws::{Call, CallResult, Policy};
 use serde_json::Value;
 use time::OffsetDateTime;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::{CallHandle, CallRouter, Presence, RouteError};
 use crate::clock::Clock;
@@ -50,8 +50,16 @@ const WRITE_QUEUE: usize = 16_384;
 /// Most steps written in one transaction.
 const MAX_BATCH: usize = 1024;
 /// How long the writer gathers steps after the first one of a batch, so
-/// that a short call's dispatched and done steps become one row write.
-const LINGER: Duration = Duration::from_millis(5);
+/// that a short call's dispatched and done steps become one row write,
+/// and the calls of a steady trickle share one transaction. At 5 ms,
+/// `shell true` calls back to back (one per 2 ms) made a transaction of
+/// two or three calls, and the store's thread and its wake-ups cost the
+/// relay a fifth of its CPU per call; at 20 ms, 0.81× the relay's CPU
+/// per call for `shell true` and 0.84× for `ping` (BENCHMARKS.md,
+/// "Twelfth round"). The price: a kill -9 loses up to 20 ms of steps
+/// instead of 5, and another relay sharing the store sees a call's row
+/// up to 20 ms later (this relay's own reads flush first).
+const LINGER: Duration = Duration::from_millis(20);
 /// Bound on one batch write; a batch that fails is logged and dropped (the
 /// journal is best effort beyond the idempotency insert).
 const BATCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -71,6 +79,9 @@ pub struct JournalWriter {
     /// the first step, so that building the state needs no runtime).
     idle: Mutex<Option<mpsc::Receiver<Step>>>,
     started: AtomicBool,
+    /// Cuts the writer's linger short: a flush is someone waiting.
+    flush_now: Arc<Notify>,
+    linger: Duration,
 }
 
 impl std::fmt::Debug for Step {
@@ -95,7 +106,16 @@ impl JournalWriter {
             queue,
             idle: Mutex::new(Some(idle)),
             started: AtomicBool::new(false),
+            flush_now: Arc::new(Notify::new()),
+            linger: LINGER,
         }
+    }
+
+    /// The same writer gathering for `linger` instead of [`LINGER`].
+    #[cfg(test)]
+    pub(crate) fn with_linger(mut self, linger: Duration) -> Self {
+        self.linger = linger;
+        self
     }
 
     fn start(&self) {
@@ -110,7 +130,12 @@ impl JournalWriter {
             .take();
         if let Some(idle) = idle {
             self.started.store(true, Ordering::Release);
-            tokio::spawn(write_batches(self.store.clone(), idle));
+            tokio::spawn(write_batches(
+                self.store.clone(),
+                idle,
+                self.flush_now.clone(),
+                self.linger,
+            ));
         }
     }
 
@@ -186,6 +211,9 @@ impl JournalWriter {
             tracing::warn!("could not flush the call journal");
             return;
         }
+        // A permit is kept if the writer is not lingering now, so the
+        // next linger ends at once: one early batch, no lost wake-up.
+        self.flush_now.notify_one();
         if tokio::time::timeout(BATCH_TIMEOUT, written).await.is_err() {
             tracing::warn!("flushing the call journal timed out");
         }
@@ -217,7 +245,12 @@ fn entry(
 /// The writer task: gathers steps for [`LINGER`] (up to [`MAX_BATCH`]),
 /// folds them per call and writes them in one transaction.
 /// Ends, after writing what is queued, when the [`JournalWriter`] is gone.
-async fn write_batches(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Step>) {
+async fn write_batches(
+    store: Arc<dyn Store>,
+    mut queue: mpsc::Receiver<Step>,
+    flush_now: Arc<Notify>,
+    linger: Duration,
+) {
     let mut steps = Vec::with_capacity(MAX_BATCH);
     loop {
         if queue.recv_many(&mut steps, MAX_BATCH).await == 0 {
@@ -226,9 +259,12 @@ async fn write_batches(store: Arc<dyn Store>, mut queue: mpsc::Receiver<Step>) {
         // Gather by sleeping, then taking what came without waiting: a
         // receiver that waited on the queue instead would be woken (and
         // scheduled, on the call path's threads) by every step of every
-        // call. A flush waits out the linger too (≤ 5 ms).
+        // call. A flush cuts the linger short.
         if steps.len() < MAX_BATCH && !steps.iter().any(|s| matches!(s, Step::Flush(_))) {
-            tokio::time::sleep(LINGER).await;
+            tokio::select! {
+                () = tokio::time::sleep(linger) => {}
+                () = flush_now.notified() => {}
+            }
             while steps.len() < MAX_BATCH {
                 match queue.try_recv() {
                     Ok(step) => steps.push(step),

@@ -888,6 +888,29 @@ mod tests {
         }
     }
 
+    /// A flush does not wait out the writer's linger: `GET
+    /// /invocations/{id}` flushes first, and answers at once.
+    #[tokio::test]
+    async fn a_journal_flush_cuts_the_linger_short() {
+        use crate::routing::JournalWriter;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _) = store_in(&dir).await;
+        let store = Arc::new(store);
+        // Longer than the flush's own bound (10 s), after which it gives
+        // up without the row: only a linger cut short passes.
+        let writer =
+            JournalWriter::with_queue(store.clone(), 16).with_linger(Duration::from_secs(60));
+        writer.record(dispatched("lingering")).await;
+        // The writer takes the step and lingers (a flush queued with the
+        // step would skip the linger anyway).
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::timeout(Duration::from_secs(5), writer.flush())
+            .await
+            .expect("the flush ends the linger");
+        let found = store.invocation("lingering").await.expect("read");
+        assert!(found.is_some(), "the lingering step was written");
+    }
+
     async fn count(store: &SqliteStore, filter: &str) -> i64 {
         sqlx::query_scalar(&format!("SELECT count(*) FROM invocations WHERE {filter}"))
             .fetch_one(&store.pool)
