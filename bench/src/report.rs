@@ -325,7 +325,7 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
         writeln!(out, "| figure | value |\n|---|---:|")?;
         writeln!(
             out,
-            "| runner binary (release, line tables) bytes | {} |",
+            "| runner binary as built (bench.sh: profile `dist`) bytes | {} |",
             footprint["runner_binary_bytes"]
         )?;
         writeln!(
