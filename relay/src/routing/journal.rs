@@ -242,7 +242,7 @@ fn entry(
     }
 }
 
-/// The writer task: gathers steps for [`LINGER`] (up to [`MAX_BATCH`]),
+/// The writer task: gathers steps for `linger` (up to [`MAX_BATCH`]),
 /// folds them per call and writes them in one transaction.
 /// Ends, after writing what is queued, when the [`JournalWriter`] is gone.
 async fn write_batches(
