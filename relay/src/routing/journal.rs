@@ -53,12 +53,12 @@ const MAX_BATCH: usize = 1024;
 /// that a short call's dispatched and done steps become one row write,
 /// and the calls of a steady trickle share one transaction. At 5 ms,
 /// `shell true` calls back to back (one per 2 ms) made a transaction of
-/// two or three calls, and the store's thread and its wake-ups cost the
-/// relay a fifth of its CPU per call; at 20 ms, 0.81× the relay's CPU
-/// per call for `shell true` and 0.84× for `ping` (BENCHMARKS.md,
-/// "Twelfth round"). The price: a kill -9 loses up to 20 ms of steps
-/// instead of 5, and another relay sharing the store sees a call's row
-/// up to 20 ms later (this relay's own reads flush first).
+/// two or three calls, each with the store thread's wake-ups; at 20 ms
+/// the relay spends 0.81× the CPU per call for `shell true` and 0.84×
+/// for `ping` (BENCHMARKS.md, "Twelfth round"). The price: a kill -9
+/// loses up to 20 ms of steps instead of 5, and another relay sharing the
+/// store sees a call's row up to 20 ms later. This relay's own reads do
+/// not wait: they flush, and a flush cuts the linger short.
 const LINGER: Duration = Duration::from_millis(20);
 /// Bound on one batch write; a batch that fails is logged and dropped (the
 /// journal is best effort beyond the idempotency insert).
