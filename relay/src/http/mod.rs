@@ -9,6 +9,8 @@ pub mod invoke;
 mod members;
 pub mod openapi;
 mod runner;
+#[cfg(test)]
+mod self_wake;
 mod tokens;
 pub mod websocket;
 
