@@ -60,10 +60,12 @@ const CLONE_VM: u64 = 0x100;
 const CLONE_PIDFD: u64 = 0x1000;
 const CLONE_VFORK: u64 = 0x4000;
 const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+/// Linux 5.5, so present wherever `CLONE_INTO_CGROUP` (5.7) is.
+const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
 
 /// The child's stack while it shares our memory (until `execve`). What it
-/// runs is a few small frames (a loop of `rt_sigaction`, `dup2`, `chdir`,
-/// `execve`): 64 KiB is a wide margin, and costs nothing until touched.
+/// runs is a few small frames (`rt_sigaction`, `dup2`, `chdir`, `execve`):
+/// 64 KiB is a wide margin, and costs nothing until touched.
 const CHILD_STACK: usize = 64 * 1024;
 
 thread_local! {
@@ -230,7 +232,7 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
     }
     let mut pidfd: libc::c_int = -1;
     let mut args = CloneArgs {
-        flags: CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP,
+        flags: CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP | CLONE_CLEAR_SIGHAND,
         pidfd: std::ptr::addr_of_mut!(pidfd) as u64,
         exit_signal: libc::SIGCHLD as u64,
         stack: stack.as_mut_ptr() as u64,
@@ -239,9 +241,10 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
         ..CloneArgs::default()
     };
     // No signal handler may run in the child (on its small stack, in our
-    // memory): every signal, glibc's own included, is blocked in this
-    // thread until the clone returns; the child sets the handlers to their
-    // defaults before it unblocks them.
+    // memory): the kernel starts it with every handled signal, glibc's own
+    // included, at its default (`CLONE_CLEAR_SIGHAND`; ignored ones stay
+    // ignored), and every signal is blocked in this thread until the clone
+    // returns, so none is taken between the clone and that reset.
     let all: u64 = !0;
     let mut previous: u64 = 0;
     // SAFETY: two valid 8-byte kernel signal sets (`_NSIG` is 64 on x86_64).
@@ -464,35 +467,19 @@ unsafe fn clone3_into(_: &mut CloneArgs, _: *const Prepared) -> libc::c_long {
 /// Only as the entry point of the child of [`clone3_into`].
 unsafe extern "C" fn child_main(prepared: *const Prepared) -> ! {
     let prepared = &*prepared;
-    // Handlers are the runner's code, for the runner's memory: default
-    // them all (`execve` would, but a signal may come before it), glibc's
-    // internal ones too, hence the raw system call. Rust ignores SIGPIPE
-    // and an ignored signal stays ignored across `execve`; std's `Command`
+    // The runner's handlers are already at their defaults here
+    // (`CLONE_CLEAR_SIGHAND`), which spares the 64 `rt_sigaction` queries
+    // `posix_spawn` makes while its parent waits. Ignored signals stay
+    // ignored across `execve`; Rust ignores SIGPIPE, and std's `Command`
     // restores its default, so do we.
     let default = KernelSigaction::default();
-    for signal in 1..=64 {
-        let mut current = KernelSigaction::default();
-        let queried = libc::syscall(
-            libc::SYS_rt_sigaction,
-            signal,
-            std::ptr::null::<KernelSigaction>(),
-            std::ptr::addr_of_mut!(current),
-            std::mem::size_of::<u64>(),
-        );
-        if queried != 0 {
-            continue;
-        }
-        let caught = current.handler != libc::SIG_DFL && current.handler != libc::SIG_IGN;
-        if caught || signal == libc::SIGPIPE {
-            libc::syscall(
-                libc::SYS_rt_sigaction,
-                signal,
-                std::ptr::addr_of!(default),
-                std::ptr::null_mut::<KernelSigaction>(),
-                std::mem::size_of::<u64>(),
-            );
-        }
-    }
+    libc::syscall(
+        libc::SYS_rt_sigaction,
+        libc::SIGPIPE,
+        std::ptr::addr_of!(default),
+        std::ptr::null_mut::<KernelSigaction>(),
+        std::mem::size_of::<u64>(),
+    );
     if libc::setpgid(0, 0) != 0 {
         fail(prepared);
     }
