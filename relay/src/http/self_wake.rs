@@ -24,11 +24,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::error::RawBody;
 
-/// Counts wakes, and the wakes that came while its task was being polled.
+/// Counts the wakes that come while its task is being polled.
 #[derive(Default)]
 struct Counter {
     polling: AtomicBool,
-    wakes: AtomicUsize,
     self_wakes: AtomicUsize,
 }
 
@@ -38,7 +37,6 @@ impl Wake for Counter {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        self.wakes.fetch_add(1, Ordering::SeqCst);
         if self.polling.load(Ordering::SeqCst) {
             self.self_wakes.fetch_add(1, Ordering::SeqCst);
         }
@@ -47,7 +45,7 @@ impl Wake for Counter {
 
 /// Serves one request with a JSON body through hyper's HTTP/1 server and
 /// the relay's body extractor, polling the connection by hand; returns the
-/// response's first bytes and the self-wakes seen.
+/// response and the self-wakes seen.
 async fn serve_one_request() -> (String, usize) {
     let (mut client, server) = tokio::io::duplex(64 * 1024);
     let body = r#"{"tool_name":"ping","args":{"x":1}}"#;
