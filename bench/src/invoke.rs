@@ -10,7 +10,12 @@
 //! * one process per call: `runner invoke` against `ssh` (warm and cold).
 //!
 //! The floor (a) is `bash -c true` spawned locally; every method is also
-//! reported as a ratio of its p50/p99 to the floor's. `true` is a bash
+//! reported as a ratio of its p50/p99 to the floor's. Beside it, the same
+//! spawn with its output captured (piped and read to EOF, as
+//! `Command::output()` does): what a local program that wants the output,
+//! as every caller of `shell` does, pays. The difference between the two
+//! splits a `shell` call's time over the floor into capturing output and
+//! the rest (the relay path, the runner's own work). `true` is a bash
 //! builtin, so `shell` `true` starts bash as the floor does; `shell`
 //! `uname` (a program, which the runner `exec`s without bash, as bash
 //! would) is reported beside `bash -c uname` spawned locally.
@@ -34,6 +39,7 @@ const WARMUP: usize = 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Method {
     LocalSpawn,
+    LocalSpawnCaptured,
     LocalSpawnProgram,
     ApiShellTrue,
     ApiShellProgram,
@@ -48,6 +54,7 @@ impl Method {
     fn key(self) -> &'static str {
         match self {
             Method::LocalSpawn => "local_spawn_bash_true",
+            Method::LocalSpawnCaptured => "local_spawn_bash_true_captured",
             Method::LocalSpawnProgram => "local_spawn_bash_uname",
             Method::ApiShellTrue => "api_shell_true",
             Method::ApiShellProgram => "api_shell_uname",
@@ -61,7 +68,7 @@ impl Method {
 
     fn family(self) -> &'static str {
         match self {
-            Method::LocalSpawn | Method::LocalSpawnProgram => "floor",
+            Method::LocalSpawn | Method::LocalSpawnCaptured | Method::LocalSpawnProgram => "floor",
             Method::ApiShellTrue
             | Method::ApiShellProgram
             | Method::ApiFileRead
@@ -118,6 +125,7 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
 
     let mut plan = vec![
         (Method::LocalSpawn, args.invoke_calls),
+        (Method::LocalSpawnCaptured, args.invoke_calls),
         (Method::ApiShellTrue, args.invoke_calls),
         (Method::LocalSpawnProgram, args.invoke_calls),
         (Method::ApiShellProgram, args.invoke_calls),
@@ -184,6 +192,14 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
             json!(round(api - local, 1)),
         );
     }
+    if let (Some(captured), Some(shell)) =
+        (p50("local_spawn_bash_true_captured"), p50("api_shell_true"))
+    {
+        derived.insert(
+            "api_shell_true_minus_captured_floor_p50_us".into(),
+            json!(round(shell - captured, 1)),
+        );
+    }
     if let (Some(ssh), Some(shell)) = (p50("ssh_controlmaster_true"), p50("api_shell_true")) {
         derived.insert(
             "ssh_controlmaster_over_api_shell_p50".into(),
@@ -244,6 +260,21 @@ async fn once(setup: &Setup<'_>, method: Method) -> anyhow::Result<Duration> {
             let elapsed = start.elapsed();
             if !status.success() {
                 bail!("bash -c {script}: {status}");
+            }
+            Ok(elapsed)
+        })
+        .await
+        .context("joining the spawn task")?,
+        Method::LocalSpawnCaptured => tokio::task::spawn_blocking(|| {
+            let start = Instant::now();
+            let output = std::process::Command::new("bash")
+                .args(["-c", "true"])
+                .stdin(Stdio::null())
+                .output()
+                .context("spawning bash")?;
+            let elapsed = start.elapsed();
+            if !output.status.success() {
+                bail!("bash -c true: {}", output.status);
             }
             Ok(elapsed)
         })
@@ -371,6 +402,8 @@ async fn api_call(
 pub enum AbMethod {
     /// Local `bash -c true`.
     Floor,
+    /// Local `bash -c true`, its output piped and read.
+    FloorCaptured,
     /// API `ping`.
     Ping,
     /// API `shell` `true`.
@@ -385,6 +418,7 @@ impl AbMethod {
     fn method(self) -> Method {
         match self {
             AbMethod::Floor => Method::LocalSpawn,
+            AbMethod::FloorCaptured => Method::LocalSpawnCaptured,
             AbMethod::Ping => Method::ApiPing,
             AbMethod::ShellTrue => Method::ApiShellTrue,
             AbMethod::ShellUname => Method::ApiShellProgram,
@@ -434,6 +468,7 @@ pub async fn alternate(
     // shows how the machine drifted over the run.
     let every = [
         AbMethod::Floor,
+        AbMethod::FloorCaptured,
         AbMethod::Ping,
         AbMethod::ShellTrue,
         AbMethod::ShellUname,

@@ -68,6 +68,7 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
         writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|")?;
         for key in [
             "local_spawn_bash_true",
+            "local_spawn_bash_true_captured",
             "api_ping",
             "api_shell_true",
             "api_file_read_1k",
@@ -101,6 +102,13 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
             number(&d["ssh_cold_over_runner_invoke_process_p50"]),
             number(&d["ssh_controlmaster_over_runner_invoke_process_p50"])
         )?;
+        if !d["api_shell_true_minus_captured_floor_p50_us"].is_null() {
+            writeln!(
+                out,
+                "API `shell true` − local `bash -c true` with its output captured (p50): {} µs.\n",
+                number(&d["api_shell_true_minus_captured_floor_p50_us"])
+            )?;
+        }
         if !d["api_shell_uname_minus_local_bash_uname_p50_us"].is_null() {
             writeln!(
                 out,
