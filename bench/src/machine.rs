@@ -73,6 +73,16 @@ pub fn facts(nofile: NoFile) -> Value {
         // machine: measured here, so a run's `ping` can be read against it.
         // A call's hops cross between processes that the scheduler puts on
         // either core: both cases, pinned.
+        // How an idle CPU sleeps. Every hop of a call wakes a thread, often
+        // on the other CPU; on a VM whose guest halts an idle vCPU at once
+        // (`haltpoll` polling 0 ns) each such wake-up crosses the
+        // hypervisor: `ping` 264 against 136 µs with 200 µs of polling on
+        // one host (BENCHMARKS.md, "Fourteenth round"). Null where absent.
+        "cpuidle_driver": Some(read_trimmed("/sys/devices/system/cpu/cpuidle/current_driver"))
+            .filter(|driver| !driver.is_empty()),
+        "guest_halt_poll_ns": read_trimmed("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+            .parse::<u64>()
+            .ok(),
         "loopback_tcp_round_trip_us": {
             "same_cpu": loopback_round_trip_p50_us(0, 0).ok(),
             "across_cpus": loopback_round_trip_p50_us(0, 1).ok(),

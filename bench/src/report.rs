@@ -60,9 +60,10 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
     )?;
     writeln!(
         out,
-        "Machine: {} × {}, {} MiB RAM, kernel {}, cgroup2 favordynmods {}, RLIMIT_NOFILE {}/{}, loopback TCP round trip between two threads (p50) {} µs on one CPU, {} µs across two, load average at the end {}.\n",
+        "Machine: {} × {}, {} MiB RAM, kernel {}, cgroup2 favordynmods {}, RLIMIT_NOFILE {}/{}, cpuidle {} (guest halt polling {} ns), loopback TCP round trip between two threads (p50) {} µs on one CPU, {} µs across two, load average at the end {}.\n",
         m["nproc"], m["cpu_model"].as_str().unwrap_or("?"), m["mem_total_mib"],
         m["kernel"].as_str().unwrap_or("?"), m["cgroup2_favordynmods"], m["nofile_soft"], m["nofile_hard"],
+        m["cpuidle_driver"].as_str().unwrap_or("–"), number(&m["guest_halt_poll_ns"]),
         number(&m["loopback_tcp_round_trip_us"]["same_cpu"]),
         number(&m["loopback_tcp_round_trip_us"]["across_cpus"]),
         m["loadavg_at_end"].as_str().unwrap_or("?")
@@ -618,6 +619,19 @@ mod tests {
         );
         // The command's `|` is escaped, or it would split the table's cell.
         assert!(table.contains(r"(`yes \| head -c 100`)"), "{table}");
+    }
+
+    #[test]
+    fn the_machine_line_says_how_an_idle_cpu_sleeps() {
+        let report = render(&json!({
+            "machine": {"cpuidle_driver": "haltpoll", "guest_halt_poll_ns": 0},
+            "sections": {},
+        }))
+        .expect("renders");
+        assert!(
+            report.contains("cpuidle haltpoll (guest halt polling 0 ns)"),
+            "{report}"
+        );
     }
 
     #[test]
