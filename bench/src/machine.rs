@@ -69,10 +69,6 @@ pub fn facts(nofile: NoFile) -> Value {
             .ok()
             .and_then(|mountinfo| runner_cli::tools::cgroup::hierarchy(&mountinfo))
             .map(|(_, favors)| favors),
-        // The anchor for `ping` (≈ 45 µs) differs from machine to
-        // machine: measured here, so a run's `ping` can be read against it.
-        // A call's hops cross between processes that the scheduler puts on
-        // either core: both cases, pinned.
         // How an idle CPU sleeps. Every hop of a call wakes a thread, often
         // on the other CPU; on a VM whose guest halts an idle vCPU at once
         // (`haltpoll` polling 0 ns) each such wake-up crosses the
@@ -83,6 +79,10 @@ pub fn facts(nofile: NoFile) -> Value {
         "guest_halt_poll_ns": read_trimmed("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
             .parse::<u64>()
             .ok(),
+        // The anchor for `ping` (≈ 45 µs) differs from machine to
+        // machine: measured here, so a run's `ping` can be read against it.
+        // A call's hops cross between processes that the scheduler puts on
+        // either core: both cases, pinned.
         "loopback_tcp_round_trip_us": {
             "same_cpu": loopback_round_trip_p50_us(0, 0).ok(),
             "across_cpus": loopback_round_trip_p50_us(0, 1).ok(),
