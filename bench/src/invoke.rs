@@ -243,43 +243,32 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
 
 async fn once(setup: &Setup<'_>, method: Method) -> anyhow::Result<Duration> {
     match method {
-        Method::LocalSpawn | Method::LocalSpawnProgram => tokio::task::spawn_blocking(move || {
-            let script = if method == Method::LocalSpawn {
-                "true"
-            } else {
-                "uname"
-            };
-            let start = Instant::now();
-            let status = std::process::Command::new("bash")
-                .args(["-c", script])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
+        Method::LocalSpawn | Method::LocalSpawnCaptured | Method::LocalSpawnProgram => {
+            tokio::task::spawn_blocking(move || {
+                let script = if method == Method::LocalSpawnProgram {
+                    "uname"
+                } else {
+                    "true"
+                };
+                let start = Instant::now();
+                let mut command = std::process::Command::new("bash");
+                command.args(["-c", script]).stdin(Stdio::null());
+                // Captured: stdout and stderr piped and read to EOF.
+                let status = if method == Method::LocalSpawnCaptured {
+                    command.output().map(|output| output.status)
+                } else {
+                    command.stdout(Stdio::null()).stderr(Stdio::null()).status()
+                }
                 .context("spawning bash")?;
-            let elapsed = start.elapsed();
-            if !status.success() {
-                bail!("bash -c {script}: {status}");
-            }
-            Ok(elapsed)
-        })
-        .await
-        .context("joining the spawn task")?,
-        Method::LocalSpawnCaptured => tokio::task::spawn_blocking(|| {
-            let start = Instant::now();
-            let output = std::process::Command::new("bash")
-                .args(["-c", "true"])
-                .stdin(Stdio::null())
-                .output()
-                .context("spawning bash")?;
-            let elapsed = start.elapsed();
-            if !output.status.success() {
-                bail!("bash -c true: {}", output.status);
-            }
-            Ok(elapsed)
-        })
-        .await
-        .context("joining the spawn task")?,
+                let elapsed = start.elapsed();
+                if !status.success() {
+                    bail!("bash -c {script}: {status}");
+                }
+                Ok(elapsed)
+            })
+            .await
+            .context("joining the spawn task")?
+        }
         Method::ApiShellTrue => {
             api_call(
                 setup,

@@ -113,19 +113,19 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
             number(&d["ssh_cold_over_runner_invoke_process_p50"]),
             number(&d["ssh_controlmaster_over_runner_invoke_process_p50"])
         )?;
-        if !d["api_shell_true_minus_captured_floor_p50_us"].is_null() {
-            writeln!(
-                out,
-                "API `shell true` − local `bash -c true` with its output captured (p50): {} µs.\n",
-                number(&d["api_shell_true_minus_captured_floor_p50_us"])
-            )?;
-        }
-        if !d["api_shell_uname_minus_local_bash_uname_p50_us"].is_null() {
-            writeln!(
-                out,
-                "API `shell uname` (a plain command, run without bash) − local `bash -c uname` (p50): {} µs.\n",
-                number(&d["api_shell_uname_minus_local_bash_uname_p50_us"])
-            )?;
+        for (key, difference) in [
+            (
+                "api_shell_true_minus_captured_floor_p50_us",
+                "API `shell true` − local `bash -c true` with its output captured",
+            ),
+            (
+                "api_shell_uname_minus_local_bash_uname_p50_us",
+                "API `shell uname` (a plain command, run without bash) − local `bash -c uname`",
+            ),
+        ] {
+            if !d[key].is_null() {
+                writeln!(out, "{difference} (p50): {} µs.\n", number(&d[key]))?;
+            }
         }
     }
 
