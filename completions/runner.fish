@@ -48,11 +48,6 @@ complete -c runner -n "__fish_runner_needs_command" -f -a "update" -d 'Update th
 complete -c runner -n "__fish_runner_needs_command" -f -a "policy" -d 'Check commands against a permission file and lint permission files'
 complete -c runner -n "__fish_runner_needs_command" -f -a "generate-assets" -d 'Regenerate completions/ and man/ from these definitions (for developers)'
 complete -c runner -n "__fish_runner_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c runner -n "__fish_runner_using_subcommand register" -l url -d 'Base URL of the relay, e.g. https://relay.example.com' -r
-complete -c runner -n "__fish_runner_using_subcommand register" -l token -d 'The registration token (prefer RUNNER_TOKEN or --token-stdin)' -r
-complete -c runner -n "__fish_runner_using_subcommand register" -l credential-store -d 'Where to keep the token' -r -f -a "auto\t'The OS keychain when one answers, else a 0600 file'
-keyring\t'The OS keychain only (fails if none is usable)'
-file\t'A file readable by its owner only'"
 complete -c runner -n "__fish_runner_using_subcommand register" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand register" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand register" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -60,6 +55,11 @@ complete -c runner -n "__fish_runner_using_subcommand register" -l insecure-skip
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand register" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand register" -l url -d 'Base URL of the relay, e.g. https://relay.example.com' -r
+complete -c runner -n "__fish_runner_using_subcommand register" -l token -d 'The registration token (prefer RUNNER_TOKEN or --token-stdin)' -r
+complete -c runner -n "__fish_runner_using_subcommand register" -l credential-store -d 'Where to keep the token' -r -f -a "auto\t'The OS keychain when one answers, else a 0600 file'
+keyring\t'The OS keychain only (fails if none is usable)'
+file\t'A file readable by its owner only'"
 complete -c runner -n "__fish_runner_using_subcommand register" -l token-stdin -d 'Read the token from standard input'
 complete -c runner -n "__fish_runner_using_subcommand register" -l json -d 'Print the result as JSON'
 complete -c runner -n "__fish_runner_using_subcommand register" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -73,6 +73,13 @@ complete -c runner -n "__fish_runner_using_subcommand unregister" -l log-format 
 json\t''"
 complete -c runner -n "__fish_runner_using_subcommand unregister" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand unregister" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand run" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand run" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand run" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand run" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand run" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
 complete -c runner -n "__fish_runner_using_subcommand run" -l url -d 'Relay URL. With RUNNER_TOKEN also set in the environment, `run` needs no prior `register` (how the service and the container image run); otherwise the registration from `runner register` is used' -r
 complete -c runner -n "__fish_runner_using_subcommand run" -l workspace -d 'Root directory for relative paths of file tools and the default working directory of `shell` (default: STATE_DIR/workspace)' -r -F
 complete -c runner -n "__fish_runner_using_subcommand run" -l permission-config -d 'Local permission file (YAML, key `permission`) checked before any command runs. Unset: every command is allowed. Set but missing or invalid: the runner refuses to start' -r -F
@@ -86,19 +93,8 @@ complete -c runner -n "__fish_runner_using_subcommand run" -l auto-update -d 'In
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand run" -l call-cgroups -d 'Give each process-running call a cgroup of its own where cgroup v2 is writable (the service unit delegates one), so that stopping the call also stops processes that left its process group and wiped their environment (`env -i setsid …`). Where the kernel allows `clone3`, the process is created inside its cgroup, and cgroups are reused between calls; elsewhere it moves itself in first (≈ 0.5 ms, more without cgroup2\'s `favordynmods`: `runner doctor` says which). `false` keeps to the process group and the RUNNER_CALL_ID marker' -r -f -a "true\t''
 false\t''"
-complete -c runner -n "__fish_runner_using_subcommand run" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
-complete -c runner -n "__fish_runner_using_subcommand run" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
-complete -c runner -n "__fish_runner_using_subcommand run" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
-complete -c runner -n "__fish_runner_using_subcommand run" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
-false\t''"
-complete -c runner -n "__fish_runner_using_subcommand run" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
-json\t''"
 complete -c runner -n "__fish_runner_using_subcommand run" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand run" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand login" -l url -d 'Base URL of the relay' -r
-complete -c runner -n "__fish_runner_using_subcommand login" -l credential-store -d 'Where to keep the API key' -r -f -a "auto\t'The OS keychain when one answers, else a 0600 file'
-keyring\t'The OS keychain only (fails if none is usable)'
-file\t'A file readable by its owner only'"
 complete -c runner -n "__fish_runner_using_subcommand login" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand login" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand login" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -106,6 +102,10 @@ complete -c runner -n "__fish_runner_using_subcommand login" -l insecure-skip-tl
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand login" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand login" -l url -d 'Base URL of the relay' -r
+complete -c runner -n "__fish_runner_using_subcommand login" -l credential-store -d 'Where to keep the API key' -r -f -a "auto\t'The OS keychain when one answers, else a 0600 file'
+keyring\t'The OS keychain only (fails if none is usable)'
+file\t'A file readable by its owner only'"
 complete -c runner -n "__fish_runner_using_subcommand login" -l api-key-stdin -d 'Read the API key from standard input'
 complete -c runner -n "__fish_runner_using_subcommand login" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c runner -n "__fish_runner_using_subcommand login" -s V -l version -d 'Print version'
@@ -124,6 +124,13 @@ complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_s
 complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "update" -d 'Change an environment\'s fields or policy'
 complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "delete" -d 'Delete an environment (cannot be undone; its runner stops)'
 complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l name -d 'Unique name (≤128 characters); blank: the first runner\'s hostname' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l description -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l scope -d '`shared` or `team:NAME`; fixed at creation' -r
@@ -134,18 +141,10 @@ complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subco
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l file-path -d 'Directory under which file tools work (`*` for all); repeat for several' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l require-approval -d 'Tool that needs a person\'s approval; repeat for several' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
-false\t''"
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
-json\t''"
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l allow-all-tools -d 'Allow every tool the runner announces'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -153,10 +152,10 @@ complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subco
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -164,9 +163,17 @@ complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subco
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from show" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l name -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l description -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l tier -r -f -a "production\t''
@@ -176,18 +183,10 @@ complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subco
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l file-path -d 'Directory under which file tools work (`*` for all); repeat for several' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l require-approval -d 'Tool that needs a person\'s approval; repeat for several' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
-false\t''"
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
-json\t''"
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l allow-all-tools -d 'Allow every tool the runner announces'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -195,6 +194,7 @@ complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subco
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -s y -l yes -d 'Do not ask for confirmation'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -s h -l help -d 'Print help'
@@ -218,8 +218,6 @@ complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen
 complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -f -a "status" -d 'Show the token\'s age, last use and days to expiry (never the token)'
 complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner'
 complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l grace-hours -d 'Hours the previous token keeps working (0–168)' -r
-complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -227,10 +225,11 @@ complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_sub
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l grace-hours -d 'Hours the previous token keeps working (0–168)' -r
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -238,10 +237,10 @@ complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_sub
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -249,6 +248,7 @@ complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_sub
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -s V -l version -d 'Print version'
@@ -256,7 +256,6 @@ complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_sub
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show the token\'s age, last use and days to expiry (never the token)'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c runner -n "__fish_runner_using_subcommand tools" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand tools" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand tools" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand tools" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -264,10 +263,10 @@ complete -c runner -n "__fish_runner_using_subcommand tools" -l insecure-skip-tl
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand tools" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand tools" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand tools" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand tools" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand tools" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand status" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand status" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand status" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand status" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -275,14 +274,11 @@ complete -c runner -n "__fish_runner_using_subcommand status" -l insecure-skip-t
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand status" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand status" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand status" -l local -d 'Report the runner of this machine (its state directory): connected or not and why, relay, version, calls in flight and queued'
 complete -c runner -n "__fish_runner_using_subcommand status" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c runner -n "__fish_runner_using_subcommand status" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand invoke" -l arg -d 'Argument as KEY=VALUE (a string) or KEY:=JSON (a number, bool, list…)' -r
-complete -c runner -n "__fish_runner_using_subcommand invoke" -l args-json -d 'All arguments as one JSON object (merged under --arg)' -r
-complete -c runner -n "__fish_runner_using_subcommand invoke" -l timeout -d 'Seconds before the relay gives up and cancels the call (1–3600)' -r
-complete -c runner -n "__fish_runner_using_subcommand invoke" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -290,12 +286,14 @@ complete -c runner -n "__fish_runner_using_subcommand invoke" -l insecure-skip-t
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l arg -d 'Argument as KEY=VALUE (a string) or KEY:=JSON (a number, bool, list…)' -r
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l args-json -d 'All arguments as one JSON object (merged under --arg)' -r
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l timeout -d 'Seconds before the relay gives up and cancels the call (1–3600)' -r
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l stream -d 'Print the tool\'s output as it is produced, byte for byte (stdout to stdout, stderr to stderr: binary output can be piped), then exit with the tool\'s exit code'
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand invoke" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c runner -n "__fish_runner_using_subcommand invoke" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand doctor" -l permission-config -d 'Permission file to validate (as `runner run` would load it)' -r -F
-complete -c runner -n "__fish_runner_using_subcommand doctor" -l workspace -d 'Workspace to check (default: STATE_DIR/workspace)' -r -F
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -303,6 +301,8 @@ complete -c runner -n "__fish_runner_using_subcommand doctor" -l insecure-skip-t
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l permission-config -d 'Permission file to validate (as `runner run` would load it)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l workspace -d 'Workspace to check (default: STATE_DIR/workspace)' -r -F
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l json -d 'Print the report as JSON'
 complete -c runner -n "__fish_runner_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c runner -n "__fish_runner_using_subcommand doctor" -s V -l version -d 'Print version'
@@ -322,11 +322,6 @@ complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_se
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "status" -d 'Show the service manager\'s view of the service'
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "logs" -d 'Show the service\'s logs'
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l run-as -d 'Run as this existing user instead of a dedicated `runner` user (for their kubeconfig or docker group); home protection is relaxed for that user\'s home only' -r
-complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l root -d 'Write every file under DIR instead of / and do not touch users or services (for packaging and tests)' -r -F
-complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l url -d 'Relay URL (default: this user\'s registration)' -r
-complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l binary -d 'Path of the installed runner binary the service starts' -r -F
-complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l permission-config -d 'Permission file the service passes to `runner run`' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -334,10 +329,14 @@ complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_s
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l run-as -d 'Run as this existing user instead of a dedicated `runner` user (for their kubeconfig or docker group); home protection is relaxed for that user\'s home only' -r
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l root -d 'Write every file under DIR instead of / and do not touch users or services (for packaging and tests)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l url -d 'Relay URL (default: this user\'s registration)' -r
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l binary -d 'Path of the installed runner binary the service starts' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l permission-config -d 'Permission file the service passes to `runner run`' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l dry-run -d 'Print what would be written and run, change nothing'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l root -d 'Remove files under DIR instead of /' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -345,6 +344,7 @@ complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_s
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l root -d 'Remove files under DIR instead of /' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l purge -d 'Also remove /etc/runner/env'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -s V -l version -d 'Print version'
@@ -375,7 +375,6 @@ complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_s
 json\t''"
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -s n -l lines -d 'How many recent lines to show' -r
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -383,6 +382,7 @@ complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_s
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -s n -l lines -d 'How many recent lines to show' -r
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -s f -l follow -d 'Keep printing new lines'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from logs" -s V -l version -d 'Print version'
@@ -393,7 +393,6 @@ complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_s
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show the service manager\'s view of the service'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "logs" -d 'Show the service\'s logs'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c runner -n "__fish_runner_using_subcommand update" -l mirror -d 'Release mirror serving releases/latest and releases/download/ (default: the registered relay URL)' -r
 complete -c runner -n "__fish_runner_using_subcommand update" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand update" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand update" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -401,6 +400,7 @@ complete -c runner -n "__fish_runner_using_subcommand update" -l insecure-skip-t
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand update" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand update" -l mirror -d 'Release mirror serving releases/latest and releases/download/ (default: the registered relay URL)' -r
 complete -c runner -n "__fish_runner_using_subcommand update" -l check -d 'Only compare this version with the mirror\'s latest; change nothing. Exits 0 when up to date, 11 when an update is available'
 complete -c runner -n "__fish_runner_using_subcommand update" -l rollback -d 'Restore the binary the last update replaced (runner.previous)'
 complete -c runner -n "__fish_runner_using_subcommand update" -l service-step -d 'The root half of a service\'s self-update, run by the systemd unit\'s `ExecStartPre=` before each start: install the release the runner asked for (verified again, newer only), or roll back an update that failed its probation. Does nothing when nothing was asked. Always exits 0, so it can never keep the service from starting'
@@ -420,7 +420,6 @@ complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_see
 complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -f -a "check" -d 'Check one command against a permission file: exit 0 allowed, 1 denied, 2 the file was refused'
 complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -f -a "lint" -d 'Load a permission file and report errors and rules that can never decide anything: exit 0 clean, 1 warnings, 2 refused'
 complete -c runner -n "__fish_runner_using_subcommand policy; and not __fish_seen_subcommand_from check lint help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l config -d 'The permission file (YAML with a top-level `permission` mapping)' -r -F
 complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -428,6 +427,7 @@ complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_su
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l config -d 'The permission file (YAML with a top-level `permission` mapping)' -r -F
 complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l json -d 'Print the decision as one JSON object on stdout'
 complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -l stdin -d 'Read the command from standard input instead of the arguments'
 complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
@@ -445,7 +445,6 @@ complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_su
 complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from help" -f -a "check" -d 'Check one command against a permission file: exit 0 allowed, 1 denied, 2 the file was refused'
 complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from help" -f -a "lint" -d 'Load a permission file and report errors and rules that can never decide anything: exit 0 clean, 1 warnings, 2 refused'
 complete -c runner -n "__fish_runner_using_subcommand policy; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l out -d 'Repository root to write into' -r -F
 complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -453,6 +452,7 @@ complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l insecu
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l out -d 'Repository root to write into' -r -F
 complete -c runner -n "__fish_runner_using_subcommand generate-assets" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand generate-assets" -s V -l version -d 'Print version'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "register" -d 'Check a registration token against the relay and store it for `runner run`'

@@ -82,6 +82,7 @@ pub enum LogFormat {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Check a registration token against the relay and store it for `runner run`.
     ///
@@ -302,6 +303,7 @@ pub struct DoctorArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum ServiceCommand {
     /// Write the service definition and /etc/runner/env, create the user, enable and start it.
     Install(ServiceInstallArgs),
@@ -407,7 +409,9 @@ pub struct LoginArgs {
     pub credential_store: CredentialStoreChoice,
 }
 
-/// Connection to the relay's API, shared by the admin commands.
+// Connection to the relay's API, shared by the admin commands. (A `//`
+// comment: a doc comment on a flattened struct would become the `about` of
+// every deferred subcommand that flattens it.)
 #[derive(Debug, Args, Clone)]
 pub struct ApiArgs {
     /// Relay URL (default: the one stored by `runner login`).
@@ -450,6 +454,7 @@ pub enum TierArg {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum EnvCommand {
     /// Create an environment.
     Create(EnvCreateArgs),
@@ -484,7 +489,7 @@ pub struct EnvCreateArgs {
     pub api: ApiArgs,
 }
 
-/// Policy flags shared by `env create` and `env update`.
+// Policy flags shared by `env create` and `env update` (`//`: see ApiArgs).
 #[derive(Debug, Args)]
 pub struct PolicyFlags {
     /// Allow every tool the runner announces.
@@ -532,6 +537,7 @@ pub struct EnvDeleteArgs {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum TokenCommand {
     /// Generate a new token (the previous one keeps working for the grace period).
     Generate(TokenGenerateArgs),
@@ -584,5 +590,46 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// `defer = true` on every subcommand enum: a process builds only the
+    /// arguments of the command it runs. Building them all cost `runner
+    /// invoke` ≈ 40 page faults and 0.4 ms per process (BENCHMARKS.md,
+    /// "Fifteenth round").
+    #[test]
+    fn only_the_command_that_runs_builds_its_arguments() {
+        fn own_arguments(command: &clap::Command) -> usize {
+            command
+                .get_arguments()
+                .filter(|arg| !arg.is_global_set())
+                .count()
+        }
+        let unbuilt = Cli::command();
+        let mut built = Cli::command();
+        built.build();
+        for name in ["invoke", "run", "register", "status", "doctor", "tools"] {
+            let deferred = unbuilt.find_subcommand(name).expect(name);
+            let whole = built.find_subcommand(name).expect(name);
+            assert_eq!(own_arguments(deferred), 0, "`{name}` was built eagerly");
+            assert!(
+                own_arguments(whole) > 0,
+                "`{name}` has no arguments once built"
+            );
+        }
+        for (parent, name) in [
+            ("env", "create"),
+            ("token", "generate"),
+            ("service", "install"),
+        ] {
+            let deferred = unbuilt.find_subcommand(parent).expect(parent);
+            let whole = built.find_subcommand(parent).expect(parent);
+            let eager = deferred.find_subcommand(name).map_or(0, own_arguments);
+            assert_eq!(eager, 0, "`{parent} {name}` was built eagerly");
+            let arguments = whole.find_subcommand(name).map_or(0, own_arguments);
+            assert!(
+                arguments > 0,
+                "`{parent} {name}` has no arguments once built"
+            );
+        }
     }
 }

@@ -64,9 +64,13 @@ pub fn main() -> ExitCode {
     // readiness, the session loop and the calls it starts wake each other
     // on the same worker instead of across threads (measured: `ping` p50
     // 253–268 µs before, 210–219 µs after, through a relay). A panic in a
-    // command becomes an error either way.
+    // command becomes an error either way. Boxed: the future of every
+    // command at once is 16 KB, which the task would otherwise copy about
+    // eight times on its way in and out (≈ 0.1 M instructions and a few
+    // page faults of a short `runner invoke`: BENCHMARKS.md, "Fifteenth
+    // round").
     let outcome = runtime.block_on(async {
-        tokio::spawn(dispatch(cli))
+        tokio::spawn(Box::pin(dispatch(cli)))
             .await
             .unwrap_or_else(|error| Err(anyhow::anyhow!("the command panicked: {error}")))
     });

@@ -14,6 +14,7 @@ use anyhow::Context;
 use runner_policy::{Decision, PermissionSet};
 
 #[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
 pub enum PolicyCommand {
     /// Check one command against a permission file: exit 0 allowed, 1 denied,
     /// 2 the file was refused
