@@ -74,12 +74,26 @@ fn deep_nesting_is_denied_without_overflow() {
 
 #[test]
 fn moderate_nesting_runs_on_a_big_stack() {
-    // Above the inline limit, below the refusal limit: parsed on its own thread.
+    // Above the inline limit, below the refusal limit: parsed on a stack of
+    // its own (this test thread's 2 MiB would overflow, an abort).
     for n in [45, 200, 1000] {
         let script = format!("{}rm x{}", "$(".repeat(n), ")".repeat(n));
         assert!(!denylist().check(&script).allowed);
         let script = format!("{}ls{}", "{ ".repeat(n), "; }".repeat(n));
         let _ = timed(&script);
+    }
+    // Many brackets, little depth (a long script): the same stack, and the
+    // walk finishes there, so what is allowed stays allowed.
+    for n in [41, 200] {
+        let script = format!("echo{}", " $(ls -l)".repeat(n));
+        let decision = timed(&script);
+        assert!(
+            decision.allowed,
+            "{n} substitutions: {}",
+            decision.summary()
+        );
+        let script = format!("echo{} $(rm -rf x)", " $(ls -l)".repeat(n));
+        assert!(!timed(&script).allowed, "{n} substitutions and an rm");
     }
 }
 
