@@ -87,7 +87,42 @@ pub fn facts(nofile: NoFile) -> Value {
             "same_cpu": loopback_round_trip_p50_us(0, 0).ok(),
             "across_cpus": loopback_round_trip_p50_us(0, 1).ok(),
         },
+        // What starting any process pays per page it touches: `runner
+        // --version` and `bash -c true` run the same instructions, yet the
+        // runner took twice bash's CPU with twice its page faults (301
+        // against 142 on one host: BENCHMARKS.md, "Fifteenth round").
+        // Measured on 4 KiB pages; where transparent huge pages are
+        // `always`, a fresh allocation may get 2 MiB ones, so the setting
+        // is recorded beside.
+        "page_fault_us": first_touch_per_page_p50_us(),
+        "transparent_hugepage": read_trimmed("/sys/kernel/mm/transparent_hugepage/enabled"),
     })
+}
+
+/// Median over 7 rounds of the time to write the first byte of each of
+/// the first 4,096 pages (4 KiB) of a fresh 64 MiB allocation. Above
+/// glibc's largest mmap threshold (32 MiB), so every round's allocation
+/// is a new mapping from the kernel, untouched and zeroed, and each first
+/// write faults; a smaller one would be recycled from the heap after the
+/// first round, already touched.
+fn first_touch_per_page_p50_us() -> f64 {
+    const PAGE: usize = 4096;
+    const PAGES: usize = 4096;
+    const BYTES: usize = 64 * 1024 * 1024;
+    let mut per_page: Vec<f64> = (0..7)
+        .map(|_| {
+            let mut pages = vec![0u8; BYTES];
+            let started = Instant::now();
+            for offset in (0..PAGES * PAGE).step_by(PAGE) {
+                pages[offset] = 1;
+            }
+            let elapsed = started.elapsed();
+            std::hint::black_box(&pages);
+            elapsed.as_secs_f64() * 1e6 / PAGES as f64
+        })
+        .collect();
+    per_page.sort_by(f64::total_cmp);
+    (per_page[per_page.len() / 2] * 100.0).round() / 100.0
 }
 
 /// Median of 2,000 one-byte round trips between two threads over TCP on
@@ -176,4 +211,19 @@ fn command_line(program: &str, args: &[&str]) -> String {
         .filter(|out| out.status.success())
         .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_first_touch_takes_time_that_is_measured() {
+        // Zeroing a page alone takes 0.1 µs or more. Pages recycled from
+        // the heap (a 16 MiB allocation here: 0.01–0.05 µs) or writes the
+        // compiler dropped would give less.
+        let us = first_touch_per_page_p50_us();
+        eprintln!("first touch: {us} µs per page");
+        assert!(us >= 0.1 && us < 1_000.0, "{us} µs per page");
+    }
 }

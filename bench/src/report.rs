@@ -60,12 +60,15 @@ fn render(r: &Value) -> Result<String, std::fmt::Error> {
     )?;
     writeln!(
         out,
-        "Machine: {} × {}, {} MiB RAM, kernel {}, cgroup2 favordynmods {}, RLIMIT_NOFILE {}/{}, cpuidle {} (guest halt polling {} ns), loopback TCP round trip between two threads (p50) {} µs on one CPU, {} µs across two, load average at the end {}.\n",
+        "Machine: {} × {}, {} MiB RAM, kernel {}, cgroup2 favordynmods {}, RLIMIT_NOFILE {}/{}, cpuidle {} (guest halt polling {} ns), loopback TCP round trip between two threads (p50) {} µs on one CPU, {} µs across two, a page's first touch {} µs (transparent huge pages {}), load average at the end {}.\n",
         m["nproc"], m["cpu_model"].as_str().unwrap_or("?"), m["mem_total_mib"],
         m["kernel"].as_str().unwrap_or("?"), m["cgroup2_favordynmods"], m["nofile_soft"], m["nofile_hard"],
         m["cpuidle_driver"].as_str().unwrap_or("–"), number(&m["guest_halt_poll_ns"]),
         number(&m["loopback_tcp_round_trip_us"]["same_cpu"]),
         number(&m["loopback_tcp_round_trip_us"]["across_cpus"]),
+        // Two decimals: on bare metal a first touch is a fraction of a µs.
+        m["page_fault_us"].as_f64().map_or("–".to_owned(), |us| format!("{us:.2}")),
+        m["transparent_hugepage"].as_str().unwrap_or("–"),
         m["loadavg_at_end"].as_str().unwrap_or("?")
     )?;
 
@@ -624,12 +627,23 @@ mod tests {
     #[test]
     fn the_machine_line_says_how_an_idle_cpu_sleeps() {
         let report = render(&json!({
-            "machine": {"cpuidle_driver": "haltpoll", "guest_halt_poll_ns": 0},
+            "machine": {
+                "cpuidle_driver": "haltpoll",
+                "guest_halt_poll_ns": 0,
+                "page_fault_us": 6.7,
+                "transparent_hugepage": "always [madvise] never",
+            },
             "sections": {},
         }))
         .expect("renders");
         assert!(
             report.contains("cpuidle haltpoll (guest halt polling 0 ns)"),
+            "{report}"
+        );
+        assert!(
+            report.contains(
+                "a page's first touch 6.70 µs (transparent huge pages always [madvise] never)"
+            ),
             "{report}"
         );
     }
