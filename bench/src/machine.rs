@@ -89,8 +89,8 @@ pub fn facts(nofile: NoFile) -> Value {
         },
         // What starting any process pays per page it touches: `runner
         // --version` and `bash -c true` run the same instructions, yet the
-        // runner took twice bash's CPU with twice its page faults (301
-        // against 142 on one host: BENCHMARKS.md, "Fifteenth round").
+        // runner took up to twice bash's CPU, with twice its page faults
+        // (301 against 142 on one host: BENCHMARKS.md, "Fifteenth round").
         // Measured on 4 KiB pages; where transparent huge pages are
         // `always`, a fresh allocation may get 2 MiB ones, so the setting
         // is recorded beside.
