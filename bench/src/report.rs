@@ -625,12 +625,12 @@ mod tests {
     }
 
     #[test]
-    fn the_machine_line_says_how_an_idle_cpu_sleeps() {
+    fn the_machine_line_says_how_an_idle_cpu_sleeps_and_what_a_page_costs() {
         let report = render(&json!({
             "machine": {
                 "cpuidle_driver": "haltpoll",
                 "guest_halt_poll_ns": 0,
-                "page_fault_us": 6.7,
+                "page_fault_us": 2.1,
                 "transparent_hugepage": "always [madvise] never",
             },
             "sections": {},
@@ -642,7 +642,7 @@ mod tests {
         );
         assert!(
             report.contains(
-                "a page's first touch 6.70 µs (transparent huge pages always [madvise] never)"
+                "a page's first touch 2.10 µs (transparent huge pages always [madvise] never)"
             ),
             "{report}"
         );

@@ -57,8 +57,9 @@
 //! * it recurses once per nesting level and would overflow the stack on
 //!   10,000 nested `$(`: scripts are capped at [`MAX_SCRIPT_BYTES`], the
 //!   nesting is over-estimated by counting brackets and keywords, scripts
-//!   above a small estimate are parsed on a thread whose stack is sized for
-//!   the estimate, and above 4,096 they are refused. Our own walk stops at
+//!   above a small estimate are parsed on a stack of their own (on the
+//!   calling thread) sized for the estimate, and above 4,096 they are
+//!   refused. Our own walk stops at
 //!   48 levels.
 //!
 //! Parsing costs: brush alone takes about 5 µs for a 5-stage pipeline and
