@@ -13,7 +13,7 @@
 # Extra arguments go to `runner-bench run` (see `runner-bench run --help`).
 # CARGO_TARGET_DIR is honoured (default: target/). BENCH_PROFILE=release
 # measures the `release` build instead (quicker to rebuild, with line tables
-# for perf, but more CPU per call: BENCHMARKS.md, "Twelfth round").
+# for perf, but more CPU per call: bench/ROUNDS.md, "Twelfth round").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per API call (`ping` by default) in the relay or the runner, counted by
 # callgrind: exact and repeatable where wall times on a shared machine are
-# not (BENCHMARKS.md, eighth round).
+# not (bench/ROUNDS.md, eighth round).
 #
 #   scripts/callgrind-per-call.sh BIN_DIR [relay|runner] [CALLS] [METHOD]
 #

@@ -73,7 +73,7 @@ pub fn facts(nofile: NoFile) -> Value {
         // on the other CPU; on a VM whose guest halts an idle vCPU at once
         // (`haltpoll` polling 0 ns) each such wake-up crosses the
         // hypervisor: `ping` 264 against 136 µs with 200 µs of polling on
-        // one host (BENCHMARKS.md, "Fourteenth round"). Null where absent.
+        // one host (bench/ROUNDS.md, "Fourteenth round"). Null where absent.
         "cpuidle_driver": Some(read_trimmed("/sys/devices/system/cpu/cpuidle/current_driver"))
             .filter(|driver| !driver.is_empty()),
         "guest_halt_poll_ns": read_trimmed("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
@@ -90,7 +90,7 @@ pub fn facts(nofile: NoFile) -> Value {
         // What starting any process pays per page it touches: `runner
         // --version` and `bash -c true` run the same instructions, yet the
         // runner took up to twice bash's CPU, with twice its page faults
-        // (301 against 142 on one host: BENCHMARKS.md, "Fifteenth round").
+        // (301 against 142 on one host: bench/ROUNDS.md, "Fifteenth round").
         // Measured on 4 KiB pages; where transparent huge pages are
         // `always`, a fresh allocation may get 2 MiB ones, so the setting
         // is recorded beside.

@@ -595,7 +595,7 @@ mod tests {
     /// `defer = true` on every subcommand enum: a process builds only the
     /// arguments of the command it runs. Building them all cost every
     /// process ≈ 40 page faults and a quarter of `runner --version`'s
-    /// instructions (BENCHMARKS.md, "Fifteenth round").
+    /// instructions (bench/ROUNDS.md, "Fifteenth round").
     #[test]
     fn only_the_command_that_runs_builds_its_arguments() {
         fn own_arguments(command: &clap::Command) -> usize {

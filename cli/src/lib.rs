@@ -42,7 +42,7 @@ pub fn main() -> ExitCode {
         };
     }
     // `run` serves many calls at once on its worker threads (one unless
-    // `--worker-threads` says more: BENCHMARKS.md, "Ninth round"). Every
+    // `--worker-threads` says more: bench/ROUNDS.md, "Ninth round"). Every
     // other command is one conversation with a relay or the local system,
     // for which worker threads only cost start-up (counting the cores,
     // starting the threads, waking them: 0.4 ms of `runner invoke`'s

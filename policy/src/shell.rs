@@ -181,7 +181,7 @@ impl<'a> Checker<'a> {
         // for the worst case instead of risking an overflow (an abort). A
         // stack of its own on this thread (mapped, used, unmapped), not a
         // thread: starting one was a third of checking a 1 KiB script, and
-        // its allocations went to a fresh malloc arena (BENCHMARKS.md,
+        // its allocations went to a fresh malloc arena (bench/ROUNDS.md,
         // "Fifteenth round"). stacker switches stacks on every platform the
         // runner is built for (x86_64 and aarch64 Linux and macOS).
         let stack = 16 * 1024 * 1024 + estimate * 48 * 1024;

@@ -3,7 +3,7 @@
 //! A relay restarted under thousands of runners takes all their handshakes
 //! within seconds (a reconnect storm). glibc's malloc keeps what those
 //! handshakes freed: after 19,600 runners reconnected, the relay stayed
-//! 66–77 % larger for good (BENCHMARKS.md, "Seventh round").
+//! 66–77 % larger for good (bench/ROUNDS.md, "Seventh round").
 //! `malloc_trim(0)` gives the free pages of every arena back. It walks each
 //! arena under that arena's lock, so it runs once a burst is over, not on
 //! a timer regardless.

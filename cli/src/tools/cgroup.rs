@@ -31,7 +31,7 @@
 //! SIGKILL until none is left. A call cgroup that is empty when its call
 //! ends is kept for a later call ([`POOL`] of them, each for at most
 //! [`REUSE_WITHIN`] after it was made), else removed: making and removing
-//! one was a tenth of the runner's CPU for a `shell` call (BENCHMARKS.md,
+//! one was a tenth of the runner's CPU for a `shell` call (bench/ROUNDS.md,
 //! eighth round). One still populated when its call ended normally (a
 //! daemon the command started on purpose) is left and removed by a later
 //! call once it is empty.
@@ -156,7 +156,7 @@ pub struct CallGroup {
 /// time: `cgroup.events` read by path (open, stat, two reads, close), once
 /// as a call ended and once as the next began, and the directory opened
 /// for `clone3`, were an eighth of the runner's CPU for a `shell true`
-/// call, all of it between the call's arrival and its result (BENCHMARKS.md,
+/// call, all of it between the call's arrival and its result (bench/ROUNDS.md,
 /// eleventh round).
 #[derive(Debug)]
 struct Handles {

@@ -179,7 +179,7 @@ impl OutputSink {
 /// until it is written, so what waits for the socket stays small: 256
 /// queued chunks of 256 KiB once held up to 64 MiB while a command wrote
 /// faster than the relay read, cold in the cache by the time they went out
-/// (BENCHMARKS.md, "Tenth round"). A reader that waits for a place keeps
+/// (bench/ROUNDS.md, "Tenth round"). A reader that waits for a place keeps
 /// reading into the frame it holds, up to its 256 KiB.
 #[derive(Debug, Clone)]
 pub struct OutboundQueue {

@@ -636,7 +636,7 @@ fn child_environment(
 /// sorted by name, each variable with its `NAME=value` entry. Made on the
 /// first call: the runner never changes its own environment, and copying
 /// it from `environ` twice for every call was 3–4 % of the runner's CPU
-/// for `shell true` (BENCHMARKS.md, eleventh round).
+/// for `shell true` (bench/ROUNDS.md, eleventh round).
 #[cfg(target_os = "linux")]
 fn inherited_environment() -> &'static [(OsString, std::ffi::CString)] {
     static INHERITED: std::sync::OnceLock<Vec<(OsString, std::ffi::CString)>> =

@@ -206,7 +206,7 @@ fn direct(
 /// PATH (a call that sets none) it is looked up once and then only
 /// checked: the search cost a `statx` for every PATH entry before bash's
 /// on every call (nine on the benchmark machine, 4–5 % of the runner's
-/// CPU for `shell true`: BENCHMARKS.md, eleventh round). Where the bash
+/// CPU for `shell true`: bench/ROUNDS.md, eleventh round). Where the bash
 /// found is gone, it is looked up again; a bash installed later in an
 /// earlier PATH directory is used once the runner restarts, as a
 /// service's interpreter would be.

@@ -10,7 +10,7 @@
 //! milliseconds. An agent's calls come between model turns, so nearly every
 //! call paid it: with 100 ms between calls an API `shell true` took 11.4 ms
 //! moved in and 4.3 ms created inside, against 2.3 ms for a local `bash -c
-//! true` (BENCHMARKS.md, "Fifth round"). A process *created* in the cgroup
+//! true` (bench/ROUNDS.md, "Fifth round"). A process *created* in the cgroup
 //! takes only the read side, as every fork does. It also saves the `sh`
 //! wrapper's extra `exec` for programs that are not bash, and the script
 //! prefix for those that are.
@@ -73,7 +73,7 @@ thread_local! {
     /// thread until the child is done with it, so one per thread is
     /// enough. Allocated for every call it was a 64 KiB `malloc`, large
     /// enough to make glibc consolidate its free lists each time
-    /// (BENCHMARKS.md, eleventh round).
+    /// (bench/ROUNDS.md, eleventh round).
     static SPARE_STACK: Cell<Vec<u128>> = const { Cell::new(Vec::new()) };
 }
 

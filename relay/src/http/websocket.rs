@@ -6,7 +6,7 @@
 //! every connection. A relay holds tens of thousands of idle runners, so
 //! the buffer is small (4 KiB), and a runner streaming output then cost
 //! the relay 64 `recv`s and as many wake-ups per 256 KiB frame: 0.6–0.7 s
-//! of its CPU per GB (BENCHMARKS.md, "Tenth round"). [`ReadAhead`] keeps
+//! of its CPU per GB (bench/ROUNDS.md, "Tenth round"). [`ReadAhead`] keeps
 //! the small buffer for idle sockets and reads 256 KiB at a time only
 //! while data keeps coming.
 

@@ -45,7 +45,7 @@ const JOURNAL_POLL: Duration = Duration::from_millis(200);
 /// than its store can journal them slows down instead of growing. (It
 /// used to write such a step on its own, in a task of its own: at 26,000
 /// `ping`/s on one runner those tasks held 1.4 GB, and their one-row
-/// writes only dug the hole deeper. BENCHMARKS.md, "Ninth round".)
+/// writes only dug the hole deeper. bench/ROUNDS.md, "Ninth round".)
 const WRITE_QUEUE: usize = 16_384;
 /// Most steps written in one transaction.
 const MAX_BATCH: usize = 1024;
@@ -55,7 +55,7 @@ const MAX_BATCH: usize = 1024;
 /// `shell true` calls back to back (one per 2 ms) made a transaction of
 /// two or three calls, each with the store thread's wake-ups; at 20 ms
 /// the relay spends 0.81× the CPU per call for `shell true` and 0.84×
-/// for `ping` (BENCHMARKS.md, "Twelfth round"). The price: a kill -9
+/// for `ping` (bench/ROUNDS.md, "Twelfth round"). The price: a kill -9
 /// loses up to 20 ms of steps instead of 5, and another relay sharing the
 /// store sees a call's row up to 20 ms later. This relay's own reads do
 /// not wait: they flush, and a flush cuts the linger short.

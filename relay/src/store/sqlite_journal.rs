@@ -4,7 +4,7 @@
 //! Before, the rows travelled as one JSON array read with `json_each`.
 //! SQLite turned each row back into JSON text and parsed it again for each
 //! of its ten columns: ≈ 35,000 instructions a row, a sixth of all the
-//! relay spent on a `ping` (callgrind; BENCHMARKS.md, eighth round).
+//! relay spent on a `ping` (callgrind; bench/ROUNDS.md, eighth round).
 //!
 //! Every distinct statement text is prepared and cached on its own (sqlx
 //! keeps a per-connection cache), so a batch of `n` rows goes out through
