@@ -33,7 +33,12 @@ pub fn raise_nofile_limit() -> NoFile {
     NoFile { soft, hard }
 }
 
-pub fn facts(nofile: NoFile) -> Value {
+/// A run's machine facts, read at its end, with the loopback round trips
+/// measured at its start (`at_start`, from [`loopback_round_trips`]):
+/// the same figure minutes apart tells whether the host changed under the
+/// run, as a shared one can within minutes (bench/ROUNDS.md, "Sixteenth
+/// round").
+pub fn facts(nofile: NoFile, at_start: Value) -> Value {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
         .lines()
@@ -83,10 +88,8 @@ pub fn facts(nofile: NoFile) -> Value {
         // machine: measured here, so a run's `ping` can be read against it.
         // A call's hops cross between processes that the scheduler puts on
         // either core: both cases, pinned.
-        "loopback_tcp_round_trip_us": {
-            "same_cpu": loopback_round_trip_p50_us(0, 0).ok(),
-            "across_cpus": loopback_round_trip_p50_us(0, 1).ok(),
-        },
+        "loopback_tcp_round_trip_us": loopback_round_trips(),
+        "loopback_tcp_round_trip_us_at_start": at_start,
         // What starting any process pays per page it touches: `runner
         // --version` and `bash -c true` run the same instructions, yet the
         // runner took up to twice bash's CPU, with twice its page faults
@@ -123,6 +126,15 @@ fn first_touch_per_page_p50_us() -> f64 {
         .collect();
     per_page.sort_by(f64::total_cmp);
     (per_page[per_page.len() / 2] * 100.0).round() / 100.0
+}
+
+/// The loopback round trip on one CPU and across two, as the machine
+/// facts record it (null where it could not be measured).
+pub fn loopback_round_trips() -> Value {
+    json!({
+        "same_cpu": loopback_round_trip_p50_us(0, 0).ok(),
+        "across_cpus": loopback_round_trip_p50_us(0, 1).ok(),
+    })
 }
 
 /// Median of 2,000 one-byte round trips between two threads over TCP on

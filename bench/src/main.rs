@@ -199,6 +199,7 @@ async fn ab(args: AbArgs) -> anyhow::Result<()> {
         builds.push((dir.display().to_string(), procs::Bins::find(dir)?));
     }
     let started = std::time::SystemTime::now();
+    let loopback_at_start = machine::loopback_round_trips();
     let value = invoke::alternate(
         &builds,
         &args.methods,
@@ -212,7 +213,7 @@ async fn ab(args: AbArgs) -> anyhow::Result<()> {
         "kind": "ab",
         "started_unix_s": started.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         "git_commit": machine::git_commit(),
-        "machine": machine::facts(machine::raise_nofile_limit()),
+        "machine": machine::facts(machine::raise_nofile_limit(), loopback_at_start),
         "ab": value,
     });
     fs_err::write(&args.out, serde_json::to_string_pretty(&results)?)?;
@@ -226,6 +227,7 @@ async fn run(mut args: RunArgs) -> anyhow::Result<()> {
     let nofile = machine::raise_nofile_limit();
     let bins = procs::Bins::find(&args.bin_dir)?;
     let started = std::time::SystemTime::now();
+    let loopback_at_start = machine::loopback_round_trips();
     let mut sections = Map::new();
     let mut failures = Map::new();
 
@@ -281,7 +283,7 @@ async fn run(mut args: RunArgs) -> anyhow::Result<()> {
         "schema": RESULTS_SCHEMA,
         "started_unix_s": started.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         "git_commit": machine::git_commit(),
-        "machine": machine::facts(nofile),
+        "machine": machine::facts(nofile, loopback_at_start),
         "quick": args.quick,
         "sections": sections,
         "failures": failures,
