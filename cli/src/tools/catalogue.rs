@@ -66,11 +66,16 @@ impl Toolbox {
         Ok(Arc::new(toolbox))
     }
 
-    /// The binaries on PATH now, no MCP servers.
+    /// The binaries on PATH now, no MCP servers. Found once, not
+    /// refreshed from empty: a refresh logs the change, which for a
+    /// command that only reads the catalogue (`runner doctor`) is noise.
     pub fn discovered() -> Arc<Toolbox> {
-        let toolbox = Toolbox::empty();
-        toolbox.refresh();
-        toolbox
+        Arc::new(Toolbox {
+            found: Mutex::new(discover()),
+            mcp: None,
+            browser: browser::Session::default(),
+            changed: Arc::new(Notify::new()),
+        })
     }
 
     /// No binaries, no MCP servers (unit tests).

@@ -160,6 +160,43 @@ async fn register_with_a_bad_token_fails_without_storing_anything() {
 }
 
 #[tokio::test]
+async fn doctor_reports_without_log_lines_about_the_tools_it_finds() {
+    // A tool binary on PATH: the catalogue doctor reads must find it
+    // without announcing a change, as a running runner does when PATH
+    // changes under it.
+    let home = tempfile::tempdir().expect("tempdir");
+    let bin = home.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin dir");
+    let git = bin.join("git");
+    std::fs::write(&git, "#!/bin/sh\nexit 0\n").expect("fake git");
+    let executable = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+    std::fs::set_permissions(&git, executable).expect("chmod");
+    let mut command = tokio::process::Command::new(runner_bin());
+    command
+        .env("RUNNER_CONFIG_DIR", home.path().join("config"))
+        .env("RUNNER_STATE_DIR", home.path().join("state"))
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env_remove("RUNNER_URL")
+        .env_remove("RUNNER_TOKEN")
+        .env_remove("RUNNER_LOG")
+        .args(["doctor", "--json"]);
+    let (code, stdout, stderr) = run(command).await;
+    // Not registered: doctor says so and fails.
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON report");
+    let tools = report["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|c| c["name"] == "tools"))
+        .map(|check| check["detail"].to_string())
+        .unwrap_or_default();
+    assert!(tools.contains("git"), "the tools check lists git: {report}");
+    assert!(
+        !stderr.contains("tool binaries on PATH changed"),
+        "doctor logged the catalogue as a change: {stderr}"
+    );
+}
+
+#[tokio::test]
 async fn env_and_token_commands_report_as_text_and_json() {
     let relay = Relay::spawn().await;
     let mut command = admin(&relay);
