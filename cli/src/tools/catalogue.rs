@@ -70,12 +70,9 @@ impl Toolbox {
     /// refreshed from empty: a refresh logs the change, which for a
     /// command that only reads the catalogue (`runner doctor`) is noise.
     pub fn discovered() -> Arc<Toolbox> {
-        Arc::new(Toolbox {
-            found: Mutex::new(discover()),
-            mcp: None,
-            browser: browser::Session::default(),
-            changed: Arc::new(Notify::new()),
-        })
+        let toolbox = Toolbox::empty();
+        *toolbox.lock() = discover();
+        toolbox
     }
 
     /// No binaries, no MCP servers (unit tests).
