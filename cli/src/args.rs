@@ -26,6 +26,7 @@ use crate::env_vars;
 #[derive(Debug, Parser)]
 #[command(
     name = "runner",
+    verbatim_doc_comment,
     version,
     propagate_version = true,
     max_term_width = 100
@@ -125,6 +126,10 @@ pub enum Command {
     /// With --local, exits 0 when the runner is connected (degraded
     /// included: busy is not broken) and 69 when it is not running or not
     /// connected; the reason is printed either way.
+    #[command(
+        verbatim_doc_comment,
+        about = "Show an environment's status, or with --local this machine's runner as it sees itself"
+    )]
     Status(StatusArgs),
 
     /// Run a tool on an environment's runner and print its output.
@@ -134,6 +139,10 @@ pub enum Command {
     ///
     ///   runner invoke prod-box shell --arg command='df -h'
     ///   runner invoke prod-box file_read --arg path=/var/log/syslog --arg limit:=4096
+    #[command(
+        verbatim_doc_comment,
+        about = "Run a tool on an environment's runner and print its output"
+    )]
     Invoke(InvokeArgs),
 
     /// Explain what is wrong when the runner can't connect.

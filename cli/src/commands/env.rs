@@ -180,7 +180,7 @@ fn tier_default_policy(tier: Tier) -> Policy {
     match tier {
         Tier::Production => Policy {
             tools: ToolAccess::List {
-                tools: DEFAULT_PRODUCTION_TOOLS
+                tools: runner_proto::tools::DEFAULT_PRODUCTION_TOOLS
                     .iter()
                     .map(|s| s.to_string())
                     .collect(),
@@ -195,19 +195,6 @@ fn tier_default_policy(tier: Tier) -> Policy {
         },
     }
 }
-
-/// SPEC §4's default allow-list of a production environment.
-const DEFAULT_PRODUCTION_TOOLS: &[&str] = &[
-    "kubectl",
-    "helm",
-    "git",
-    "file_read",
-    "http_local",
-    "browser",
-    "claude_code",
-    "claude_sessions",
-    "claude_status",
-];
 
 fn show(env: &Environment, json: bool) -> Result<()> {
     if json {

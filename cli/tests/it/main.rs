@@ -13,6 +13,7 @@ mod invoke;
 mod reboot;
 mod runner;
 mod service;
+mod snapshots;
 mod tls;
 mod tools_argv;
 mod tools_browser;

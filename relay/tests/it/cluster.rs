@@ -127,6 +127,16 @@ impl RelayProcess {
         Self::start_logging(name, database, prefix, "runner_relay=info").await
     }
 
+    /// [`RelayProcess::start`] with these extra `serve` flags.
+    async fn start_with(
+        name: &str,
+        database: &Database,
+        prefix: &str,
+        flags: &[&str],
+    ) -> (RelayProcess, Option<String>) {
+        Self::spawn(name, database, prefix, "runner_relay=info", flags).await
+    }
+
     /// [`RelayProcess::start`] with this `RUST_LOG` (a big fleet's
     /// per-connection lines at `info` would flood the test's output).
     pub(crate) async fn start_logging(
@@ -135,8 +145,19 @@ impl RelayProcess {
         prefix: &str,
         log: &str,
     ) -> (RelayProcess, Option<String>) {
+        Self::spawn(name, database, prefix, log, &[]).await
+    }
+
+    async fn spawn(
+        name: &str,
+        database: &Database,
+        prefix: &str,
+        log: &str,
+        flags: &[&str],
+    ) -> (RelayProcess, Option<String>) {
         let mut child = Command::new(binary("runner-relay"))
             .args(["serve", "--listen", "127.0.0.1:0", "--drain-grace", "5"])
+            .args(flags)
             .args(["--database-url", &database.url()])
             .args(["--nats-url", NATS_URL, "--nats-subject-prefix", prefix])
             .args(["--instance-id", name])
@@ -247,12 +268,17 @@ struct Cluster {
 
 impl Cluster {
     async fn start() -> Cluster {
+        Cluster::start_with(&[]).await
+    }
+
+    /// Three relays started with these extra `serve` flags.
+    async fn start_with(flags: &[&str]) -> Cluster {
         let database = Database::create().await;
         let prefix = format!("test_{}", random_suffix());
-        let (a, key) = RelayProcess::start("relay-a", &database, &prefix).await;
+        let (a, key) = RelayProcess::start_with("relay-a", &database, &prefix, flags).await;
         let admin_key = key.expect("the first relay on an empty database prints the admin key");
-        let (b, _) = RelayProcess::start("relay-b", &database, &prefix).await;
-        let (c, _) = RelayProcess::start("relay-c", &database, &prefix).await;
+        let (b, _) = RelayProcess::start_with("relay-b", &database, &prefix, flags).await;
+        let (c, _) = RelayProcess::start_with("relay-c", &database, &prefix, flags).await;
         Cluster {
             relays: vec![a, b, c],
             admin_key,
@@ -1139,7 +1165,7 @@ async fn a_slow_reader_across_relays_gets_every_byte_and_the_relays_hold_little(
 #[tokio::test]
 #[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
 async fn a_reader_that_stops_across_relays_gets_the_call_cancelled() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start_with(&["--output-stall-timeout", "1"]).await;
     let (env, _balancer, _runner) = cluster.runner_on_b("stopped-reader").await;
     let a = cluster.url(0).to_owned();
     let response = reqwest::Client::new()
@@ -1152,8 +1178,9 @@ async fn a_reader_that_stops_across_relays_gets_the_call_cancelled() {
         .await
         .expect("sent");
     assert_eq!(response.status(), StatusCode::OK);
-    // Two stall periods (the caller's relay, then the holder's) and margin.
-    tokio::time::sleep(Duration::from_secs(14)).await;
+    // Two stall periods of 1 s (the caller's relay, then the holder's) and
+    // margin.
+    tokio::time::sleep(Duration::from_secs(4)).await;
     let body = tokio::time::timeout(REQUEST_TIMEOUT, response.bytes())
         .await
         .expect("the stream ends")
