@@ -83,7 +83,7 @@ json\t''"
 complete -c runner -n "__fish_runner_using_subcommand run" -l url -d 'Relay URL. With RUNNER_TOKEN also set in the environment, `run` needs no prior `register` (how the service and the container image run); otherwise the registration from `runner register` is used' -r
 complete -c runner -n "__fish_runner_using_subcommand run" -l workspace -d 'Root directory for relative paths of file tools and the default working directory of `shell` (default: STATE_DIR/workspace)' -r -F
 complete -c runner -n "__fish_runner_using_subcommand run" -l permission-config -d 'Local permission file (YAML, key `permission`) checked before any command runs. Unset: every command is allowed. Set but missing or invalid: the runner refuses to start' -r -F
-complete -c runner -n "__fish_runner_using_subcommand run" -l call-log -d 'Log every call that ran ("call finished": call id, tool, exit code, ms) at info, target `runner_cli::calls`: this machine\'s own record of what ran on it, whoever runs the relay. `false` leaves it to the relay\'s journal, for a runner taking thousands of calls a second (the line costs the runner ≈ 8 µs of CPU a call, and journald\'s rate limit drops every line of a service past 10,000 in 30 s). Calls that fail (refused by the permission file, bad arguments, a command that cannot start) are logged either way ("call failed")' -r -f -a "true\t''
+complete -c runner -n "__fish_runner_using_subcommand run" -l call-log -d 'Log every call that ran ("call finished": call id, tool, exit code, ms) at info, target `runner_cli::calls`: this machine\'s own record of what ran on it, whoever runs the relay. `false` leaves it to the relay\'s journal, for a runner taking thousands of calls a second (the line is a measurable share of a short call\'s CPU, and journald\'s rate limit drops every line of a service past 10,000 in 30 s). Calls that fail (refused by the permission file, bad arguments, a command that cannot start) are logged either way ("call failed")' -r -f -a "true\t''
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand run" -l max-concurrent-calls -d 'Calls executed at once; more wait in a queue (reported as backlog)' -r
 complete -c runner -n "__fish_runner_using_subcommand run" -l worker-threads -d 'Threads that run the connection and the calls\' I/O. One is enough for most hosts and the fastest: commands run in their own processes, file and search tools on a separate pool, and one thread never has to wake another to hand a call on (`ping` 0.88× and 28 % less CPU per call than two threads, output streams as fast). Raise it for many large output streams at once' -r
@@ -137,9 +137,9 @@ complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subco
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l tier -r -f -a "production\t''
 development\t''"
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l tag -d 'Routing tag; repeat for several' -r
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l allow-tool -d 'Allow this tool; repeat for several (replaces the list)' -r
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l file-path -d 'Directory under which file tools work (`*` for all); repeat for several' -r
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l require-approval -d 'Tool that needs a person\'s approval; repeat for several' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l allow-tool -d 'Allow this tool; repeat for several (replaces the list; `\'\'` allows none)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l file-path -d 'Directory under which file tools work (`*` for all); repeat for several (replaces the list; `\'\'` clears it)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l require-approval -d 'Tool that needs a person\'s approval; repeat for several (replaces the list; `\'\'` clears it)' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l allow-all-tools -d 'Allow every tool the runner announces'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l json -d 'Print machine-readable JSON instead of text'
@@ -179,9 +179,9 @@ complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subco
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l tier -r -f -a "production\t''
 development\t''"
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l tag -d 'Replace the tags; repeat for several' -r
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l allow-tool -d 'Allow this tool; repeat for several (replaces the list)' -r
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l file-path -d 'Directory under which file tools work (`*` for all); repeat for several' -r
-complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l require-approval -d 'Tool that needs a person\'s approval; repeat for several' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l allow-tool -d 'Allow this tool; repeat for several (replaces the list; `\'\'` allows none)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l file-path -d 'Directory under which file tools work (`*` for all); repeat for several (replaces the list; `\'\'` clears it)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l require-approval -d 'Tool that needs a person\'s approval; repeat for several (replaces the list; `\'\'` clears it)' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l allow-all-tools -d 'Allow every tool the runner announces'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from update" -l json -d 'Print machine-readable JSON instead of text'

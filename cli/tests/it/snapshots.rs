@@ -102,3 +102,29 @@ async fn reports_of_a_real_relay() {
     let shown = run(&["env", "show", "prod-box", "--json"]).await;
     assert_transcript!("env_show_json", &shown);
 }
+
+/// `--require-approval ''` clears the list instead of storing `[""]`.
+#[tokio::test]
+async fn an_empty_list_flag_clears_the_list() {
+    let relay = Relay::spawn().await;
+    let (_env, _runner) = Runner::online(&relay, json!({"name": "gated"})).await;
+    let approvals = |args: &'static [&'static str]| {
+        let mut update = relay.admin_command();
+        update.args(["env", "update", "gated"]).args(args);
+        let mut show = relay.admin_command();
+        show.args(["env", "show", "gated", "--json"]);
+        async move {
+            let updated = update.output().await.expect("runs");
+            assert!(updated.status.success(), "{}", transcript(&updated));
+            let shown = show.output().await.expect("runs");
+            let body: serde_json::Value =
+                serde_json::from_slice(&shown.stdout).expect("env show --json prints JSON");
+            body["policy"]["approval_required"].clone()
+        }
+    };
+    assert_eq!(
+        approvals(&["--require-approval", "shell"]).await,
+        json!(["shell"])
+    );
+    assert_eq!(approvals(&["--require-approval", ""]).await, json!([]));
+}

@@ -652,10 +652,10 @@ async fn a_runner_reconnecting_elsewhere_never_gets_a_call_twice() {
 
     for (round, relay) in [0, 1, 2, 0, 1, 2].into_iter().enumerate() {
         let base = cluster.url(relay).to_owned();
-        let body = json!({"tool_name": "echo", "args": {"round": round}, "timeout_s": 10});
+        let body = json!({"tool_name": "echo", "args": {"sequence": round}, "timeout_s": 10});
         let caller = cluster.spawn_invoke(&base, &env, body);
         let call = new.next_call().await;
-        assert_eq!(call.args["round"], round);
+        assert_eq!(call.args["sequence"], round);
         assert_eq!(call.epoch, new.welcome.epoch);
         new.answer(&call, 0).await;
         let (status, body, _) = caller.await.expect("caller");
@@ -863,10 +863,10 @@ async fn a_rolling_restart_under_load_loses_no_call_silently() {
 async fn ping_round_trips_across_and_within_relays() {
     let cluster = Cluster::start().await;
     let (env, _balancer, _runner) = cluster.runner_on_b("ping").await;
-    const ROUNDS: usize = 300;
+    const CALLS: usize = 300;
     for (label, relay) in [("same relay (B)", 1), ("cross relay (A→B)", 0)] {
-        let mut times = Vec::with_capacity(ROUNDS);
-        for n in 0..ROUNDS + 20 {
+        let mut times = Vec::with_capacity(CALLS);
+        for n in 0..CALLS + 20 {
             let started = Instant::now();
             let (status, body) = cluster
                 .invoke(
@@ -884,7 +884,7 @@ async fn ping_round_trips_across_and_within_relays() {
         let p50 = times[times.len() / 2];
         let p99 = times[times.len() * 99 / 100];
         eprintln!(
-            "cluster: ping {label}: p50 {:.2} ms, p99 {:.2} ms over {ROUNDS} calls",
+            "cluster: ping {label}: p50 {:.2} ms, p99 {:.2} ms over {CALLS} calls",
             p50.as_secs_f64() * 1e3,
             p99.as_secs_f64() * 1e3
         );
