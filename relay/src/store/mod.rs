@@ -1,8 +1,7 @@
 //! Durable state: members, teams, API keys, environments, registration
 //! tokens, runner sessions and the call journal, behind one dyn-compatible
-//! [`Store`] trait so the backend is picked
-//! at run time from the database URL: SQLite (one relay) or PostgreSQL
-//! (several relays sharing it).
+//! [`Store`] trait so the backend is picked at run time from the database
+//! URL: SQLite (one relay) or PostgreSQL (several relays sharing it).
 //!
 //! One implementation serves both ([`SqlStore`], every query written once);
 //! a [`backend::Backend`] holds only what a database does its own way.

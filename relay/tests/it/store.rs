@@ -437,6 +437,58 @@ async fn invocations(store: &dyn Store) {
         "only a pending entry is forgotten"
     );
 
+    // One batch of both kinds (on PostgreSQL, two statements in one
+    // transaction): a new entry, a step back and a step naming another
+    // environment, which both leave their entry as it was.
+    let step = |call_id: &str, environment_id: &str, create: bool| JournalWrite {
+        entry: InvocationRecord {
+            call_id: call_id.to_owned(),
+            environment_id: environment_id.to_owned(),
+            tool_name: "git".to_owned(),
+            state: InvocationState::Dispatched,
+            epoch: Some(3),
+            created_at: at(420),
+            finished_at: None,
+            result: serde_json::Value::Null,
+            exit_code: None,
+            error: None,
+        },
+        create,
+    };
+    store
+        .write_journal(&[
+            step("call-3", "env_a", true),
+            step("call-1", "env_a", false),
+            step("call-2", "env_b", false),
+        ])
+        .await
+        .expect("a mixed batch");
+    let created = store
+        .invocation("call-3")
+        .await
+        .expect("read")
+        .expect("call-3");
+    assert_eq!(
+        (created.state, created.tool_name.as_str(), created.epoch),
+        (InvocationState::Dispatched, "git", Some(3))
+    );
+    let kept = store.invocation("call-1").await.expect("read");
+    assert_eq!(
+        kept.map(|entry| entry.state),
+        Some(InvocationState::Done),
+        "never back"
+    );
+    let other = store
+        .invocation("call-2")
+        .await
+        .expect("read")
+        .expect("call-2");
+    assert_eq!(
+        (other.state, other.environment_id.as_str(), other.epoch),
+        (InvocationState::Pending, "env_a", None),
+        "another environment's step is not applied"
+    );
+
     assert_eq!(store.prune_invocations(at(410)).await.expect("prune"), 0);
     assert_eq!(store.prune_invocations(at(411)).await.expect("prune"), 1);
     assert_eq!(store.invocation("call-1").await.expect("read"), None);
