@@ -13,5 +13,6 @@ mod journal;
 mod openapi;
 mod protocol;
 mod status;
+mod store;
 mod streaming;
 mod tokens;
