@@ -249,6 +249,13 @@ impl<'a> Checker<'a> {
 
     /// Match a (possibly dynamic) text against the rules.
     pub(crate) fn decide(&mut self, kind: CandidateKind, text: &Word) {
+        self.decide_unless(kind, text, false);
+    }
+
+    /// [`Self::decide`]; with `only_named`, a text that only the catch-all
+    /// (or no rule) would deny is no candidate: for texts that run nothing,
+    /// which a rule written for them may still deny (`AWS_*: deny`).
+    fn decide_unless(&mut self, kind: CandidateKind, text: &Word, only_named: bool) {
         let display = words::display(text);
         if self.is_seen(&display, kind) {
             return;
@@ -257,6 +264,12 @@ impl<'a> Checker<'a> {
             Some(s) => self.set.decide_text(&s),
             None => self.set.decide_shape(&words::shape(text)),
         };
+        let by_catch_all = rule
+            .as_deref()
+            .is_none_or(|pattern| pattern.bytes().all(|b| b == b'*'));
+        if only_named && verdict == Action::Deny && by_catch_all {
+            return;
+        }
         let dynamic = !words::is_static(text);
         self.push(Candidate {
             text: display,
@@ -656,9 +669,10 @@ impl<'a> Checker<'a> {
         }
         if argv.is_empty() {
             // Assignments alone run no command (their substitutions were
-            // checked above): they are a candidate only when they set a
-            // variable that decides what code runs later (`PATH`, `IFS`,
-            // `BASH_ENV`, ...). `n=0` sets n to a number for what follows.
+            // checked above): the catch-all does not deny them, but a rule
+            // written for them does, and a variable that decides what code
+            // runs later (`PATH`, `IFS`, `BASH_ENV`, ...) needs a rule that
+            // allows it. `n=0` sets n to a number for what follows.
             let mut code_bearing = false;
             for item in command.prefix.iter().flat_map(|p| p.0.iter()) {
                 if let ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, _) = item {
@@ -670,10 +684,10 @@ impl<'a> Checker<'a> {
                     }
                 }
             }
-            if code_bearing {
+            if !assignments.is_empty() {
                 let text = words::join(&assignments);
                 let kind = self.command_kind();
-                self.decide(kind, &text);
+                self.decide_unless(kind, &text, !code_bearing);
             }
             return;
         }
@@ -1750,16 +1764,17 @@ pub(crate) fn nesting_estimate(text: &str) -> usize {
     brackets + keywords
 }
 
-/// `(` followed by blanks or line continuations and another `(`.
+/// `(` followed by blanks or line continuations and another `(` (or the
+/// same with `)`): brush may read them as `((`/`))` where bash does not.
 fn loose_parens(text: &str) -> bool {
     let bytes = text.as_bytes();
     bytes.iter().enumerate().any(|(i, b)| {
-        *b == b'(' && {
+        matches!(b, b'(' | b')') && {
             let mut j = i + 1;
             while j < bytes.len() && matches!(bytes[j], b' ' | b'\t' | b'\n' | b'\\' | b'\r') {
                 j += 1;
             }
-            j > i + 1 && bytes.get(j) == Some(&b'(')
+            j > i + 1 && bytes.get(j) == Some(b)
         }
     })
 }

@@ -243,6 +243,9 @@ fn constructs_that_run_no_command_are_judged_by_what_they_contain(#[case] comman
 #[case("x='$(rm -rf /)'; echo ${x@P}")]
 #[case("echo ${!x}")]
 #[case("((reboot = 1)); ( (reboot) )")]
+#[case("((reboot = 1)); ((reboot) )")]
+#[case("((x = 1)); command read x; echo $(( x ))")]
+#[case("((x = 1)); trap 'x=$y' DEBUG; echo $(( x ))")]
 #[case("PATH=/tmp/evil")]
 fn arithmetic_on_values_the_script_did_not_set_stays_denied(#[case] command: &str) {
     let decision = denylist().check(command);
@@ -259,12 +262,39 @@ fn arithmetic_on_values_the_script_did_not_set_stays_denied(#[case] command: &st
     );
 }
 
+/// An assignment alone runs nothing, so the catch-all does not deny it,
+/// but a rule written for it does, and a variable that decides what code
+/// runs needs a rule allowing it.
+#[test]
+fn an_assignment_alone_is_denied_only_by_a_rule_about_it() {
+    let set = rules(&[
+        ("*", "deny"),
+        ("ls", "allow"),
+        ("AWS_*", "deny"),
+        ("LANG=*", "allow"),
+    ]);
+    for command in ["ls; x=1", "ls; y=${x%.txt}", "ls; LANG=C", "ls; z=$(< f)"] {
+        let decision = set.check(command);
+        assert!(decision.allowed, "{command}: {}", decision.summary());
+    }
+    for command in [
+        "ls; AWS_PROFILE=prod",
+        "ls; AWS_PROFILE=$p",
+        "ls; PATH=/tmp",
+        "ls; IFS=/",
+        "ls; BASH_ENV=/tmp/x",
+    ] {
+        let decision = set.check(command);
+        assert!(!decision.allowed, "{command}: {}", decision.summary());
+    }
+}
+
 /// A script of assignments or arithmetic alone still runs nothing at all,
-/// which is refused as before.
+/// which is refused as before unless a rule allows the assignment.
 #[test]
 fn a_script_that_runs_nothing_is_still_refused() {
     for command in ["(( x = 1 ))", "x=1", "y=${x%.txt}"] {
-        let decision = denylist().check(command);
+        let decision = readonly().check(command);
         assert!(!decision.allowed, "{command}: {}", decision.summary());
     }
 }
