@@ -472,3 +472,29 @@ mod more_wrapper_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod structure_tests {
+    /// The walker and the wrapper analysis meet at one function: the walker
+    /// calls `wrappers::analyse` in one place, and the wrapper analysis
+    /// knows nothing of the walker.
+    #[test]
+    fn the_walker_and_the_wrappers_meet_at_one_function() {
+        let wrappers = include_str!("wrappers.rs");
+        assert!(!wrappers.contains("crate::shell"));
+        assert!(!wrappers.contains("Checker"));
+        let walker = include_str!("shell.rs");
+        let uses: Vec<&str> = walker
+            .lines()
+            .filter(|line| line.contains("wrappers::"))
+            .map(str::trim)
+            .collect();
+        assert_eq!(
+            uses,
+            [
+                "use crate::wrappers::{self, Runs, Stdin};",
+                "let runs = wrappers::analyse(&base, &argv, stdin);"
+            ]
+        );
+    }
+}
