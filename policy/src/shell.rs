@@ -467,12 +467,14 @@ impl<'a> Checker<'a> {
         match command {
             ast::Command::Simple(simple) => self.simple_command(simple, depth, piped),
             ast::Command::Compound(compound, redirects) => {
-                self.compound(compound, depth + 1);
+                // The redirects are opened before the body runs (and moves
+                // to another directory).
                 if let Some(list) = redirects {
                     for redirect in &list.0 {
                         self.redirect(redirect, depth);
                     }
                 }
+                self.compound(compound, depth + 1);
             }
             ast::Command::Function(function) => {
                 let ast::FunctionBody(body, redirects) = &function.body;

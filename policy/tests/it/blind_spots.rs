@@ -91,6 +91,19 @@ fn a_cd_that_may_fail_checks_both_directories() {
         let decision = set.check(command);
         assert!(decision.allowed, "{command}: {}", decision.summary());
     }
+    // A compound command's redirect is opened before its body moves.
+    for command in [
+        "{ cd /tmp; echo x; } > notes.txt",
+        "(cd /tmp; echo x) > notes.txt",
+        "if cd /tmp; then echo x; fi > notes.txt",
+    ] {
+        let decision = set.check(command);
+        assert!(!decision.allowed, "{command}: {}", decision.summary());
+    }
+    for command in ["cd /tmp && { echo x; } > notes.txt"] {
+        let decision = set.check(command);
+        assert!(decision.allowed, "{command}: {}", decision.summary());
+    }
 }
 
 /// Writes that a `cd` cannot move stay as they were.
