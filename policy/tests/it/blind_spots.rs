@@ -100,10 +100,8 @@ fn a_cd_that_may_fail_checks_both_directories() {
         let decision = set.check(command);
         assert!(!decision.allowed, "{command}: {}", decision.summary());
     }
-    for command in ["cd /tmp && { echo x; } > notes.txt"] {
-        let decision = set.check(command);
-        assert!(decision.allowed, "{command}: {}", decision.summary());
-    }
+    let decision = set.check("cd /tmp && { echo x; } > notes.txt");
+    assert!(decision.allowed, "{}", decision.summary());
 }
 
 /// Writes that a `cd` cannot move stay as they were.
