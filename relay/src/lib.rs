@@ -25,6 +25,7 @@ pub mod ratelimit;
 pub mod read_cache;
 pub mod registration;
 pub mod releases;
+pub mod report;
 pub mod routing;
 pub mod runner_connection;
 pub mod secret;
