@@ -4,9 +4,11 @@
 mod support;
 
 mod access;
+mod admission;
 mod cli;
 mod cluster;
 mod cluster_rebalance;
+mod conformance;
 mod environments;
 mod invoke;
 mod journal;
