@@ -287,6 +287,14 @@ pub fn status_error(status: StatusCode, body: &[u8]) -> ExitError {
                 None => "raise --timeout if the call needs longer".to_owned(),
             }),
         ),
+        StatusCode::TOO_MANY_REQUESTS => (
+            exit::RATE_LIMITED,
+            Some(
+                "too many failed attempts came from this address; wait a minute, and check \
+                 the token or key (a valid one is never refused for this)"
+                    .to_owned(),
+            ),
+        ),
         _ => (exit::UNREACHABLE, None),
     };
     let mut error = ExitError::new(code, message);

@@ -37,6 +37,9 @@ pub const FORBIDDEN: u8 = 66;
 pub const NOT_FOUND: u8 = 67;
 /// No runner is connected to the environment (HTTP 503).
 pub const NO_RUNNER: u8 = 69;
+/// The relay refused for now: too many failed attempts from this address
+/// (HTTP 429). Retry after the time it names.
+pub const RATE_LIMITED: u8 = 73;
 /// The relay could not be reached, or answered something unexpected.
 pub const UNREACHABLE: u8 = 76;
 /// The call timed out and was cancelled (HTTP 504).
@@ -90,6 +93,7 @@ pub const TABLE: &[(u8, &str)] = &[
     (NOT_FOUND, "no such environment or tool (HTTP 404)"),
     (NO_RUNNER, "no runner connected to the environment (HTTP 503); `status --local`: this machine's runner is not running or not connected"),
     (TIMEOUT, "the call timed out and was cancelled on the runner (HTTP 504)"),
+    (RATE_LIMITED, "the relay is rate limiting this address after failed attempts (HTTP 429); retry later"),
     (UNREACHABLE, "the relay could not be reached or answered unexpectedly"),
     (CONFIG, "bad local configuration: not registered, not logged in, bad permission file"),
 ];

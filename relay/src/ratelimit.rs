@@ -1,8 +1,10 @@
 //! Rate limiting of failed registration-token attempts (issue: guessing).
 //!
 //! A fixed window per key counts *failures*; once a key reaches its limit,
-//! every attempt under that key is refused with 429 until the window ends,
-//! even with a valid token, so a guesser learns nothing from the answers.
+//! every *failed* attempt under that key is answered 429 until the window
+//! ends. A valid token is never refused for someone else's failures: hosts
+//! behind one NAT share an address, and a 256-bit token cannot be guessed,
+//! so the limit only bounds what failures cost (lookups, log lines).
 //! Keys are the source address (`ip:…`) and, where a failure can be pinned
 //! on one (an expired or rotated-out token), the environment (`env:…`).
 //! Successful attempts cost nothing. Memory is bounded: expired windows are

@@ -175,6 +175,36 @@ async fn register_with_a_bad_token_fails_without_storing_anything() {
     assert!(!runner_home.path().join("config.yaml").exists());
 }
 
+/// Past the relay's limit of failed attempts from one address, a bad token
+/// is answered 429: its own exit code and a hint, not "unreachable".
+#[tokio::test]
+async fn register_past_the_failed_attempt_limit_says_it_is_rate_limited() {
+    let relay = Relay::spawn().await;
+    let runner_home = tempfile::tempdir().expect("tempdir");
+    let attempt = || async {
+        let output = tokio::process::Command::new(runner_bin())
+            .env("RUNNER_CONFIG_DIR", runner_home.path())
+            .env("RUNNER_TOKEN", "rnrt_not-a-real-token-at-all")
+            .args(["register", "--url", &relay.url])
+            .output()
+            .await
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output.status.code(), stderr)
+    };
+    // The relay's per-address limit (runner_relay::ratelimit::PER_ADDRESS).
+    for _ in 0..10 {
+        let (code, stderr) = attempt().await;
+        assert_eq!(code, Some(65), "{stderr}");
+    }
+    let (code, stderr) = attempt().await;
+    assert_eq!(code, Some(73), "{stderr}");
+    assert!(
+        stderr.contains("hint: too many failed attempts"),
+        "{stderr}"
+    );
+}
+
 #[tokio::test]
 async fn doctor_reports_without_log_lines_about_the_tools_it_finds() {
     // A tool binary on PATH: the catalogue doctor reads must find it

@@ -16,7 +16,7 @@ use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
-use super::{cancel_on_signal, open_store, say};
+use super::{cancel_on_signal, lock_sqlite, open_store, say};
 use crate::args::DevArgs;
 use crate::clock::{Clock, SystemClock};
 use crate::environment::{default_policy, new_environment_id, EnvironmentRecord, Scope};
@@ -60,7 +60,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     );
     let runner_bin = find_runner(args.runner_bin.as_deref())?;
 
-    let store = open_store(&format!("sqlite://{}", dir.join("relay.db").display())).await?;
+    let url = format!("sqlite://{}", dir.join("relay.db").display());
+    let _store_lock = lock_sqlite(&url)?;
+    let store = open_store(&url).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let api_key = admin_key(store.as_ref(), clock.as_ref(), &dir).await?;
     let environment = dev_environment(store.as_ref(), clock.as_ref()).await?;

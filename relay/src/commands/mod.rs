@@ -116,6 +116,62 @@ pub(crate) fn database_url(args: &StoreArgs) -> anyhow::Result<String> {
     Ok(format!("sqlite://{}", dir.join("relay.db").display()))
 }
 
+/// Takes the SQLite database at `url` for this process alone (`None` for
+/// PostgreSQL, which relays share): a second relay on the same file would
+/// hold its own runners and answer for environments it cannot reach. The
+/// lock is `<database>.lock`, holding the holder's PID, and lasts as long
+/// as the returned file is open; the kernel drops it when the process
+/// dies, so a crash leaves nothing to clean up. `runner-relay admin` does
+/// not take it: it writes to the store a running relay uses.
+pub(crate) fn lock_sqlite(url: &str) -> anyhow::Result<Option<std::fs::File>> {
+    use std::io::{Read, Seek};
+    let Some(path) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    else {
+        return Ok(None);
+    };
+    let database = path.split('?').next().unwrap_or(path);
+    if database.is_empty() || database.starts_with(':') {
+        // In memory: nothing to share.
+        return Ok(None);
+    }
+    let lock_path = format!("{database}.lock");
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .with_context(|| format!("opening the store's lock file {lock_path}"))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let who = if holder.is_empty() {
+                "another relay".to_owned()
+            } else {
+                format!("another relay (PID {holder})")
+            };
+            return Err(Hinted::new(
+                format!("{who} already serves the store {database}"),
+                "stop that relay first, or give this one its own --data-dir; several relays \
+                 share a store only through PostgreSQL (--database-url postgres://…)",
+            )
+            .into());
+        }
+        Err(std::fs::TryLockError::Error(error)) => {
+            return Err(anyhow::Error::from(error).context(format!("locking {lock_path}")));
+        }
+    }
+    file.set_len(0)?;
+    file.rewind()?;
+    writeln!(file, "{}", std::process::id())?;
+    Ok(Some(file))
+}
+
 /// Opens the store, naming the database in the error (without any
 /// password a URL might carry).
 pub(crate) async fn open_store(url: &str) -> anyhow::Result<Arc<dyn Store>> {

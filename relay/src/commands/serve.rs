@@ -9,7 +9,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::{bind_error, cancel_on_signal, database_url, open_store, say};
+use super::{bind_error, cancel_on_signal, database_url, lock_sqlite, open_store, say};
 use crate::args::ServeArgs;
 use crate::clock::{Clock, SystemClock};
 use crate::members;
@@ -46,6 +46,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             "PostgreSQL without --nats-url: this relay reaches only the runners connected to it"
         );
     }
+    // Bound before anything is created or printed: a relay that cannot
+    // listen must not consume the shown-once admin key.
+    let listener = bind(args.listen).map_err(|error| bind_error(args.listen, error))?;
+    let _store_lock = lock_sqlite(&url)?;
     let store = open_store(&url).await?;
     let config = RelayConfig {
         store,
@@ -90,7 +94,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     prune_journal(config.store.clone(), config.clock.clone(), shutdown.clone());
 
-    let listener = bind(args.listen).map_err(|error| bind_error(args.listen, error))?;
     let address = listener
         .local_addr()
         .with_context(|| format!("reading the address bound for {}", args.listen))?;

@@ -55,9 +55,12 @@ fn token_error(error: TokenError) -> ApiError {
     }
 }
 
-/// Checks a presented token under the failed-attempt limits: a source
-/// address over its limit is refused (429) before the token is looked at;
-/// every failure is counted and logged, without the token.
+/// Checks a presented token under the failed-attempt limits. A valid token
+/// always gets in, whatever others at its address did (behind NAT or a
+/// load balancer every host shares one address, and guessing a 256-bit
+/// token is hopeless anyway). A failed attempt from an address over its
+/// limit is answered 429 and logged at debug only, so a guesser costs one
+/// token lookup and no log line; every failure is counted.
 async fn authenticate_limited(
     state: &AppState,
     headers: &HeaderMap,
@@ -71,17 +74,17 @@ async fn authenticate_limited(
 > {
     let now = state.clock.now();
     let address_key = peer.map(|addr| format!("ip:{}", addr.ip()));
-    if let Some(key) = &address_key {
-        if let Err(retry_after) = state.failures.check(key, ratelimit::PER_ADDRESS, now) {
-            return Err(too_many(retry_after));
-        }
-    }
     match registration::authenticate(state.store.as_ref(), bearer(headers), now).await {
         Ok(found) => Ok(found),
         Err(TokenError::Store(error)) => Err(error.into()),
         Err(error) => {
             if let Some(key) = &address_key {
+                let limited = state.failures.check(key, ratelimit::PER_ADDRESS, now);
                 state.failures.record_failure(key, now);
+                if let Err(retry_after) = limited {
+                    tracing::debug!(peer = ?peer, reason = %error, "registration token refused (address rate limited)");
+                    return Err(too_many(retry_after));
+                }
             }
             let environment = match &error {
                 TokenError::Expired { environment_id }

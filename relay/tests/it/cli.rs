@@ -274,3 +274,68 @@ fn an_unknown_flag_is_a_usage_error() {
     );
     assert!(stderr.contains("Usage: runner-relay serve"), "{stderr}");
 }
+
+/// `serve` binds before it creates the store's first admin key: a start
+/// that cannot listen prints no key, and the next start still gets one.
+/// A second relay on the same SQLite data dir is refused, naming the PID
+/// of the one that serves it.
+#[tokio::test]
+async fn serve_binds_first_and_owns_its_sqlite_store() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port to take");
+    let address = taken.local_addr().expect("its address").to_string();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data_dir = dir.path().to_str().expect("a UTF-8 temp path");
+    let binary = env!("CARGO_BIN_EXE_runner-relay");
+
+    let refused = Command::new(binary)
+        .args(["serve", "--listen", &address, "--data-dir", data_dir])
+        .env("RUST_LOG", "off")
+        .output()
+        .expect("the relay runs");
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        refused.stdout.is_empty(),
+        "a relay that cannot listen printed {:?}",
+        String::from_utf8_lossy(&refused.stdout)
+    );
+
+    let mut child = Command::new(binary)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir])
+        .env("RUST_LOG", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let pid = child.id();
+    let child = Killed(child);
+    let first = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        let key = lines.next().and_then(Result::ok).unwrap_or_default();
+        let listening = lines.next().and_then(Result::ok).unwrap_or_default();
+        (key, listening)
+    });
+    let (key, listening) = tokio::time::timeout(crate::support::DEADLINE, first)
+        .await
+        .expect("lines in time")
+        .expect("joined");
+    assert!(
+        key.starts_with("admin API key (shown once): rnrk_"),
+        "{key:?}"
+    );
+    assert!(
+        listening.starts_with("runner-relay listening on "),
+        "{listening:?}"
+    );
+
+    let (code, stderr) = failing(&["serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "error: another relay (PID {pid}) already serves the store"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("hint: stop that relay first"), "{stderr}");
+    drop(child);
+}
