@@ -259,6 +259,9 @@ _runner() {
             runner__subcmd__token,revoke)
                 cmd="runner__subcmd__token__subcmd__revoke"
                 ;;
+            runner__subcmd__token,rotate)
+                cmd="runner__subcmd__token__subcmd__generate"
+                ;;
             runner__subcmd__token,status)
                 cmd="runner__subcmd__token__subcmd__status"
                 ;;
@@ -2019,7 +2022,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__token)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version generate status revoke help"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version generate rotate status revoke help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2165,7 +2168,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__token__subcmd__revoke)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --json --help --version"
+            opts="-y -h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --yes --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

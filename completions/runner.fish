@@ -205,19 +205,20 @@ complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subco
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "update" -d 'Change an environment\'s fields or policy'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "delete" -d 'Delete an environment (cannot be undone; its runner stops)'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
-complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
-complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
-complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
 false\t''"
-complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
-complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -s h -l help -d 'Print help'
-complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -f -a "generate" -d 'Generate a new token (the previous one keeps working for the grace period)'
-complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -f -a "status" -d 'Show the token\'s age, last use and days to expiry (never the token)'
-complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner'
-complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate status revoke help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -f -a "generate" -d 'Generate a new token (the previous one keeps working for the grace period); `rotate` is the same command'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -f -a "rotate" -d 'Generate a new token (the previous one keeps working for the grace period); `rotate` is the same command'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -f -a "status" -d 'Show the token\'s age, last use and days to expiry (never the token)'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner (asks first, as `env delete` does; --yes for scripts)'
+complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -230,6 +231,18 @@ complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_sub
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l grace-hours -d 'Hours the previous token keeps working (0–168)' -r
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -s V -l version -d 'Print version'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from status" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -249,12 +262,13 @@ false\t''"
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -s y -l yes -d 'Do not ask for confirmation'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from revoke" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "generate" -d 'Generate a new token (the previous one keeps working for the grace period)'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "generate" -d 'Generate a new token (the previous one keeps working for the grace period); `rotate` is the same command'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show the token\'s age, last use and days to expiry (never the token)'
-complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner'
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner (asks first, as `env delete` does; --yes for scripts)'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c runner -n "__fish_runner_using_subcommand tools" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand tools" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
@@ -475,9 +489,9 @@ complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subc
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "show" -d 'Show one environment'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "update" -d 'Change an environment\'s fields or policy'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "delete" -d 'Delete an environment (cannot be undone; its runner stops)'
-complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "generate" -d 'Generate a new token (the previous one keeps working for the grace period)'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "generate" -d 'Generate a new token (the previous one keeps working for the grace period); `rotate` is the same command'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "status" -d 'Show the token\'s age, last use and days to expiry (never the token)'
-complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner (asks first, as `env delete` does; --yes for scripts)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "install" -d 'Write the service definition and /etc/runner/env, create the user, enable and start it'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "uninstall" -d 'Stop and remove the service (keeps /etc/runner/env unless --purge)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "start" -d 'Start the service'

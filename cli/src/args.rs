@@ -551,12 +551,26 @@ pub struct EnvDeleteArgs {
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
 pub enum TokenCommand {
-    /// Generate a new token (the previous one keeps working for the grace period).
+    /// Generate a new token (the previous one keeps working for the grace
+    /// period); `rotate` is the same command.
+    #[command(visible_alias = "rotate")]
     Generate(TokenGenerateArgs),
     /// Show the token's age, last use and days to expiry (never the token).
     Status(EnvTarget),
-    /// Invalidate every token of the environment and disconnect its runner.
-    Revoke(EnvTarget),
+    /// Invalidate every token of the environment and disconnect its runner
+    /// (asks first, as `env delete` does; --yes for scripts).
+    Revoke(TokenRevokeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TokenRevokeArgs {
+    /// Environment id or name.
+    pub env: String,
+    /// Do not ask for confirmation.
+    #[arg(long, short)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub api: ApiArgs,
 }
 
 #[derive(Debug, Args)]

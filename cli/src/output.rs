@@ -75,3 +75,32 @@ pub fn read_secret_line(prompt: &str) -> Result<String> {
     std::io::stdin().read_line(&mut line)?;
     Ok(line.trim().to_owned())
 }
+
+/// Asks a person on a terminal to confirm a destructive `action` by typing
+/// one of `names`; without a terminal refuses (exit 2) and points at
+/// `--yes`, so a script never destroys by accident.
+pub fn confirm_by_name<'a>(
+    question: &str,
+    names: impl IntoIterator<Item = &'a str>,
+    action: &str,
+) -> Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        return Err(crate::exit::ExitError::new(
+            crate::exit::USAGE,
+            format!("refusing to {action} without confirmation"),
+        )
+        .with_hint(format!("pass --yes to {action} non-interactively"))
+        .into());
+    }
+    let answer = read_secret_line(&format!("{question} Type the name or id to confirm: "))?;
+    if names.into_iter().any(|name| name == answer) {
+        Ok(())
+    } else {
+        Err(crate::exit::ExitError::new(
+            crate::exit::FAILURE,
+            format!("not confirmed; did not {action}"),
+        )
+        .into())
+    }
+}

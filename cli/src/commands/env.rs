@@ -9,7 +9,6 @@ use serde_json::Value;
 use crate::args::{EnvCommand, PolicyFlags, TierArg};
 use crate::client::{ApiClient, REQUEST_TIMEOUT};
 use crate::config::Dirs;
-use crate::exit::{self, ExitError};
 use crate::output;
 
 pub async fn run(dirs: &Dirs, command: EnvCommand) -> Result<()> {
@@ -96,24 +95,14 @@ pub async fn run(dirs: &Dirs, command: EnvCommand) -> Result<()> {
             let client = ApiClient::from_args(dirs, &args.api).await?;
             let env = client.resolve_env(&args.env).await?;
             if !args.yes {
-                use std::io::IsTerminal;
-                if !std::io::stdin().is_terminal() {
-                    return Err(ExitError::new(
-                        exit::USAGE,
-                        "refusing to delete without confirmation",
-                    )
-                    .with_hint("pass --yes to delete non-interactively")
-                    .into());
-                }
-                let answer = output::read_secret_line(&format!(
-                    "Delete environment {} ({})? This cannot be undone; its runner will stop. Type the name or id to confirm: ",
-                    env.name, env.id
-                ))?;
-                if answer != env.name && answer != env.id {
-                    return Err(
-                        ExitError::new(exit::FAILURE, "not confirmed; nothing deleted").into(),
-                    );
-                }
+                output::confirm_by_name(
+                    &format!(
+                        "Delete environment {} ({})? This cannot be undone; its runner will stop.",
+                        env.name, env.id
+                    ),
+                    [env.name.as_str(), env.id.as_str()],
+                    "delete",
+                )?;
             }
             let _: Value = client
                 .request::<(), Value>(

@@ -344,15 +344,15 @@ mod tests {
         let words = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
         let pair = |env: &str, tool: &str| (env.to_owned(), tool.to_owned());
         assert_eq!(
-            env_and_tool(&words(&["box", "shell"]), Some("other".into())).unwrap(),
+            env_and_tool(&words(&["box", "shell"]), Some("other".into())).expect("named"),
             pair("box", "shell")
         );
         assert_eq!(
-            env_and_tool(&words(&["shell"]), Some("dev".into())).unwrap(),
+            env_and_tool(&words(&["shell"]), Some("dev".into())).expect("from RUNNER_ENV"),
             pair("dev", "shell")
         );
         for unset in [None, Some(String::new())] {
-            let error = env_and_tool(&words(&["shell"]), unset).unwrap_err();
+            let error = env_and_tool(&words(&["shell"]), unset).expect_err("no environment");
             let error = error.downcast_ref::<ExitError>().expect("an exit error");
             assert_eq!(error.code, exit::USAGE);
             assert!(error

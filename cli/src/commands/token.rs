@@ -79,6 +79,16 @@ pub async fn run(dirs: &Dirs, command: TokenCommand) -> Result<()> {
         TokenCommand::Revoke(target) => {
             let client = ApiClient::from_args(dirs, &target.api).await?;
             let env = client.resolve_env(&target.env).await?;
+            if !target.yes {
+                output::confirm_by_name(
+                    &format!(
+                        "Revoke every token of {} ({})? Its runner is disconnected and needs a new token.",
+                        env.name, env.id
+                    ),
+                    [env.name.as_str(), env.id.as_str()],
+                    "revoke",
+                )?;
+            }
             let answer: Value = client
                 .request::<(), _>(
                     Method::POST,
