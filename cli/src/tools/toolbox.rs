@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::browser::Session;
+use super::browser::session::Session;
 use super::mcp;
 use crate::exec::program::find_on_path;
 

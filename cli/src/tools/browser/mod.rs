@@ -27,7 +27,7 @@
 //! new one; `{"action": "close"}` stops it. The DevTools URL is read from
 //! Chromium's stderr (`--remote-debugging-port=0` picks a free port).
 
-mod session;
+pub mod session;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -37,7 +37,6 @@ use super::context::ToolContext;
 use super::tool::{Running, Tool};
 use super::toolbox::Toolbox;
 use crate::call::{CallScope, ToolOutcome};
-pub use session::Session;
 use session::{Browser, LOAD_TIMEOUT};
 
 pub struct Browse;
