@@ -386,6 +386,37 @@ async fn remove(dir: PathBuf) {
     }
 }
 
+/// For a test that needs a call cgroup: `None` where one can be made,
+/// else why not, which the test prints as it skips.
+#[cfg(test)]
+pub(in crate::exec) fn why_no_call_cgroup() -> Option<String> {
+    let Some(own) = own_cgroup() else {
+        return Some(
+            "this host has no cgroup v2 hierarchy with the test's own cgroup in it (or no /bin/sh for the wrapper)"
+                .to_owned(),
+        );
+    };
+    CallGroup::create().is_none().then(|| {
+        format!(
+            "this host's cgroup v2 lets the test make no cgroup under {}",
+            own.display()
+        )
+    })
+}
+
+/// Prints that `test` skips and why, when no call cgroup can be made here;
+/// true then.
+#[cfg(test)]
+pub(in crate::exec) fn skips_without_call_cgroup(test: &str) -> bool {
+    match why_no_call_cgroup() {
+        Some(why) => {
+            eprintln!("skipped {test}: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
 /// The runner's own cgroup v2 directory, if there is one with a
 /// `cgroup.procs` (found once: it does not move while the runner runs).
 pub(super) fn own_cgroup() -> Option<&'static Path> {
@@ -576,10 +607,20 @@ mod tests {
     /// An empty young call cgroup is kept and handed out again; a
     /// populated one, a killed one, an old one, one beyond the pool's size
     /// and one that became populated while kept are not.
+    /// A test that skips for want of a call cgroup says why, and says so
+    /// exactly where no call cgroup can be made.
+    #[test]
+    fn a_skip_for_want_of_a_cgroup_gives_its_reason() {
+        let why = why_no_call_cgroup();
+        assert_eq!(why.is_none(), CallGroup::create().is_some(), "{why:?}");
+        if let Some(why) = why {
+            assert!(why.contains("cgroup"), "{why}");
+        }
+    }
+
     #[tokio::test]
     async fn only_empty_young_call_cgroups_are_kept_for_later_calls() {
-        if CallGroup::create().is_none() {
-            eprintln!("no writable cgroup v2 here: skipped");
+        if skips_without_call_cgroup("only_empty_young_call_cgroups_are_kept_for_later_calls") {
             return;
         }
         let make = || CallGroup::create().expect("a call cgroup");

@@ -1,6 +1,6 @@
 //! The environment of a call's processes: the runner's own without its
 //! secrets ([`crate::env_vars::SECRETS`]), the call's variables, and the
-//! call marker ([`CALL_MARKER_VAR`]).
+//! call marker ([`crate::call::CALL_MARKER_VAR`]).
 
 #[cfg(fast_spawn)]
 use std::ffi::{CString, OsStr, OsString};
@@ -9,6 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 
 #[cfg(fast_spawn)]
 use super::spec::Spec;
+#[cfg(fast_spawn)]
 use crate::call::CALL_MARKER_VAR;
 
 /// Takes the runner's own secrets ([`crate::env_vars::SECRETS`]) out of

@@ -227,7 +227,6 @@ fn signal_of(_status: &std::process::ExitStatus) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
-    use std::ffi::OsString;
     use std::path::PathBuf;
     use std::time::Instant;
 
@@ -398,8 +397,9 @@ mod tests {
     /// the calls after it must not get that cgroup again.
     #[tokio::test]
     async fn a_call_that_kills_its_own_cgroup_spoils_no_later_call() {
-        if CallGroup::create().is_none() {
-            eprintln!("no writable cgroup v2 here: skipped");
+        if super::super::cgroup::skips_without_call_cgroup(
+            "a_call_that_kills_its_own_cgroup_spoils_no_later_call",
+        ) {
             return;
         }
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
@@ -443,8 +443,9 @@ mod tests {
     /// nothing: the CLI's `cgroup_v2_writable` tests cover that case.)
     #[tokio::test]
     async fn every_way_of_starting_starts_the_call_inside_its_cgroup() {
-        if CallGroup::create().is_none() {
-            eprintln!("no writable cgroup v2 here: skipped");
+        if super::super::cgroup::skips_without_call_cgroup(
+            "every_way_of_starting_starts_the_call_inside_its_cgroup",
+        ) {
             return;
         }
         let root = tempfile::tempdir().expect("tempdir");
@@ -551,7 +552,7 @@ mod tests {
             (times[RUNS / 2], times[RUNS * 99 / 100])
         };
         eprintln!(
-            "`bash -c true`, (median, p99) of {RUNS}, {gap:?} after each: bare spawn+wait {:?}; process::run with the process group {:?}; with a cgroup it joins {:?}; created in a cgroup {:?}",
+            "`bash -c true`, (median, p99) of {RUNS}, {gap:?} after each: bare spawn+wait {:?}; exec with the process group {:?}; with a cgroup it joins {:?}; created in a cgroup {:?}",
             median(&mut bare),
             median(&mut grouped),
             median(&mut self_join),
@@ -636,7 +637,8 @@ mod tests {
     fn the_call_environment_is_the_runners_with_the_calls_on_top() {
         let root = tempfile::tempdir().expect("tempdir");
         let mut spec = bash("true", root.path());
-        let inherited: HashMap<OsString, OsString> = std::env::vars_os().collect();
+        let inherited: HashMap<std::ffi::OsString, std::ffi::OsString> =
+            std::env::vars_os().collect();
         // One name the runner has (overridden), two it has not: one that
         // sorts before every other and one after.
         let overridden = inherited

@@ -675,8 +675,8 @@ mod tests {
     /// nothing to show: it says so and passes, as the process layer's do).
     fn group() -> Option<CallGroup> {
         let group = CallGroup::create();
-        if group.is_none() {
-            eprintln!("no writable cgroup v2 here: skipped");
+        if let Some(why) = crate::exec::cgroup::why_no_call_cgroup() {
+            eprintln!("skipped: {why}");
         }
         group
     }
