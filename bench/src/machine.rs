@@ -36,8 +36,7 @@ pub fn raise_nofile_limit() -> NoFile {
 /// A run's machine facts, read at its end, with the loopback round trips
 /// measured at its start (`at_start`, from [`loopback_round_trips`]):
 /// the same figure minutes apart tells whether the host changed under the
-/// run, as a shared one can within minutes (bench/ROUNDS.md, "Sixteenth
-/// round").
+/// run, as a shared one can within minutes.
 pub fn facts(nofile: NoFile, at_start: Value) -> Value {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
@@ -77,14 +76,13 @@ pub fn facts(nofile: NoFile, at_start: Value) -> Value {
         // How an idle CPU sleeps. Every hop of a call wakes a thread, often
         // on the other CPU; on a VM whose guest halts an idle vCPU at once
         // (`haltpoll` polling 0 ns) each such wake-up crosses the
-        // hypervisor: `ping` 264 against 136 µs with 200 µs of polling on
-        // one host (bench/ROUNDS.md, "Fourteenth round"). Null where absent.
+        // hypervisor, which can double a call's latency. Null where absent.
         "cpuidle_driver": Some(read_trimmed("/sys/devices/system/cpu/cpuidle/current_driver"))
             .filter(|driver| !driver.is_empty()),
         "guest_halt_poll_ns": read_trimmed("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
             .parse::<u64>()
             .ok(),
-        // The issue's anchor for `ping` (≈ 45 µs) differs from machine to
+        // The loopback hop that bounds `ping` differs from machine to
         // machine: measured here, so a run's `ping` can be read against it.
         // A call's hops cross between processes that the scheduler puts on
         // either core: both cases, pinned.
@@ -92,8 +90,8 @@ pub fn facts(nofile: NoFile, at_start: Value) -> Value {
         "loopback_tcp_round_trip_us_at_start": at_start,
         // What starting any process pays per page it touches: `runner
         // --version` and `bash -c true` run the same instructions, yet the
-        // runner took up to twice bash's CPU, with twice its page faults
-        // (301 against 142 on one host: bench/ROUNDS.md, "Fifteenth round").
+        // runner can take twice bash's CPU when it takes twice its page
+        // faults.
         // Measured on 4 KiB pages; where transparent huge pages are
         // `always`, a fresh allocation may get 2 MiB ones, so the setting
         // is recorded beside.
@@ -144,7 +142,7 @@ pub fn loopback_round_trips() -> Value {
 /// does not exist.
 fn loopback_round_trip_p50_us(caller_cpu: usize, echo_cpu: usize) -> anyhow::Result<f64> {
     const WARMUP: usize = 200;
-    const ROUNDS: usize = 2_000;
+    const SAMPLES: usize = 2_000;
     let pin = |cpu: usize| -> anyhow::Result<()> {
         let mut set = nix::sched::CpuSet::new();
         set.set(cpu)?;
@@ -158,7 +156,7 @@ fn loopback_round_trip_p50_us(caller_cpu: usize, echo_cpu: usize) -> anyhow::Res
         let (mut socket, _) = listener.accept()?;
         socket.set_nodelay(true)?;
         let mut byte = [0u8; 1];
-        for _ in 0..WARMUP + ROUNDS {
+        for _ in 0..WARMUP + SAMPLES {
             socket.read_exact(&mut byte)?;
             socket.write_all(&byte)?;
         }
@@ -170,13 +168,13 @@ fn loopback_round_trip_p50_us(caller_cpu: usize, echo_cpu: usize) -> anyhow::Res
         pin(caller_cpu)?;
         let mut socket = TcpStream::connect(address)?;
         socket.set_nodelay(true)?;
-        let mut times = Vec::with_capacity(ROUNDS);
+        let mut times = Vec::with_capacity(SAMPLES);
         let mut byte = [7u8; 1];
-        for round in 0..WARMUP + ROUNDS {
+        for sample in 0..WARMUP + SAMPLES {
             let started = Instant::now();
             socket.write_all(&byte)?;
             socket.read_exact(&mut byte)?;
-            if round >= WARMUP {
+            if sample >= WARMUP {
                 times.push(started.elapsed().as_secs_f64() * 1e6);
             }
         }
@@ -192,7 +190,7 @@ fn loopback_round_trip_p50_us(caller_cpu: usize, echo_cpu: usize) -> anyhow::Res
     let mut times = times?;
     echoed?;
     times.sort_by(f64::total_cmp);
-    Ok((times[ROUNDS / 2] * 10.0).round() / 10.0)
+    Ok((times[SAMPLES / 2] * 10.0).round() / 10.0)
 }
 
 pub fn git_commit() -> String {

@@ -26,6 +26,7 @@ use crate::env_vars;
 #[derive(Debug, Parser)]
 #[command(
     name = "runner",
+    verbatim_doc_comment,
     version,
     propagate_version = true,
     max_term_width = 100
@@ -125,6 +126,10 @@ pub enum Command {
     /// With --local, exits 0 when the runner is connected (degraded
     /// included: busy is not broken) and 69 when it is not running or not
     /// connected; the reason is printed either way.
+    #[command(
+        verbatim_doc_comment,
+        about = "Show an environment's status, or with --local this machine's runner as it sees itself"
+    )]
     Status(StatusArgs),
 
     /// Run a tool on an environment's runner and print its output.
@@ -134,6 +139,10 @@ pub enum Command {
     ///
     ///   runner invoke prod-box shell --arg command='df -h'
     ///   runner invoke prod-box file_read --arg path=/var/log/syslog --arg limit:=4096
+    #[command(
+        verbatim_doc_comment,
+        about = "Run a tool on an environment's runner and print its output"
+    )]
     Invoke(InvokeArgs),
 
     /// Explain what is wrong when the runner can't connect.
@@ -236,9 +245,9 @@ pub struct RunArgs {
     /// code, ms) at info, target `runner_cli::calls`: this machine's own
     /// record of what ran on it, whoever runs the relay. `false` leaves
     /// it to the relay's journal, for a runner taking thousands of calls
-    /// a second (the line costs the runner ≈ 8 µs of CPU a call, and
-    /// journald's rate limit drops every line of a service past 10,000
-    /// in 30 s). Calls that fail (refused by the permission file, bad
+    /// a second (the line is a measurable share of a short call's CPU,
+    /// and journald's rate limit drops every line of a service past
+    /// 10,000 in 30 s). Calls that fail (refused by the permission file, bad
     /// arguments, a command that cannot start) are logged either way
     /// ("call failed").
     #[arg(long, env = env_vars::CALL_LOG, default_value_t = true,
@@ -495,13 +504,16 @@ pub struct PolicyFlags {
     /// Allow every tool the runner announces.
     #[arg(long, conflicts_with = "allow_tool")]
     pub allow_all_tools: bool,
-    /// Allow this tool; repeat for several (replaces the list).
+    /// Allow this tool; repeat for several (replaces the list; `''` allows
+    /// none).
     #[arg(long = "allow-tool", value_name = "TOOL")]
     pub allow_tool: Vec<String>,
-    /// Directory under which file tools work (`*` for all); repeat for several.
+    /// Directory under which file tools work (`*` for all); repeat for
+    /// several (replaces the list; `''` clears it).
     #[arg(long = "file-path", value_name = "DIR")]
     pub file_path: Vec<String>,
-    /// Tool that needs a person's approval; repeat for several.
+    /// Tool that needs a person's approval; repeat for several (replaces
+    /// the list; `''` clears it).
     #[arg(long = "require-approval", value_name = "TOOL")]
     pub require_approval: Vec<String>,
 }
@@ -593,9 +605,8 @@ mod tests {
     }
 
     /// `defer = true` on every subcommand enum: a process builds only the
-    /// arguments of the command it runs. Building them all cost every
-    /// process ≈ 40 page faults and a quarter of `runner --version`'s
-    /// instructions (bench/ROUNDS.md, "Fifteenth round").
+    /// arguments of the command it runs, so a short command does not pay
+    /// for building every other command's arguments.
     #[test]
     fn only_the_command_that_runs_builds_its_arguments() {
         fn own_arguments(command: &clap::Command) -> usize {

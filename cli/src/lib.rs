@@ -45,11 +45,10 @@ pub fn main() -> ExitCode {
         };
     }
     // `run` serves many calls at once on its worker threads (one unless
-    // `--worker-threads` says more: bench/ROUNDS.md, "Ninth round"). Every
-    // other command is one conversation with a relay or the local system,
-    // for which worker threads only cost start-up (counting the cores,
-    // starting the threads, waking them: 0.4 ms of `runner invoke`'s
-    // 5.4 ms on the benchmark machine, "Fourth round").
+    // `--worker-threads` says more). Every other command is one
+    // conversation with a relay or the local system, for which worker
+    // threads only cost start-up (counting the cores, starting the
+    // threads, waking them).
     let mut builder = if let Command::Run(args) = &cli.command {
         let mut builder = tokio::runtime::Builder::new_multi_thread();
         builder.worker_threads(usize::from(args.worker_threads));
@@ -65,13 +64,10 @@ pub fn main() -> ExitCode {
     };
     // On a worker thread, not on this one (for `run`): then the socket's
     // readiness, the session loop and the calls it starts wake each other
-    // on the same worker instead of across threads (measured: `ping` p50
-    // 253–268 µs before, 210–219 µs after, through a relay). A panic in a
-    // command becomes an error either way. Boxed: the future of every
-    // command at once is 16 KB, which the task would otherwise copy about
-    // eight times on its way in and out (≈ 0.1 M instructions and a few
-    // page faults of a short `runner invoke`: BENCHMARKS.md, "Fifteenth
-    // round").
+    // on the same worker instead of across threads, which shortens every
+    // call. A panic in a command becomes an error either way. Boxed: the
+    // future of every command at once is large, and the task would
+    // otherwise copy it several times on its way in and out.
     let outcome = runtime.block_on(async {
         tokio::spawn(Box::pin(dispatch(cli)))
             .await

@@ -11,10 +11,16 @@
 //! * [`api`]: the JSON bodies of the relay's HTTP API, so the `runner` CLI and
 //!   the relay agree on them without depending on each other.
 //!
-//! This crate holds serde types and constants only: no runtime, no I/O.
+//! * [`tools`] and [`version`]: names and rules both sides must agree on
+//!   (built-in tool names, the default allow-list, release version order).
+//!
+//! This crate holds serde types, constants and pure functions only: no
+//! runtime, no I/O.
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod tools;
+pub mod version;
 pub mod ws;
 
 /// Version of the runner⇄relay WebSocket protocol spoken by this build.

@@ -20,6 +20,8 @@ pub const ENV_NATS_SUBJECT_PREFIX: &str = "RUNNER_RELAY_NATS_SUBJECT_PREFIX";
 pub const ENV_INSTANCE_ID: &str = "RUNNER_RELAY_INSTANCE_ID";
 /// `--drain-grace`.
 pub const ENV_DRAIN_GRACE: &str = "RUNNER_RELAY_DRAIN_GRACE";
+pub const ENV_STREAM_KEEP_ALIVE: &str = "RUNNER_RELAY_STREAM_KEEP_ALIVE";
+pub const ENV_OUTPUT_STALL_TIMEOUT: &str = "RUNNER_RELAY_OUTPUT_STALL_TIMEOUT";
 /// `--max-handshakes`.
 pub const ENV_MAX_HANDSHAKES: &str = "RUNNER_RELAY_MAX_HANDSHAKES";
 /// Env var of `--releases-dir`.
@@ -119,6 +121,18 @@ pub struct ServeArgs {
     /// sends its runners elsewhere.
     #[arg(long, env = ENV_DRAIN_GRACE, default_value_t = 8, value_name = "SECONDS")]
     pub drain_grace: u64,
+    /// Seconds of silence after which a streamed call's body carries a
+    /// keep-alive frame (SSE: a comment line), so proxies in front of the
+    /// relay keep the connection. Keep it under their idle timeout.
+    #[arg(long, env = ENV_STREAM_KEEP_ALIVE, default_value_t = 15,
+          value_parser = positive_seconds, value_name = "SECONDS")]
+    pub stream_keep_alive: u64,
+    /// Seconds a streamed call's output waits for a caller that reads none
+    /// of it before the call is cancelled (the runner's socket waits
+    /// meanwhile, so this bounds how long one slow reader holds it).
+    #[arg(long, env = ENV_OUTPUT_STALL_TIMEOUT, default_value_t = 5,
+          value_parser = positive_seconds, value_name = "SECONDS")]
+    pub output_stall_timeout: u64,
     /// Runner connections allowed between their request and their
     /// `welcome` at once; more wait up to 5 s for a slot (at most 64 per
     /// slot), else are answered 503 with Retry-After (runners retry with
@@ -183,6 +197,15 @@ pub struct DevArgs {
 }
 
 /// `--max-handshakes`: a positive count.
+fn positive_seconds(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(seconds) if (1..=86_400).contains(&seconds) => Ok(seconds),
+        _ => Err(format!(
+            "{text:?} is not a number of seconds from 1 to 86400"
+        )),
+    }
+}
+
 fn handshake_limit(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(limit) if limit >= 1 => Ok(limit),

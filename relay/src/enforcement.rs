@@ -7,11 +7,12 @@ use runner_proto::api::Tier;
 use runner_proto::ws::{Policy, ToolAccess, ToolSpec};
 use serde_json::Value;
 
-/// Tools whose `path` argument names a file or directory on the runner's host.
-pub const FILE_TOOLS: [&str; 5] = ["file_read", "file_write", "list", "glob", "grep"];
+pub use runner_proto::tools::FILE_TOOLS;
+use runner_proto::tools::{FILE_READ, FILE_WRITE};
+
 /// File tools for which `path` is required (the others default to the
 /// workspace root).
-const PATH_REQUIRED: [&str; 2] = ["file_read", "file_write"];
+const PATH_REQUIRED: [&str; 2] = [FILE_READ, FILE_WRITE];
 
 /// Why a call is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -16,18 +16,7 @@ const MAX_TAGS: usize = 64;
 /// Longest description, in characters.
 const MAX_DESCRIPTION_CHARS: usize = 4096;
 
-/// Tools a new production environment allows (SPEC §4).
-pub const DEFAULT_PRODUCTION_TOOLS: [&str; 9] = [
-    "kubectl",
-    "helm",
-    "git",
-    "file_read",
-    "http_local",
-    "browser",
-    "claude_code",
-    "claude_sessions",
-    "claude_status",
-];
+pub use runner_proto::tools::DEFAULT_PRODUCTION_TOOLS;
 
 /// Who may act on an environment: the whole organisation or one team.
 #[derive(Debug, Clone, PartialEq, Eq)]

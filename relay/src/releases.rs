@@ -17,7 +17,6 @@
 //! Anything else is 400 (a malformed name) or 404. The relay does not need to
 //! be trusted for integrity: runners verify the signature themselves.
 
-use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -27,6 +26,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use runner_proto::version;
 use tokio::io::AsyncReadExt;
 
 /// Size of the pieces a file is streamed in.
@@ -93,7 +93,7 @@ pub fn latest_version(dir: &Path) -> Option<String> {
     let path = dir.join("releases").join("latest");
     let text = std::fs::read_to_string(&path).ok()?;
     let version = text.trim();
-    if is_valid_version(version) {
+    if version::is_valid(version) {
         Some(version.to_owned())
     } else {
         tracing::warn!(path = %path.display(), "releases/latest does not hold a valid version; ignoring it");
@@ -101,12 +101,7 @@ pub fn latest_version(dir: &Path) -> Option<String> {
     }
 }
 
-/// True when `candidate` is strictly newer than `current` (semver order for
-/// `N.N.N[-pre][+build]`; anything else is never newer). The runner has the
-/// same rule in `cli/src/update/version.rs`.
-pub fn is_newer(candidate: &str, current: &str) -> bool {
-    compare_versions(candidate, current) == Some(Ordering::Greater)
-}
+pub use runner_proto::version::is_newer;
 
 async fn install_script(State(dir): State<Arc<PathBuf>>) -> Response {
     serve(
@@ -133,7 +128,7 @@ async fn download(
     State(dir): State<Arc<PathBuf>>,
     UrlPath((version, file)): UrlPath<(String, String)>,
 ) -> Response {
-    if !is_valid_version(&version) || !is_safe_segment(&file) {
+    if !version::is_valid(&version) || !is_safe_segment(&file) {
         return (StatusCode::BAD_REQUEST, "not a release file name\n").into_response();
     }
     let content_type = match file.as_str() {
@@ -159,14 +154,6 @@ fn is_safe_segment(segment: &str) -> bool {
         && segment
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'+'))
-}
-
-fn is_valid_version(version: &str) -> bool {
-    version.len() <= 64
-        && is_safe_segment(version)
-        && version
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+'))
 }
 
 async fn serve(
@@ -244,58 +231,6 @@ async fn open_inside(
         return Ok(None);
     }
     Ok(Some((file, meta.len())))
-}
-
-fn compare_versions(a: &str, b: &str) -> Option<Ordering> {
-    fn split(version: &str) -> Option<(Vec<u64>, Option<&str>)> {
-        let version = version.trim().trim_start_matches('v');
-        let version = version.split_once('+').map_or(version, |(v, _)| v);
-        let (core, pre) = match version.split_once('-') {
-            Some((core, pre)) => (core, Some(pre)),
-            None => (version, None),
-        };
-        let numbers = core
-            .split('.')
-            .map(|p| p.parse::<u64>().ok())
-            .collect::<Option<Vec<_>>>()?;
-        Some((numbers, pre))
-    }
-    let (a_core, a_pre) = split(a)?;
-    let (b_core, b_pre) = split(b)?;
-    for index in 0..a_core.len().max(b_core.len()) {
-        let ordering = a_core
-            .get(index)
-            .unwrap_or(&0)
-            .cmp(b_core.get(index).unwrap_or(&0));
-        if ordering != Ordering::Equal {
-            return Some(ordering);
-        }
-    }
-    Some(match (a_pre, b_pre) {
-        (None, None) => Ordering::Equal,
-        (None, Some(_)) => Ordering::Greater,
-        (Some(_), None) => Ordering::Less,
-        (Some(x), Some(y)) => {
-            let mut left = x.split('.');
-            let mut right = y.split('.');
-            loop {
-                let ordering = match (left.next(), right.next()) {
-                    (None, None) => break Ordering::Equal,
-                    (None, Some(_)) => break Ordering::Less,
-                    (Some(_), None) => break Ordering::Greater,
-                    (Some(x), Some(y)) => match (x.parse::<u64>(), y.parse::<u64>()) {
-                        (Ok(x), Ok(y)) => x.cmp(&y),
-                        (Ok(_), Err(_)) => Ordering::Less,
-                        (Err(_), Ok(_)) => Ordering::Greater,
-                        (Err(_), Err(_)) => x.cmp(y),
-                    },
-                };
-                if ordering != Ordering::Equal {
-                    break ordering;
-                }
-            }
-        }
-    })
 }
 
 #[cfg(test)]
@@ -483,16 +418,5 @@ mod tests {
         assert_eq!(latest_version(dir.path()), None);
         std::fs::write(dir.path().join("releases/latest"), " 1.4.0-rc.1\n").expect("write");
         assert_eq!(latest_version(dir.path()).as_deref(), Some("1.4.0-rc.1"));
-    }
-
-    #[test]
-    fn newer_follows_semver() {
-        assert!(is_newer("0.2.0", "0.1.9"));
-        assert!(is_newer("0.10.0", "0.9.0"));
-        assert!(is_newer("1.0.0", "1.0.0-rc.2"));
-        assert!(is_newer("1.0.0-rc.10", "1.0.0-rc.2"));
-        assert!(!is_newer("0.1.0", "0.1.0"));
-        assert!(!is_newer("0.1.0", "0.2.0"));
-        assert!(!is_newer("nightly", "0.1.0"));
     }
 }

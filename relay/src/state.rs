@@ -25,6 +25,29 @@ use crate::store::{Store, StoreError};
 pub struct RelayConfig {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
+    pub streams: StreamTimings,
+}
+
+/// How long a streamed call tolerates a quiet side (`serve
+/// --stream-keep-alive`, `--output-stall-timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamTimings {
+    /// Silence after which a streamed call's body carries a keep-alive,
+    /// kept under the idle timeouts of common proxies (nginx: 60 s).
+    pub keep_alive: Duration,
+    /// How long a streamed call's output may wait for its reader to take a
+    /// chunk. The wait holds up the runner's socket (that is the
+    /// backpressure), so it is bounded: past it the call is cancelled.
+    pub output_stall: Duration,
+}
+
+impl Default for StreamTimings {
+    fn default() -> Self {
+        Self {
+            keep_alive: Duration::from_secs(15),
+            output_stall: Duration::from_secs(5),
+        }
+    }
 }
 
 impl RelayConfig {
@@ -33,6 +56,7 @@ impl RelayConfig {
         Self {
             store,
             clock: Arc::new(SystemClock),
+            streams: StreamTimings::default(),
         }
     }
 }
@@ -50,6 +74,7 @@ pub const DEFAULT_MAX_HANDSHAKES: usize = 256;
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
+    pub streams: StreamTimings,
     /// How handlers reach runners (wherever their sockets are): the call
     /// journal around NATS routing (shared mode) or the local sockets.
     pub router: Arc<JournaledRouter>,
@@ -85,7 +110,7 @@ pub struct AppState {
 impl AppState {
     /// State for a relay; [`crate::serve`] ties it to its shutdown token.
     pub fn new(config: RelayConfig) -> Self {
-        let local = Arc::new(LocalRouter::new());
+        let local = Arc::new(LocalRouter::with_output_stall(config.streams.output_stall));
         let journal = Arc::new(JournalWriter::new(config.store.clone()));
         let reads = Arc::new(ReadCache::new(!config.store.shared()));
         let router = Arc::new(JournaledRouter::new(
@@ -97,6 +122,7 @@ impl AppState {
         Self {
             store: config.store,
             clock: config.clock,
+            streams: config.streams,
             router,
             journal,
             seen: Arc::new(SeenTracker::default()),

@@ -197,7 +197,7 @@ impl AutoUpdate {
     /// The relay named `latest`: start updating to it if it is newer and
     /// worth trying. Returns at once; the work runs in the background.
     pub fn offer(self: &Arc<Self>, latest: &str) {
-        if !update::version::is_newer(latest, CURRENT_VERSION) {
+        if !runner_proto::version::is_newer(latest, CURRENT_VERSION) {
             return;
         }
         if History::load(&self.state_dir).knows(latest) {
@@ -505,7 +505,8 @@ pub async fn service_step(state_dir: &Path, exe: &Path, mirror: Option<&str>) ->
     // The request comes from the unprivileged runner: believe only that it
     // wants a newer release; what gets installed is what the release key
     // signed for that version.
-    if !update::version::is_valid(&version) || !update::version::is_newer(&version, CURRENT_VERSION)
+    if !runner_proto::version::is_valid(&version)
+        || !runner_proto::version::is_newer(&version, CURRENT_VERSION)
     {
         return StepOutcome::Refused {
             reason: format!("{version:?} is not newer than {CURRENT_VERSION}"),

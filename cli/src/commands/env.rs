@@ -150,6 +150,8 @@ fn tier_name(tier: Tier) -> &'static str {
 /// Builds a policy from the flags, starting from `current` (the
 /// environment's policy for an update; the tier's default for a create).
 /// `None` when no policy flag was given, so the relay keeps (or picks) it.
+/// A list flag given only as `''` empties its list: `--require-approval ''`
+/// clears the approvals instead of storing an empty tool name.
 fn policy_from_flags(flags: &PolicyFlags, current: Policy) -> Option<Policy> {
     let touched = flags.allow_all_tools
         || !flags.allow_tool.is_empty()
@@ -163,16 +165,25 @@ fn policy_from_flags(flags: &PolicyFlags, current: Policy) -> Option<Policy> {
         policy.tools = ToolAccess::All;
     } else if !flags.allow_tool.is_empty() {
         policy.tools = ToolAccess::List {
-            tools: flags.allow_tool.clone(),
+            tools: without_empty(&flags.allow_tool),
         };
     }
     if !flags.file_path.is_empty() {
-        policy.file_paths = flags.file_path.clone();
+        policy.file_paths = without_empty(&flags.file_path);
     }
     if !flags.require_approval.is_empty() {
-        policy.approval_required = flags.require_approval.clone();
+        policy.approval_required = without_empty(&flags.require_approval);
     }
     Some(policy)
+}
+
+/// A repeated flag's values without the empty ones (`''` means "none").
+fn without_empty(values: &[String]) -> Vec<String> {
+    values
+        .iter()
+        .filter(|value| !value.trim().is_empty())
+        .cloned()
+        .collect()
 }
 
 /// The policy a new environment of `tier` gets from the relay (SPEC §4).
@@ -180,7 +191,7 @@ fn tier_default_policy(tier: Tier) -> Policy {
     match tier {
         Tier::Production => Policy {
             tools: ToolAccess::List {
-                tools: DEFAULT_PRODUCTION_TOOLS
+                tools: runner_proto::tools::DEFAULT_PRODUCTION_TOOLS
                     .iter()
                     .map(|s| s.to_string())
                     .collect(),
@@ -195,19 +206,6 @@ fn tier_default_policy(tier: Tier) -> Policy {
         },
     }
 }
-
-/// SPEC §4's default allow-list of a production environment.
-const DEFAULT_PRODUCTION_TOOLS: &[&str] = &[
-    "kubectl",
-    "helm",
-    "git",
-    "file_read",
-    "http_local",
-    "browser",
-    "claude_code",
-    "claude_sessions",
-    "claude_status",
-];
 
 fn show(env: &Environment, json: bool) -> Result<()> {
     if json {

@@ -32,7 +32,7 @@ pub async fn run(dirs: &Dirs, args: UpdateArgs) -> Result<u8> {
             &format!("cannot read the latest version from {}", mirror.base()),
         )
     })?;
-    let newer = update::version::is_newer(&latest, CURRENT_VERSION);
+    let newer = runner_proto::version::is_newer(&latest, CURRENT_VERSION);
 
     if args.check {
         if args.json {

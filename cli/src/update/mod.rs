@@ -58,8 +58,8 @@ mod pending;
 mod replace;
 pub mod signature;
 mod sums;
-pub mod version;
 
+use runner_proto::version;
 use std::path::{Path, PathBuf};
 
 pub use download::Mirror;

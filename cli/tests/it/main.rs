@@ -14,6 +14,7 @@ mod layers;
 mod reboot;
 mod runner;
 mod service;
+mod snapshots;
 mod tls;
 mod tools_argv;
 mod tools_browser;

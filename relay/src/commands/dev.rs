@@ -21,7 +21,7 @@ use crate::args::DevArgs;
 use crate::clock::{Clock, SystemClock};
 use crate::environment::{default_policy, new_environment_id, EnvironmentRecord, Scope};
 use crate::secret::{hash_secret, hashes_match, Secret};
-use crate::state::{AppState, RelayConfig};
+use crate::state::{AppState, RelayConfig, StreamTimings};
 use crate::store::{NewMember, Store};
 use crate::{members, registration};
 
@@ -80,7 +80,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let stop = CancellationToken::new();
     cancel_on_signal(stop.clone());
     let relay_shutdown = CancellationToken::new();
-    let state = AppState::new(RelayConfig { store, clock });
+    let state = AppState::new(RelayConfig {
+        store,
+        clock,
+        streams: StreamTimings::default(),
+    });
     let server = tokio::spawn(crate::serve(
         listener,
         state.clone(),

@@ -14,7 +14,7 @@ use crate::args::ServeArgs;
 use crate::clock::{Clock, SystemClock};
 use crate::members;
 use crate::routing::{ClusterConfig, NatsRouter};
-use crate::state::{AppState, RelayConfig};
+use crate::state::{AppState, RelayConfig, StreamTimings};
 use crate::store::Store;
 
 /// How often finished calls are pruned from the journal.
@@ -46,6 +46,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let config = RelayConfig {
         store,
         clock: Arc::new(SystemClock),
+        streams: StreamTimings {
+            keep_alive: Duration::from_secs(args.stream_keep_alive),
+            output_stall: Duration::from_secs(args.output_stall_timeout),
+        },
     };
     if let Some(key) = members::bootstrap_admin(config.store.as_ref(), config.clock.as_ref())
         .await

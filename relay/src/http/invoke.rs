@@ -405,16 +405,13 @@ struct Streaming {
 /// one result or error; keep-alives while nothing else happens.
 enum StreamEvent {
     Output(OutputChunk),
-    /// [`KEEP_ALIVE_AFTER`] passed without another event.
+    /// [`StreamTimings::keep_alive`](crate::state::StreamTimings) passed
+    /// without another event, so that proxies keep a quiet call's
+    /// connection open. Server-Sent Events get axum's comment lines instead.
     KeepAlive,
     Result(InvokeResponse),
     Error(ErrorBody),
 }
-
-/// Silence after which a streamed call's body carries a keep-alive, so that
-/// proxies (nginx closes after 60 s by default) keep a quiet call's
-/// connection open. Server-Sent Events get axum's comment lines instead.
-const KEEP_ALIVE_AFTER: Duration = Duration::from_secs(15);
 
 impl Streaming {
     /// The next event; `None` after the result or error.
@@ -426,7 +423,7 @@ impl Streaming {
             // Output first: the runner sends every chunk before the result.
             biased;
             Some(output) = self.output.recv() => StreamEvent::Output(output),
-            () = tokio::time::sleep(KEEP_ALIVE_AFTER) => StreamEvent::KeepAlive,
+            () = tokio::time::sleep(self.state.streams.keep_alive) => StreamEvent::KeepAlive,
             result = &mut self.result => {
                 self.done = true;
                 self.guard.armed = false;

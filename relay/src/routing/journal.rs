@@ -42,20 +42,16 @@ const JOURNAL_TIMEOUT: Duration = Duration::from_secs(5);
 const JOURNAL_POLL: Duration = Duration::from_millis(200);
 /// Journal steps waiting for the writer. Bounded: past it, the session
 /// that records a step waits for room, so a relay that takes calls faster
-/// than its store can journal them slows down instead of growing. (It
-/// used to write such a step on its own, in a task of its own: at 26,000
-/// `ping`/s on one runner those tasks held 1.4 GB, and their one-row
-/// writes only dug the hole deeper. bench/ROUNDS.md, "Ninth round".)
+/// than its store can journal them slows down instead of growing (a step
+/// written on its own, in a task of its own, would hold memory per call
+/// and make the store slower still).
 const WRITE_QUEUE: usize = 16_384;
 /// Most steps written in one transaction.
 const MAX_BATCH: usize = 1024;
 /// How long the writer gathers steps after the first one of a batch, so
 /// that a short call's dispatched and done steps become one row write,
-/// and the calls of a steady trickle share one transaction. At 5 ms,
-/// `shell true` calls back to back (one per 2 ms) made a transaction of
-/// two or three calls, each with the store thread's wake-ups; at 20 ms
-/// the relay spends 0.81× the CPU per call for `shell true` and 0.84×
-/// for `ping` (bench/ROUNDS.md, "Twelfth round"). The price: a kill -9
+/// and the calls of a steady trickle share one transaction (each
+/// transaction costs the store thread's wake-ups). The price: a kill -9
 /// loses up to 20 ms of steps instead of 5, and another relay sharing the
 /// store sees a call's row up to 20 ms later. This relay's own reads do
 /// not wait: they flush, and a flush cuts the linger short.

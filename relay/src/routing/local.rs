@@ -27,11 +27,6 @@ const OUTBOUND_QUEUE: usize = 64;
 const ENQUEUE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Output chunks buffered per call for its reader.
 const OUTPUT_QUEUE: usize = 32;
-/// How long a streamed call's output may wait for room in its queue. The
-/// wait holds up the runner's socket reader (that is the backpressure: the
-/// runner's writes stall too), so it is bounded: a reader that takes no
-/// chunk for this long is treated as stuck and its call is cancelled.
-pub const OUTPUT_STALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What became of an output chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +34,7 @@ pub enum Delivery {
     /// Queued for the reader, or dropped because nobody reads it (unknown
     /// or non-streamed call, reader gone).
     Done,
-    /// The reader stalled past [`OUTPUT_STALL_TIMEOUT`]: the call was
+    /// The reader stalled past [`LocalRouter::output_stall`]: the call was
     /// failed towards its waiter and forgotten; the connection must tell
     /// the runner to cancel it.
     Stalled { call_id: String },
@@ -92,16 +87,43 @@ impl LiveRunner {
 }
 
 /// Live runner sockets of this process.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LocalRouter {
     runners: Mutex<HashMap<String, LiveRunner>>,
     catalogues: CatalogueInterner,
+    /// How long a streamed call's output may wait for room in its queue.
+    /// The wait holds up the runner's socket reader (that is the
+    /// backpressure: the runner's writes stall too), so it is bounded: a
+    /// reader that takes no chunk for this long is treated as stuck and
+    /// its call is cancelled.
+    output_stall: Duration,
+}
+
+impl Default for LocalRouter {
+    fn default() -> Self {
+        Self::with_output_stall(crate::state::StreamTimings::default().output_stall)
+    }
 }
 
 impl LocalRouter {
-    /// An empty router.
+    /// An empty router with the default output stall timeout.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty router whose streamed calls are cancelled once their
+    /// reader takes no output for `output_stall`.
+    pub fn with_output_stall(output_stall: Duration) -> Self {
+        Self {
+            runners: Mutex::default(),
+            catalogues: CatalogueInterner::default(),
+            output_stall,
+        }
+    }
+
+    /// How long a streamed call's output waits for its reader.
+    pub fn output_stall(&self) -> Duration {
+        self.output_stall
     }
 
     fn runners(&self) -> MutexGuard<'_, HashMap<String, LiveRunner>> {
@@ -199,7 +221,7 @@ impl LocalRouter {
     /// Hands an output chunk to the call's waiter, in order and without
     /// loss: when the reader's queue is full this waits (so the runner's
     /// socket is read no faster than the caller reads), at most
-    /// [`OUTPUT_STALL_TIMEOUT`]; past that the call fails towards its
+    /// [`LocalRouter::output_stall`]; past that the call fails towards its
     /// waiter and the caller of this must cancel it on the runner. Chunks
     /// of unknown or non-streamed calls are dropped.
     pub async fn deliver_output(
@@ -224,7 +246,7 @@ impl LocalRouter {
             Err(TrySendError::Full(output)) => output,
         };
         let call_id = output.call_id.clone();
-        match queue.send_timeout(output, OUTPUT_STALL_TIMEOUT).await {
+        match queue.send_timeout(output, self.output_stall).await {
             Ok(()) | Err(SendTimeoutError::Closed(_)) => Delivery::Done,
             Err(SendTimeoutError::Timeout(_)) => {
                 let pending = self
@@ -243,7 +265,7 @@ impl LocalRouter {
                 );
                 let error = format!(
                     "call cancelled: the caller read none of its output for {} s",
-                    OUTPUT_STALL_TIMEOUT.as_secs()
+                    self.output_stall.as_secs()
                 );
                 // The waiter may be gone too; then nobody is told.
                 let _ = pending.result.send(CallResult {

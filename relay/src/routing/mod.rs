@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use catalogue::{Catalogue, CatalogueInterner};
 pub use journal::{JournalWriter, JournaledRouter};
-pub use local::{Attachment, Delivery, Kick, LocalRouter, OUTPUT_STALL_TIMEOUT};
+pub use local::{Attachment, Delivery, Kick, LocalRouter};
 pub use nats::{
     announcement_json, ClusterConfig, NatsRouter, ServingGuard, DEFAULT_SUBJECT_PREFIX,
 };

@@ -679,7 +679,7 @@ impl NatsRouter {
     /// reader than it granted. While the gate is shut the call's output
     /// queue here fills and the runner's socket is read no faster (the
     /// local router's backpressure), and a caller that grants nothing for
-    /// [`super::OUTPUT_STALL_TIMEOUT`] gets the call cancelled, as on one
+    /// [`LocalRouter::output_stall`] gets the call cancelled, as on one
     /// relay.
     async fn forward(
         self: Arc<Self>,
@@ -726,8 +726,9 @@ impl NatsRouter {
         // What is still queued (the gate was shut when the result came)
         // was sent by the runner before its result: it goes first.
         while let Ok(chunk) = handle.output.try_recv() {
-            if !credit_for(gate.as_mut(), sent).await {
-                tracing::warn!(call_id = %handle.call_id, "the caller granted no output credit for {} s; the rest of the output is dropped, the result still goes", super::OUTPUT_STALL_TIMEOUT.as_secs());
+            let stall = self.local.output_stall();
+            if !credit_for(gate.as_mut(), sent, stall).await {
+                tracing::warn!(call_id = %handle.call_id, "the caller granted no output credit for {} s; the rest of the output is dropped, the result still goes", stall.as_secs());
                 break;
             }
             sent += chunk.data.len() as u64;
@@ -1046,6 +1047,7 @@ impl NatsRouter {
             handed: 0,
             granted: window,
         });
+        let stall = self.local.output_stall();
         let span = tracing::info_span!("remote_call", environment_id, epoch, %call_id);
         let task = async move {
             let mut incoming = Reassembly::new(MAX_REPLY_BYTES);
@@ -1091,9 +1093,8 @@ impl NatsRouter {
                                 // past the local stall timeout loses the
                                 // rest of the output, never the result.
                                 if !reader_stalled {
-                                    let wait = crate::routing::local::OUTPUT_STALL_TIMEOUT;
                                     let len = chunk.data.len() as u64;
-                                    let sent = output_tx.send_timeout(chunk, wait).await;
+                                    let sent = output_tx.send_timeout(chunk, stall).await;
                                     if let (Ok(()), Some(credit)) = (&sent, credit.as_mut()) {
                                         if let Some(grant) = credit.handed(len) {
                                             // At most once; repeated each
@@ -1103,7 +1104,7 @@ impl NatsRouter {
                                     }
                                     if let Err(error) = sent {
                                         if matches!(error, tokio::sync::mpsc::error::SendTimeoutError::Timeout(_)) {
-                                            tracing::warn!("the caller read no output for {}s; dropping the rest of it", wait.as_secs());
+                                            tracing::warn!("the caller read no output for {}s; dropping the rest of it", stall.as_secs());
                                         }
                                         reader_stalled = true;
                                     }
@@ -1171,11 +1172,11 @@ struct CreditGate {
 
 /// Whether output past `sent` bytes may go: at once without a gate, else
 /// once the caller grants it, waiting at most
-/// [`super::OUTPUT_STALL_TIMEOUT`].
-async fn credit_for(gate: Option<&mut CreditGate>, sent: u64) -> bool {
+/// `stall`.
+async fn credit_for(gate: Option<&mut CreditGate>, sent: u64, stall: Duration) -> bool {
     let Some(gate) = gate else { return true };
     let granted = gate.granted.wait_for(|granted| sent < *granted);
-    match tokio::time::timeout(super::OUTPUT_STALL_TIMEOUT, granted).await {
+    match tokio::time::timeout(stall, granted).await {
         Ok(Ok(_)) => true,
         // The sender is kept in `credits` until the forwarding ends.
         Ok(Err(_closed)) => true,

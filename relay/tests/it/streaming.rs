@@ -10,7 +10,8 @@ use runner_proto::api::{stream_frame, STREAM_MEDIA_TYPE};
 use runner_proto::ws::{Call, Output, OutputFrame, RelayMessage, RunnerMessage, Stream};
 use serde_json::{json, Value};
 
-use crate::support::{hello, spawn_relay, FakeRunner, TestRelay};
+use crate::support::{hello, spawn_relay, spawn_relay_timed, FakeRunner, TestRelay};
+use runner_relay::state::StreamTimings;
 
 /// Chunks the fake runner sends: far more than the relay's per-call queue
 /// (32), and, at [`CHUNK_BYTES`] each, more bytes than the loopback socket
@@ -109,7 +110,12 @@ async fn a_slow_reader_gets_every_chunk_in_order() {
 
 #[tokio::test]
 async fn a_reader_that_stops_gets_its_call_cancelled() {
-    let relay = spawn_relay().await;
+    let stall = Duration::from_secs(1);
+    let streams = StreamTimings {
+        output_stall: stall,
+        ..StreamTimings::default()
+    };
+    let relay = spawn_relay_timed(streams, |state| state).await;
     let (runner, call, response) =
         streamed_to_fake_runner(&relay, "stuck", "text/event-stream").await;
 
@@ -149,7 +155,7 @@ async fn a_reader_that_stops_gets_its_call_cancelled() {
     .await
     .expect("the relay cancels the call");
     producer.abort();
-    assert!(started.elapsed() >= runner_relay::routing::OUTPUT_STALL_TIMEOUT);
+    assert!(started.elapsed() >= stall);
 
     // The caller, reading at last, gets what was queued, then the reason.
     let (outputs, result) = read_events(response, 0).await;
@@ -322,17 +328,23 @@ async fn a_malformed_output_frame_closes_the_session_and_fails_its_call() {
 /// carries an empty keep-alive frame, so proxies keep the connection.
 #[tokio::test]
 async fn a_quiet_binary_stream_carries_keep_alive_frames() {
-    let relay = spawn_relay().await;
+    let streams = StreamTimings {
+        keep_alive: Duration::from_secs(1),
+        ..StreamTimings::default()
+    };
+    let relay = spawn_relay_timed(streams, |state| state).await;
     let (mut runner, call, response) =
         streamed_to_fake_runner(&relay, "quiet", STREAM_MEDIA_TYPE).await;
-    tokio::time::sleep(Duration::from_secs(16)).await;
+    // Two and a half keep-alive periods of silence.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
     runner.answer(&call, 0).await;
     let frames = read_frames(response).await;
-    let kinds: Vec<u8> = frames.iter().map(|(kind, _)| *kind).collect();
-    assert_eq!(
-        kinds,
-        vec![stream_frame::KEEP_ALIVE, stream_frame::RESULT],
-        "{frames:?}"
-    );
-    assert!(frames[0].1.is_empty());
+    let (last, keep_alives) = frames.split_last().expect("frames");
+    assert_eq!(last.0, stream_frame::RESULT, "{frames:?}");
+    // One per quiet second: some, and not a stream of them.
+    assert!((1..=3).contains(&keep_alives.len()), "{frames:?}");
+    for (kind, payload) in keep_alives {
+        assert_eq!(*kind, stream_frame::KEEP_ALIVE, "{frames:?}");
+        assert!(payload.is_empty());
+    }
 }

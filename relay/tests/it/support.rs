@@ -12,6 +12,7 @@ use runner_proto::ws::{
     Call, CallResult, Hello, HostFacts, RelayMessage, RunnerMessage, ToolSpec, Welcome,
 };
 use runner_relay::clock::ManualClock;
+use runner_relay::state::StreamTimings;
 use runner_relay::store::{NewMember, Store};
 use runner_relay::{members, AppState, RelayConfig};
 use serde_json::{json, Value};
@@ -50,6 +51,14 @@ pub async fn spawn_relay() -> TestRelay {
 
 /// [`spawn_relay`], with the relay's state adjusted by `configure` first.
 pub async fn spawn_relay_with(configure: impl FnOnce(AppState) -> AppState) -> TestRelay {
+    spawn_relay_timed(StreamTimings::default(), configure).await
+}
+
+/// [`spawn_relay_with`], with streamed calls' keep-alive and stall times.
+pub async fn spawn_relay_timed(
+    streams: StreamTimings,
+    configure: impl FnOnce(AppState) -> AppState,
+) -> TestRelay {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("relay.db").display());
     let store = runner_relay::store::open(&url).await.expect("store opens");
@@ -67,6 +76,7 @@ pub async fn spawn_relay_with(configure: impl FnOnce(AppState) -> AppState) -> T
     let state = configure(AppState::new(RelayConfig {
         store: store.clone(),
         clock: clock.clone(),
+        streams,
     }));
     let shutdown = CancellationToken::new();
     tokio::spawn(runner_relay::serve(listener, state, shutdown.clone()));

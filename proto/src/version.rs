@@ -3,8 +3,9 @@
 //!
 //! The ordering is semver's for the forms releases use (`1.2.3`,
 //! `1.2.3-rc.1`, build metadata after `+` ignored), lenient about the number
-//! of numeric parts (`1.2` = `1.2.0`). The relay has the same function in
-//! `relay/src/releases.rs`; the two crates do not depend on each other.
+//! of numeric parts (`1.2` = `1.2.0`). The runner decides with it whether to
+//! update, the relay whether to offer a release to a runner: one rule for
+//! both.
 
 use std::cmp::Ordering;
 

@@ -1,0 +1,130 @@
+//! What users read: help texts, error reports and `--json` bodies of the
+//! real binary, pinned by snapshots (`cargo insta review` after an intended
+//! change). Ports, ids, keys and times are filtered so the snapshots hold
+//! on any run.
+
+use serde_json::json;
+
+use crate::support::{runner_bin, Relay, Runner};
+
+/// Exit code, stdout and stderr in one text, as a user sees them.
+fn transcript(output: &std::process::Output) -> String {
+    format!(
+        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
+        output
+            .status
+            .code()
+            .map_or_else(|| "killed".to_owned(), |code| code.to_string()),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    )
+}
+
+/// Replaces what differs between runs.
+macro_rules! assert_transcript {
+    ($name:expr, $output:expr) => {
+        insta::with_settings!({filters => vec![
+            (r"127\.0\.0\.1:\d+", "127.0.0.1:[PORT]"),
+            (r"/tmp/\.tmp\w+", "[TMP]"),
+            (r"env_[0-9a-z]+", "env_[ID]"),
+            (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "[UUID]"),
+            (r"rnr[kt]_[A-Za-z0-9_-]+", "rnr?_[SECRET]"),
+            (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[TIME]"),
+        ]}, {
+            insta::assert_snapshot!($name, transcript($output));
+        });
+    };
+}
+
+/// A `runner` that sees no relay configuration at all.
+fn bare() -> (std::process::Command, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut command = std::process::Command::new(runner_bin());
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .env("RUNNER_CONFIG_DIR", dir.path().join("config"))
+        .env("RUNNER_STATE_DIR", dir.path().join("state"))
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100");
+    (command, dir)
+}
+
+#[test]
+fn top_level_help() {
+    let (mut command, _dir) = bare();
+    let output = command.arg("--help").output().expect("runs");
+    assert_transcript!("help", &output);
+}
+
+#[test]
+fn invoke_help() {
+    let (mut command, _dir) = bare();
+    let output = command.args(["invoke", "--help"]).output().expect("runs");
+    assert_transcript!("invoke_help", &output);
+}
+
+#[test]
+fn a_command_without_a_relay_says_how_to_name_one() {
+    let (mut command, _dir) = bare();
+    let output = command.args(["env", "list"]).output().expect("runs");
+    assert_transcript!("env_list_without_url", &output);
+}
+
+#[test]
+fn a_bad_argument_names_the_expected_form() {
+    let (mut command, _dir) = bare();
+    let output = command
+        .args(["invoke", "box", "shell", "--arg", "novalue"])
+        .output()
+        .expect("runs");
+    assert_transcript!("invoke_bad_arg", &output);
+}
+
+#[tokio::test]
+async fn reports_of_a_real_relay() {
+    let relay = Relay::spawn().await;
+    let (_env, _runner) = Runner::online(
+        &relay,
+        json!({"name": "prod-box", "policy": {"tools": {"mode": "list", "tools": ["shell"]}}}),
+    )
+    .await;
+    let run = |args: &[&str]| {
+        let mut command = relay.admin_command();
+        command.args(args).env("COLUMNS", "100");
+        async move { command.output().await.expect("runs") }
+    };
+    let refused = run(&["invoke", "prod-box", "git", "--arg", "x=y"]).await;
+    assert_transcript!("invoke_refused_by_relay_policy", &refused);
+    let unknown = run(&["invoke", "nope", "shell"]).await;
+    assert_transcript!("invoke_unknown_environment", &unknown);
+    let shown = run(&["env", "show", "prod-box", "--json"]).await;
+    assert_transcript!("env_show_json", &shown);
+}
+
+/// `--require-approval ''` clears the list instead of storing `[""]`.
+#[tokio::test]
+async fn an_empty_list_flag_clears_the_list() {
+    let relay = Relay::spawn().await;
+    let (_env, _runner) = Runner::online(&relay, json!({"name": "gated"})).await;
+    let approvals = |args: &'static [&'static str]| {
+        let mut update = relay.admin_command();
+        update.args(["env", "update", "gated"]).args(args);
+        let mut show = relay.admin_command();
+        show.args(["env", "show", "gated", "--json"]);
+        async move {
+            let updated = update.output().await.expect("runs");
+            assert!(updated.status.success(), "{}", transcript(&updated));
+            let shown = show.output().await.expect("runs");
+            let body: serde_json::Value =
+                serde_json::from_slice(&shown.stdout).expect("env show --json prints JSON");
+            body["policy"]["approval_required"].clone()
+        }
+    };
+    assert_eq!(
+        approvals(&["--require-approval", "shell"]).await,
+        json!(["shell"])
+    );
+    assert_eq!(approvals(&["--require-approval", ""]).await, json!([]));
+}
