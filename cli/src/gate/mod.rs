@@ -120,7 +120,7 @@ fn denied(summary: &str) -> String {
 
 /// Whether the environment's policy lets `tool` run.
 pub fn policy_allows(policy: &Policy, tool: &str) -> Result<(), String> {
-    if tool == "ping" {
+    if tool == runner_proto::tools::PING {
         return Ok(());
     }
     if let ToolAccess::List { tools } = &policy.tools {

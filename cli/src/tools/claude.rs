@@ -22,6 +22,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
+use runner_proto::tools;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -90,7 +91,7 @@ impl Tool for ClaudeCode {
     type Args = CodeArgs;
 
     fn name(&self) -> &'static str {
-        "claude_code"
+        tools::CLAUDE_CODE
     }
 
     fn description(&self) -> String {
@@ -120,7 +121,7 @@ impl Tool for ClaudeSessions {
     type Args = SessionsArgs;
 
     fn name(&self) -> &'static str {
-        "claude_sessions"
+        tools::CLAUDE_SESSIONS
     }
 
     fn description(&self) -> String {
@@ -154,7 +155,7 @@ impl Tool for ClaudeStatus {
     type Args = NoArgs;
 
     fn name(&self) -> &'static str {
-        "claude_status"
+        tools::CLAUDE_STATUS
     }
 
     fn description(&self) -> String {

@@ -4,6 +4,7 @@ use std::io::{Read, Seek, SeekFrom};
 
 use base64::Engine as _;
 use nix::fcntl::OFlag;
+use runner_proto::tools;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -91,7 +92,7 @@ impl Tool for FileRead {
     type Args = ReadArgs;
 
     fn name(&self) -> &'static str {
-        "file_read"
+        tools::FILE_READ
     }
 
     fn description(&self) -> String {
@@ -113,7 +114,7 @@ impl Tool for FileWrite {
     type Args = WriteArgs;
 
     fn name(&self) -> &'static str {
-        "file_write"
+        tools::FILE_WRITE
     }
 
     fn description(&self) -> String {

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use base64::Engine as _;
+use runner_proto::tools;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -45,7 +46,7 @@ impl Tool for HttpLocal {
     type Args = HttpArgs;
 
     fn name(&self) -> &'static str {
-        "http_local"
+        tools::HTTP_LOCAL
     }
 
     fn description(&self) -> String {

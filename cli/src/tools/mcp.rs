@@ -53,7 +53,7 @@ use super::mcp_http;
 use crate::call::{CallScope, ToolOutcome};
 
 /// Between a server's name and its tool's name in the catalogue.
-pub const SEPARATOR: &str = "__";
+pub const SEPARATOR: &str = runner_proto::tools::MCP_SEPARATOR;
 /// How long the runner waits at start for servers to list their tools
 /// before it connects without them (they are announced when ready).
 pub const STARTUP_WAIT: Duration = Duration::from_secs(15);

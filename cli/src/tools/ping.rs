@@ -1,5 +1,6 @@
 //! `ping`: echoes its arguments, runs nothing (a health probe).
 
+use runner_proto::tools;
 use serde_json::Value;
 
 use super::context::ToolContext;
@@ -13,7 +14,7 @@ impl Tool for Ping {
     type Args = serde_json::Map<String, Value>;
 
     fn name(&self) -> &'static str {
-        "ping"
+        tools::PING
     }
 
     fn description(&self) -> String {

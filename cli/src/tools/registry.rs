@@ -12,7 +12,8 @@ use super::ping::Ping;
 use super::search::{Glob, Grep, List};
 use super::shell::Shell;
 use super::tool::Entry;
-use super::toolbox::{Toolbox, ARGV_TOOLS};
+use super::toolbox::Toolbox;
+use runner_proto::tools::ARGV_TOOLS;
 
 /// Every built-in tool, in the catalogue's order. Relayed MCP servers'
 /// tools are not here: their schemas are the servers' own.

@@ -19,6 +19,7 @@ use ignore::{DirEntry, WalkBuilder};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use runner_proto::tools;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -127,7 +128,7 @@ impl Tool for List {
     type Args = ListArgs;
 
     fn name(&self) -> &'static str {
-        "list"
+        tools::LIST
     }
 
     fn description(&self) -> String {
@@ -148,7 +149,7 @@ impl Tool for Glob {
     type Args = GlobArgs;
 
     fn name(&self) -> &'static str {
-        "glob"
+        tools::GLOB
     }
 
     fn description(&self) -> String {
@@ -169,7 +170,7 @@ impl Tool for Grep {
     type Args = GrepArgs;
 
     fn name(&self) -> &'static str {
-        "grep"
+        tools::GREP
     }
 
     fn description(&self) -> String {

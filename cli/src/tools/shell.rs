@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use runner_proto::tools;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -36,7 +37,7 @@ impl Tool for Shell {
     type Args = ShellArgs;
 
     fn name(&self) -> &'static str {
-        "shell"
+        tools::SHELL
     }
 
     fn description(&self) -> String {

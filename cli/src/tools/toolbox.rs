@@ -18,9 +18,8 @@ use tokio::sync::Notify;
 use super::browser::session::Session;
 use super::mcp;
 use crate::exec::program::find_on_path;
+use runner_proto::tools::ARGV_TOOLS;
 
-/// The argv tools, by binary name ([`super::argv`]).
-pub const ARGV_TOOLS: [&str; 5] = ["git", "kubectl", "helm", "docker", "terraform"];
 /// How often PATH is searched again for tool binaries.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(2);
 /// Browser binaries, in order of preference.

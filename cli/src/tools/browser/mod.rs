@@ -29,6 +29,7 @@
 
 pub mod session;
 
+use runner_proto::tools;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -79,7 +80,7 @@ impl Tool for Browse {
     type Args = BrowserArgs;
 
     fn name(&self) -> &'static str {
-        "browser"
+        tools::BROWSER
     }
 
     fn description(&self) -> String {
