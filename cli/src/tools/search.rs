@@ -34,64 +34,107 @@ pub const MAX_RESULTS: u64 = 10_000;
 /// A matching line longer than this is cut (minified files have megabyte lines).
 pub const MAX_LINE_CHARS: usize = 500;
 
-pub struct List;
-pub struct Glob;
-pub struct Grep;
+/// A walking tool: its type, its argument type with the arguments every
+/// walk takes ([`Walk`]) and its own, its name, its description, and the
+/// blocking work it does.
+macro_rules! walking_tool {
+    (
+        $tool:ident, $name:expr, $description:expr, $work:ident,
+        $(#[$meta:meta])* struct $args:ident { $($own:tt)* }
+    ) => {
+        pub struct $tool;
 
-/// The arguments of `list`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListArgs {
-    /// Where to start (default: the workspace root)
-    pub path: Option<String>,
-    /// Include hidden files (default false)
-    pub hidden: Option<bool>,
-    /// Do not apply .gitignore/.ignore rules (default false)
-    pub no_ignore: Option<bool>,
-    #[schemars(range(min = 1, max = MAX_RESULTS))]
-    pub max_results: Option<u64>,
-    pub recursive: Option<bool>,
-    #[schemars(range(min = 1))]
-    pub max_depth: Option<u64>,
-    /// Glob patterns to leave out, e.g. "target/" or "*.log"
-    pub ignore: Option<Vec<String>>,
+        $(#[$meta])*
+        #[derive(Debug, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $args {
+            /// Where to start (default: the workspace root)
+            pub path: Option<String>,
+            /// Include hidden files (default false)
+            pub hidden: Option<bool>,
+            /// Do not apply .gitignore/.ignore rules (default false)
+            pub no_ignore: Option<bool>,
+            #[schemars(range(min = 1, max = MAX_RESULTS))]
+            pub max_results: Option<u64>,
+            $($own)*
+        }
+
+        impl $args {
+            fn walk(&self) -> Walk<'_> {
+                Walk {
+                    path: self.path.as_deref(),
+                    hidden: self.hidden.unwrap_or(false),
+                    no_ignore: self.no_ignore.unwrap_or(false),
+                    max_results: self.max_results,
+                }
+            }
+        }
+
+        impl Tool for $tool {
+            type Args = $args;
+
+            fn name(&self) -> &'static str {
+                $name
+            }
+
+            fn description(&self) -> String {
+                $description.into()
+            }
+
+            fn run<'a>(
+                &'a self,
+                args: $args,
+                context: &'a ToolContext,
+                scope: &'a CallScope,
+            ) -> Running<'a> {
+                Box::pin(blocking(args, context, scope, $work))
+            }
+        }
+    };
 }
 
-/// The arguments of `glob`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GlobArgs {
-    /// Where to start (default: the workspace root)
-    pub path: Option<String>,
-    /// Include hidden files (default false)
-    pub hidden: Option<bool>,
-    /// Do not apply .gitignore/.ignore rules (default false)
-    pub no_ignore: Option<bool>,
-    #[schemars(range(min = 1, max = MAX_RESULTS))]
-    pub max_results: Option<u64>,
-    pub pattern: String,
-}
+walking_tool!(
+    List,
+    tools::LIST,
+    "List a directory (optionally recursive), honouring .gitignore; ignore patterns exclude more.",
+    list_blocking,
+    /// The arguments of `list`.
+    struct ListArgs {
+        pub recursive: Option<bool>,
+        #[schemars(range(min = 1))]
+        pub max_depth: Option<u64>,
+        /// Glob patterns to leave out, e.g. "target/" or "*.log"
+        pub ignore: Option<Vec<String>>,
+    }
+);
 
-/// The arguments of `grep`.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GrepArgs {
-    /// Where to start (default: the workspace root)
-    pub path: Option<String>,
-    /// Include hidden files (default false)
-    pub hidden: Option<bool>,
-    /// Do not apply .gitignore/.ignore rules (default false)
-    pub no_ignore: Option<bool>,
-    #[schemars(range(min = 1, max = MAX_RESULTS))]
-    pub max_results: Option<u64>,
-    /// Regular expression (Rust regex syntax)
-    pub pattern: String,
-    /// Only files matching one of these globs, e.g. "*.rs"
-    pub include: Option<Vec<String>>,
-    pub case_insensitive: Option<bool>,
-    /// Treat the pattern as literal text
-    pub fixed_strings: Option<bool>,
-}
+walking_tool!(
+    Glob,
+    tools::GLOB,
+    "Find files whose path (relative to `path`) matches a glob such as \"src/**/*.rs\".",
+    glob_blocking,
+    /// The arguments of `glob`.
+    struct GlobArgs {
+        pub pattern: String,
+    }
+);
+
+walking_tool!(
+    Grep,
+    tools::GREP,
+    "Search file contents for a regular expression (ripgrep's engine), honouring .gitignore; returns path, line number and line.",
+    grep_blocking,
+    /// The arguments of `grep`.
+    struct GrepArgs {
+        /// Regular expression (Rust regex syntax)
+        pub pattern: String,
+        /// Only files matching one of these globs, e.g. "*.rs"
+        pub include: Option<Vec<String>>,
+        pub case_insensitive: Option<bool>,
+        /// Treat the pattern as literal text
+        pub fixed_strings: Option<bool>,
+    }
+);
 
 /// What every walk takes: where it starts, what it leaves out, how much
 /// it returns.
@@ -102,94 +145,9 @@ struct Walk<'a> {
     max_results: Option<u64>,
 }
 
-/// The arguments of a walking tool, with the [`Walk`] they share.
-trait Walking: Send + 'static {
-    fn walk(&self) -> Walk<'_>;
-}
-
-macro_rules! walking {
-    ($($args:ty),*) => {$(
-        impl Walking for $args {
-            fn walk(&self) -> Walk<'_> {
-                Walk {
-                    path: self.path.as_deref(),
-                    hidden: self.hidden.unwrap_or(false),
-                    no_ignore: self.no_ignore.unwrap_or(false),
-                    max_results: self.max_results,
-                }
-            }
-        }
-    )*};
-}
-
-walking!(ListArgs, GlobArgs, GrepArgs);
-
-impl Tool for List {
-    type Args = ListArgs;
-
-    fn name(&self) -> &'static str {
-        tools::LIST
-    }
-
-    fn description(&self) -> String {
-        "List a directory (optionally recursive), honouring .gitignore; ignore patterns exclude more.".into()
-    }
-
-    fn run<'a>(
-        &'a self,
-        args: ListArgs,
-        context: &'a ToolContext,
-        scope: &'a CallScope,
-    ) -> Running<'a> {
-        Box::pin(blocking(args, context, scope, list_blocking))
-    }
-}
-
-impl Tool for Glob {
-    type Args = GlobArgs;
-
-    fn name(&self) -> &'static str {
-        tools::GLOB
-    }
-
-    fn description(&self) -> String {
-        "Find files whose path (relative to `path`) matches a glob such as \"src/**/*.rs\".".into()
-    }
-
-    fn run<'a>(
-        &'a self,
-        args: GlobArgs,
-        context: &'a ToolContext,
-        scope: &'a CallScope,
-    ) -> Running<'a> {
-        Box::pin(blocking(args, context, scope, glob_blocking))
-    }
-}
-
-impl Tool for Grep {
-    type Args = GrepArgs;
-
-    fn name(&self) -> &'static str {
-        tools::GREP
-    }
-
-    fn description(&self) -> String {
-        "Search file contents for a regular expression (ripgrep's engine), honouring .gitignore; returns path, line number and line.".into()
-    }
-
-    fn run<'a>(
-        &'a self,
-        args: GrepArgs,
-        context: &'a ToolContext,
-        scope: &'a CallScope,
-    ) -> Running<'a> {
-        Box::pin(blocking(args, context, scope, grep_blocking))
-    }
-}
-
 /// Walks block; keep them off the runtime's worker threads. They watch the
 /// call's cancellation and deadline between entries.
-async fn blocking<A: Walking>(
+async fn blocking<A: Send + 'static>(
     args: A,
     context: &ToolContext,
     scope: &CallScope,

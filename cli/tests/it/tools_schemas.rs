@@ -9,7 +9,7 @@ use runner_cli::tools::registry::TOOLS;
 use runner_cli::tools::tool::schema_of;
 
 use crate::support::{dev_env, Relay};
-use crate::tools_support::{online_with, wait_for_tools, BinDir};
+use crate::tools_support::{listed_tools, online_with, wait_for_tools, BinDir};
 
 #[tokio::test]
 async fn every_listed_schema_is_the_one_derived_from_the_argument_type() {
@@ -39,20 +39,12 @@ async fn every_listed_schema_is_the_one_derived_from_the_argument_type() {
             .all(|tool| names.iter().any(|name| name == tool.name()))
     })
     .await;
-    let (status, body) = relay
-        .api(
-            reqwest::Method::GET,
-            &format!("/execution-environments/{environment}/tools"),
-            None,
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let listed = body["tools"].as_array().expect("tools array");
+    let listed = listed_tools(&relay, &environment).await;
     for tool in TOOLS {
         let entry = listed
             .iter()
             .find(|entry| entry["name"] == tool.name())
-            .unwrap_or_else(|| panic!("{} is not listed: {body}", tool.name()));
+            .unwrap_or_else(|| panic!("{} is not listed: {listed:?}", tool.name()));
         let schema = entry
             .get("input_schema")
             .or_else(|| entry.get("inputSchema"))
