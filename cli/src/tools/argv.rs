@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::command::run_checked;
+use super::command::{outcome, run_finished};
 use super::context::ToolContext;
 use super::tool::{Running, Tool};
 use super::toolbox::Toolbox;
@@ -77,7 +77,7 @@ impl Tool for Argv {
                 args.workdir.as_deref(),
             );
             let stdin = args.stdin.map(String::into_bytes);
-            run_checked(checked, stdin, args.timeout_s, context, scope).await
+            outcome(run_finished(checked, stdin, args.timeout_s, context, scope).await)
         })
     }
 }

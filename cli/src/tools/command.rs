@@ -8,24 +8,18 @@ use crate::call::{CallScope, ToolOutcome};
 use crate::exec::{self, Finished};
 use crate::gate::CheckedCommand;
 
-/// Runs a command the gate checked (or answers why it did not pass), with
-/// the tool's own `timeout_s`, as the standard result of a process tool.
-pub async fn run_checked(
-    checked: Result<CheckedCommand, String>,
-    stdin: Option<Vec<u8>>,
-    timeout_s: Option<u64>,
-    context: &ToolContext,
-    scope: &CallScope,
-) -> ToolOutcome {
-    let finished = run_finished(checked, stdin, timeout_s, context, scope).await;
+/// The standard result of a process tool, from what [`run_finished`]
+/// answered.
+pub fn outcome(finished: Result<(Finished, PathBuf), String>) -> ToolOutcome {
     match finished {
         Ok((finished, workspace)) => finished.into_outcome(&workspace),
         Err(message) => ToolOutcome::error(message),
     }
 }
 
-/// [`run_checked`], with how the process ended and the workspace its kept
-/// output files are under.
+/// Runs a command the gate checked (or answers why it did not pass), with
+/// the tool's own `timeout_s`: how the process ended, and the workspace
+/// its kept output files are under.
 pub async fn run_finished(
     checked: Result<CheckedCommand, String>,
     stdin: Option<Vec<u8>>,

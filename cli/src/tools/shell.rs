@@ -9,7 +9,7 @@ use runner_proto::tools;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::command::run_checked;
+use super::command::{outcome, run_finished};
 use super::context::ToolContext;
 use super::tool::{Running, Tool};
 use crate::call::CallScope;
@@ -58,7 +58,7 @@ impl Tool for Shell {
                 args.workdir.as_deref(),
             );
             let stdin = args.stdin.map(String::into_bytes);
-            run_checked(checked, stdin, args.timeout_s, context, scope).await
+            outcome(run_finished(checked, stdin, args.timeout_s, context, scope).await)
         })
     }
 }
