@@ -572,10 +572,11 @@ pub struct TokenGenerateArgs {
 
 #[derive(Debug, Args)]
 pub struct InvokeArgs {
-    /// Environment id or name.
-    pub env: String,
-    /// Tool name, e.g. shell, file_read, kubectl.
-    pub tool: String,
+    /// The environment (id or name), then the tool (e.g. shell, file_read,
+    /// kubectl). With RUNNER_ENV set, the tool alone: the environment
+    /// defaults to RUNNER_ENV (dev mode's dev.env sets it).
+    #[arg(value_names = ["ENV", "TOOL"], num_args = 1..=2, required = true)]
+    pub target: Vec<String>,
     /// Argument as KEY=VALUE (a string) or KEY:=JSON (a number, bool, list…).
     #[arg(long = "arg", value_name = "KEY=VALUE")]
     pub args: Vec<String>,

@@ -8,6 +8,8 @@ pub const CONFIG_DIR: &str = "RUNNER_CONFIG_DIR";
 pub const STATE_DIR: &str = "RUNNER_STATE_DIR";
 pub const URL: &str = "RUNNER_URL";
 pub const API_KEY: &str = "RUNNER_API_KEY";
+/// The environment admin commands act on when none is named.
+pub const ENV: &str = "RUNNER_ENV";
 pub const TOKEN: &str = "RUNNER_TOKEN";
 /// The variables that carry a secret of the runner's: never passed on to
 /// the processes tools start ([`crate::exec::keep_secrets_from`]).

@@ -18,6 +18,9 @@ pub enum CandidateKind {
     WriteRedirect,
     /// A variable a call sets for its process, matched as `NAME=VALUE`.
     Environment,
+    /// A wrapper or shell started as an interactive or login shell
+    /// (`sudo -i`, `su -`, `bash -l`): allowed only by a rule naming it.
+    InteractiveShell,
 }
 
 impl std::fmt::Display for CandidateKind {
@@ -28,6 +31,7 @@ impl std::fmt::Display for CandidateKind {
             CandidateKind::CodeString => "code string",
             CandidateKind::WriteRedirect => "write redirect",
             CandidateKind::Environment => "environment variable",
+            CandidateKind::InteractiveShell => "interactive shell",
         })
     }
 }

@@ -10,8 +10,7 @@
 
 use std::borrow::Cow;
 
-use crate::decision::CandidateKind;
-use crate::shell::{Checker, Stdin};
+use crate::shell::Checker;
 use crate::words;
 
 const RESERVED: &[&str] = &[
@@ -141,7 +140,7 @@ pub(crate) fn check(checker: &mut Checker<'_>, script: &str) -> bool {
     };
     for command in commands {
         let argv = command.iter().map(|w| words::lit(w)).collect();
-        checker.command_words(&[], argv, CandidateKind::Command, &Stdin::Unknown, 0);
+        checker.argv(argv);
     }
     true
 }
@@ -268,12 +267,12 @@ mod tests {
         for rules in sets {
             let set = PermissionSet::from_yaml_str(rules).expect("test rules load");
             for script in scripts {
-                let mut fast = Checker::new(&set);
+                let mut fast = Checker::new(&set.rules);
                 assert!(
                     check(&mut fast, script),
                     "{script:?} should take the fast path"
                 );
-                let mut slow = Checker::new(&set);
+                let mut slow = Checker::new(&set.rules);
                 slow.script(script, 0);
                 assert_eq!(
                     crate::finish(fast),

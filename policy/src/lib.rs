@@ -32,8 +32,12 @@
 //! made only of expansions may expand to nothing, so the command without it
 //! must be allowed too (`head $(cat f)` can run plain `head`; found by the
 //! differential test against bash). Arithmetic that
-//! reads a variable, `${!x}` and `${x@P}` evaluate run-time text as code and
-//! count as dynamic code strings.
+//! reads a variable the script has not set to a number, `${!x}` and
+//! `${x@P}` evaluate run-time text as code and count as dynamic code
+//! strings. Relative write targets are resolved against the directory a
+//! literal `cd` before them moved to; a wrapper that starts an interactive
+//! or login shell needs a rule naming that form. docs/permission-file.md
+//! describes these decisions.
 //!
 //! Rules are tried longest literal prefix first, the catch-all `*` last, deny
 //! before allow on equal prefixes; the first match decides; no match denies.
@@ -51,29 +55,25 @@
 //! * it leaves words, arithmetic and parameter operands as strings: we run
 //!   its word parser on each and recurse into every substitution;
 //! * it reads `( (cmd) )` as arithmetic: every arithmetic body is validated
-//!   with its arithmetic parser, and one that names a variable is treated as
-//!   dynamic code anyway, so `( (rm x) )` cannot slip through;
+//!   with its arithmetic parser, and in a script with `(` and `(` apart
+//!   any name in arithmetic is dynamic code, so `( (rm) )` cannot slip
+//!   through;
 //! * it does not support `select`: such scripts fail to parse and are denied;
 //! * it recurses once per nesting level and would overflow the stack on
 //!   10,000 nested `$(`: scripts are capped at [`MAX_SCRIPT_BYTES`], the
 //!   nesting is over-estimated by counting brackets and keywords, scripts
 //!   above a small estimate are parsed on a stack of their own (on the
 //!   calling thread) sized for the estimate, and above 4,096 they are
-//!   refused. Our own walk stops at
-//!   48 levels.
+//!   refused. Substitutions and code strings nested deeper than
+//!   [`MAX_SUBSTITUTION_NESTING`] are denied with a message saying so.
 //!
-//! Parsing costs: brush alone takes about 5 µs for a 5-stage pipeline and
-//! 0.5 ms for a 4 KiB script, and we re-parse every word with its word
-//! parser. A script made only of plain words joined by `|`, `;`, `&&`, `||`
-//! therefore takes a lexical fast path (module `fast`) that yields the same
-//! commands without the parser (tests check both paths agree); since issue 7
-//! the fast path also takes words with single-quoted text and double-quoted
-//! text without expansions (`cat 'app.log' | grep "ERROR"`), which agents
-//! write all the time. Measured with `cargo bench -p runner-policy --bench
-//! check` (100 rules, release, 2 shared cores): simple command p99 ≈ 2 µs,
-//! 5-stage pipeline p99 ≈ 8.5–9.5 µs, the same pipeline with quotes p99
-//! ≈ 8.5–9 µs (35 µs before it took the fast path), a 4 KiB script p50
-//! ≈ 2–2.7 ms (full parser). See BENCHMARKS.md.
+//! The full parser is the expensive part of a check, and every word is
+//! parsed again by its word parser. A script made only of plain words
+//! joined by `|`, `;`, `&&`, `||` (single-quoted text and double-quoted text
+//! without expansions included) therefore takes a lexical fast path (module
+//! `fast`) that yields the same commands without the parser; tests check
+//! both paths agree. Figures: BENCHMARKS.md (`cargo bench -p runner-policy
+//! --bench check`).
 //!
 //! # Matching
 //!
@@ -82,17 +82,24 @@
 //! as literals.
 #![forbid(unsafe_code)]
 
+mod arith;
+mod cwd;
 mod decision;
 mod fast;
 mod load;
 pub mod rules;
 mod shell;
+mod variables;
 mod words;
 mod wrappers;
 
 pub use decision::{Candidate, CandidateKind, Decision};
 pub use load::{LoadError, Problem};
 pub use rules::{Action, LintWarning, Rule};
+pub use shell::MAX_SUBSTITUTION_NESTING;
+pub use variables::code_bearing;
+
+use rules::RuleSet;
 
 use std::path::Path;
 
@@ -102,10 +109,7 @@ pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
 /// A loaded permission file: the rules in evaluation order.
 #[derive(Debug, Clone)]
 pub struct PermissionSet {
-    /// Rules sorted into evaluation order.
-    ordered: Vec<Rule>,
-    /// True when the rules can never deny (allow-only with a catch-all).
-    never_denies: bool,
+    rules: RuleSet,
 }
 
 impl PermissionSet {
@@ -122,64 +126,25 @@ impl PermissionSet {
         )?))
     }
 
-    fn from_rules(mut rules: Vec<Rule>) -> PermissionSet {
-        rules::sort_rules(&mut rules);
-        let never_denies = rules.iter().all(|r| r.action() == Action::Allow)
-            && rules.iter().any(Rule::is_catch_all);
+    fn from_rules(rules: Vec<Rule>) -> PermissionSet {
         PermissionSet {
-            ordered: rules,
-            never_denies,
+            rules: RuleSet::new(rules),
         }
     }
 
     /// The rules, in evaluation order.
     pub fn rules(&self) -> &[Rule] {
-        &self.ordered
+        self.rules.ordered()
     }
 
     /// True when no text can ever be denied by these rules.
     pub fn never_denies(&self) -> bool {
-        self.never_denies
+        self.rules.never_denies()
     }
 
     /// The rule that decides a concrete text.
     pub fn first_match(&self, text: &str) -> Option<&Rule> {
-        let first = text.as_bytes().first().copied();
-        self.ordered.iter().find(|r| {
-            // Cheap rejection on the first literal byte before the full match.
-            match (r.pattern().as_bytes().first(), first) {
-                (Some(b'*'), _) | (None, _) => r.matches(text),
-                (Some(p), Some(t)) => *p == t && r.matches(text),
-                (Some(_), None) => false,
-            }
-        })
-    }
-
-    /// Decide a text with dynamic holes: allowed only if every value of the
-    /// holes is allowed. Conservative: an allow rule must cover the whole
-    /// shape, and no deny rule tried before it may match any of its values.
-    pub(crate) fn decide_shape(&self, shape: &str) -> (Action, Option<String>, Option<String>) {
-        for rule in &self.ordered {
-            if rule.contains_all(shape) {
-                return (
-                    rule.action(),
-                    Some(rule.pattern().to_owned()),
-                    Some("dynamic parts covered".to_owned()),
-                );
-            }
-            if rule.action() == Action::Deny && rule.intersects(shape) {
-                return (
-                    Action::Deny,
-                    Some(rule.pattern().to_owned()),
-                    Some("a run-time value could make this match a deny rule".to_owned()),
-                );
-            }
-        }
-        (
-            Action::Deny,
-            None,
-            Some("no rule matches every run-time value".to_owned()),
-        )
+        self.rules.first_match(text)
     }
 
     /// Decide whether a shell script may run.
@@ -196,7 +161,7 @@ impl PermissionSet {
         if script.trim().is_empty() {
             return Decision::refused("the script is empty");
         }
-        let mut checker = shell::Checker::new(self);
+        let mut checker = shell::Checker::new(&self.rules);
         if !fast::check(&mut checker, script) {
             checker.script(script, 0);
         }
@@ -215,15 +180,8 @@ impl PermissionSet {
         if argv.iter().map(String::len).sum::<usize>() > MAX_SCRIPT_BYTES {
             return Decision::refused("the command is longer than the limit");
         }
-        let mut checker = shell::Checker::new(self);
-        let words = argv.iter().map(|a| words::lit(a)).collect();
-        checker.command_words(
-            &[],
-            words,
-            CandidateKind::Command,
-            &shell::Stdin::Unknown,
-            0,
-        );
+        let mut checker = shell::Checker::new(&self.rules);
+        checker.argv(argv.iter().map(|a| words::lit(a)).collect());
         finish(checker)
     }
 
@@ -242,27 +200,21 @@ impl PermissionSet {
             return Decision::refused("an environment variable contains a NUL byte");
         }
         let text = format!("{name}={value}");
-        let rule = self.first_match(&text);
-        let (verdict, reason) = match rule {
-            Some(rule)
-                if rule.action() == Action::Allow
-                    && code_family(name).is_some_and(|family| !rule.pattern().starts_with(family)) =>
-            (
-                Action::Deny,
-                Some(format!(
-                    "{name} can make the program run other code: only a rule naming it (e.g. \"{name}=*\") allows it"
-                )),
+        let family = variables::code_family(name);
+        let (verdict, rule, reason) = self.rules.decide_named(
+            &text,
+            |rule| family.is_none_or(|family| rule.pattern().starts_with(family)),
+            &format!(
+                "{name} can make the program run other code: only a rule naming it (e.g. \"{name}=*\") allows it"
             ),
-            Some(rule) => (rule.action(), None),
-            None => (Action::Deny, Some("no rule matches".to_owned())),
-        };
+        );
         Decision {
             allowed: verdict == Action::Allow,
             candidates: vec![Candidate {
                 text,
                 kind: CandidateKind::Environment,
                 dynamic: false,
-                rule: rule.map(|rule| rule.pattern().to_owned()),
+                rule,
                 verdict,
                 reason,
             }],
@@ -272,7 +224,7 @@ impl PermissionSet {
 
     /// Rules that can never decide anything.
     pub fn lint(&self) -> Vec<LintWarning> {
-        rules::lint(&self.ordered)
+        rules::lint(self.rules.ordered())
     }
 }
 
@@ -292,65 +244,8 @@ pub fn plain_command(script: &str) -> Option<Vec<String>> {
     Some(words.into_iter().map(|word| word.into_owned()).collect())
 }
 
-/// Environment variables that make bash, the dynamic loader or a common
-/// tool run code or load configuration of the caller's choosing: start-up
-/// files and functions (`BASH_ENV`, `ENV`, `BASH_FUNC_*`), trace and prompt
-/// hooks, option sets, word splitting, program lookup (`PATH`, `CDPATH`),
-/// preloaded libraries (`LD_*`), git's configuration and helpers (`GIT_*`),
-/// kubectl's exec plugins (`KUBECONFIG`), and the editors, pagers and
-/// askpass programs tools start.
-pub fn code_bearing(name: &str) -> bool {
-    code_family(name).is_some()
-}
-
-/// The name, or the prefix of the family (`GIT_`), that makes `name`
-/// [`code_bearing`]: what an allow rule must start with to allow it.
-fn code_family(name: &str) -> Option<&'static str> {
-    const NAMES: &[&str] = &[
-        "BASH_ENV",
-        "ENV",
-        "SHELLOPTS",
-        "BASHOPTS",
-        "PS0",
-        "PS1",
-        "PS2",
-        "PS3",
-        "PS4",
-        "PROMPT_COMMAND",
-        "IFS",
-        "PATH",
-        "CDPATH",
-        "GLOBIGNORE",
-        "BASH_XTRACEFD",
-        "KUBECONFIG",
-        "EDITOR",
-        "VISUAL",
-        "PAGER",
-        "SSH_ASKPASS",
-        "PYTHONSTARTUP",
-        "PYTHONPATH",
-        "PERL5OPT",
-        "PERL5LIB",
-        "RUBYOPT",
-        "NODE_OPTIONS",
-    ];
-    const PREFIXES: &[&str] = &[
-        "BASH_FUNC_",
-        "LD_",
-        "GIT_",
-        "DYLD_",
-        "HELM_",
-        "DOCKER_",
-        "TF_CLI_",
-    ];
-    NAMES
-        .iter()
-        .find(|known| **known == name)
-        .or_else(|| PREFIXES.iter().find(|prefix| name.starts_with(**prefix)))
-        .copied()
-}
-
-fn finish(checker: shell::Checker<'_>) -> Decision {
+fn finish(mut checker: shell::Checker<'_>) -> Decision {
+    checker.settle();
     let shell::Checker {
         candidates, error, ..
     } = checker;
@@ -570,11 +465,36 @@ mod more_wrapper_tests {
             "flock /tmp/l ls",
             "taskset -p 1",
             "chrt -p 1",
-            "script /dev/null",
             "sg root ls",
         ] {
             let decision = set.check(command);
             assert!(decision.allowed, "{command}: {}", decision.summary());
         }
+    }
+}
+
+#[cfg(test)]
+mod structure_tests {
+    /// The walker and the wrapper analysis meet at one function: the walker
+    /// calls `wrappers::analyse` in one place, and the wrapper analysis
+    /// knows nothing of the walker.
+    #[test]
+    fn the_walker_and_the_wrappers_meet_at_one_function() {
+        let wrappers = include_str!("wrappers.rs");
+        assert!(!wrappers.contains("crate::shell"));
+        assert!(!wrappers.contains("Checker"));
+        let walker = include_str!("shell.rs");
+        let uses: Vec<&str> = walker
+            .lines()
+            .filter(|line| line.contains("wrappers::"))
+            .map(str::trim)
+            .collect();
+        assert_eq!(
+            uses,
+            [
+                "use crate::wrappers::{self, Runs, Stdin};",
+                "let runs = wrappers::analyse(&base, &argv, stdin);"
+            ]
+        );
     }
 }

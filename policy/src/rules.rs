@@ -200,6 +200,107 @@ pub(crate) fn sort_rules(rules: &mut [Rule]) {
     });
 }
 
+/// The rules of a permission file in evaluation order, with the questions
+/// the checker asks of them.
+#[derive(Debug, Clone)]
+pub(crate) struct RuleSet {
+    ordered: Vec<Rule>,
+    /// True when the rules can never deny (allow-only with a catch-all).
+    never_denies: bool,
+}
+
+/// How a candidate text was decided: the verdict, the deciding rule's
+/// pattern, and why when no rule alone explains it.
+pub(crate) type Verdict = (Action, Option<String>, Option<String>);
+
+impl RuleSet {
+    pub(crate) fn new(mut rules: Vec<Rule>) -> RuleSet {
+        sort_rules(&mut rules);
+        let never_denies = rules.iter().all(|r| r.action() == Action::Allow)
+            && rules.iter().any(Rule::is_catch_all);
+        RuleSet {
+            ordered: rules,
+            never_denies,
+        }
+    }
+
+    pub(crate) fn ordered(&self) -> &[Rule] {
+        &self.ordered
+    }
+
+    pub(crate) fn never_denies(&self) -> bool {
+        self.never_denies
+    }
+
+    /// The rule that decides a concrete text.
+    pub(crate) fn first_match(&self, text: &str) -> Option<&Rule> {
+        let first = text.as_bytes().first().copied();
+        self.ordered.iter().find(|r| {
+            // Cheap rejection on the first literal byte before the full match.
+            match (r.pattern().as_bytes().first(), first) {
+                (Some(b'*'), _) | (None, _) => r.matches(text),
+                (Some(p), Some(t)) => *p == t && r.matches(text),
+                (Some(_), None) => false,
+            }
+        })
+    }
+
+    /// Decide a concrete text: the first matching rule, else deny.
+    pub(crate) fn decide_text(&self, text: &str) -> Verdict {
+        match self.first_match(text) {
+            Some(r) => (r.action(), Some(r.pattern().to_owned()), None),
+            None => (Action::Deny, None, Some("no rule matches".to_owned())),
+        }
+    }
+
+    /// Decide a text with dynamic holes: allowed only if every value of the
+    /// holes is allowed. Conservative: an allow rule must cover the whole
+    /// shape, and no deny rule tried before it may match any of its values.
+    pub(crate) fn decide_shape(&self, shape: &str) -> Verdict {
+        for rule in &self.ordered {
+            if rule.contains_all(shape) {
+                return (
+                    rule.action(),
+                    Some(rule.pattern().to_owned()),
+                    Some("dynamic parts covered".to_owned()),
+                );
+            }
+            if rule.action() == Action::Deny && rule.intersects(shape) {
+                return (
+                    Action::Deny,
+                    Some(rule.pattern().to_owned()),
+                    Some("a run-time value could make this match a deny rule".to_owned()),
+                );
+            }
+        }
+        (
+            Action::Deny,
+            None,
+            Some("no rule matches every run-time value".to_owned()),
+        )
+    }
+
+    /// Decide a text that only a rule naming it may allow: the first
+    /// matching rule decides, but an allow counts only from a rule whose
+    /// pattern passes `names_it`; `why` explains a refused broad allow.
+    pub(crate) fn decide_named(
+        &self,
+        text: &str,
+        names_it: impl Fn(&Rule) -> bool,
+        why: &str,
+    ) -> Verdict {
+        match self.first_match(text) {
+            Some(rule) if rule.action() == Action::Allow && !names_it(rule) => (
+                Action::Deny,
+                Some(rule.pattern().to_owned()),
+                Some(why.to_owned()),
+            ),
+            Some(rule) => (rule.action(), Some(rule.pattern().to_owned()), None),
+            None => (Action::Deny, None, Some("no rule matches".to_owned())),
+        }
+    }
+}
+
 /// Why a rule can never decide anything.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LintWarning {

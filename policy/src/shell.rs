@@ -7,48 +7,98 @@
 //! matched exhaustively, so a new node kind in a parser upgrade is a compile
 //! error rather than a silent gap. Recursion is bounded by [`MAX_DEPTH`].
 
+use crate::arith::{self, Bound};
+use crate::cwd::{self, Cwd, Dir};
 use crate::decision::{Candidate, CandidateKind};
-use crate::rules::Action;
+use crate::rules::{Action, RuleSet};
+use crate::variables;
 use crate::words::{self, Atom, Frag, Word};
-use crate::wrappers;
-use crate::PermissionSet;
+use crate::wrappers::{self, Runs, Stdin};
 use brush_parser::ast;
 use brush_parser::word::{ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource};
 use brush_parser::ParserOptions;
 use std::collections::HashMap;
 
-/// Maximum nesting of scripts, compound commands, substitutions and wrappers.
-pub(crate) const MAX_DEPTH: usize = 48;
+/// Command substitutions and code strings (`$(...)`, `` `...` ``, `bash -c`,
+/// `eval`) nested deeper than this are denied: each level re-parses the
+/// text inside it, so the cost grows with the square of the depth
+/// (docs/permission-file.md says how the limit was measured).
+pub const MAX_SUBSTITUTION_NESTING: usize = 32;
+
+/// Maximum nesting of compound commands, substitutions, wrappers and
+/// expansions together: a guard for the walk's recursion, above what
+/// [`MAX_SUBSTITUTION_NESTING`] substitutions need (a few levels each).
+pub(crate) const MAX_DEPTH: usize = 4 * MAX_SUBSTITUTION_NESTING + 32;
+/// Maximum chain of wrappers (`sudo env nice …`): each level copies the
+/// words after it, so the chain is bounded on its own.
+const MAX_WRAPPERS: usize = 48;
 /// Up to this many candidates, duplicates are found by a scan.
 const SCAN_LIMIT: usize = 16;
 
-/// Where a command's standard input comes from (for shells reading a script).
-#[derive(Debug, Clone)]
-pub(crate) enum Stdin {
-    /// Not visible statically: a pipe, a file, or inherited.
-    Unknown,
-    /// A here-document or here-string with this static text.
-    Static(String),
-    /// A here-document or here-string with run-time parts (source text).
-    Dynamic(String),
-}
-
 pub(crate) struct Checker<'a> {
-    pub(crate) set: &'a PermissionSet,
+    pub(crate) set: &'a RuleSet,
     pub(crate) candidates: Vec<Candidate>,
     /// Texts of `candidates` and their kinds, once there are more than
     /// [`SCAN_LIMIT`] (before that a scan of `candidates` is cheaper than
-    /// hashing and cloning each text: callgrind put the set at 9 % of a
-    /// 5-stage pipeline's check).
+    /// hashing and cloning each text, which most scripts never need).
     seen: HashMap<String, Vec<CandidateKind>>,
     pub(crate) error: Option<String>,
     options: ParserOptions,
     /// > 0 while walking a code string: commands there are `CodeString`s.
     in_code: usize,
+    /// What is known at the current point of the walk.
+    flow: Flow,
+    /// The `cd` of the command just walked: the directories after it
+    /// succeeded and after it failed (for a following `&&` or `||`).
+    last_cd: Option<(Cwd, Cwd)>,
+    /// Above zero while walking code that runs later, at a point we do not
+    /// know: function bodies, traps, aliases, prompt and callback code.
+    deferred: usize,
+    /// Facts about the whole script, settled once the walk is over.
+    settle: Settle,
+    /// The script being walked has `(` and `(` apart (`( (x) )`), which
+    /// bash runs as subshells but brush reads as arithmetic: its
+    /// arithmetic reads are not trusted.
+    loose_parens: bool,
+    /// Substitutions and code strings around the script being walked.
+    nesting: usize,
+    /// Wrappers around the command being walked.
+    wrappers: usize,
+}
+
+/// What holds at one point of the walk, saved and restored around
+/// subshells, branches and code that runs elsewhere.
+#[derive(Debug, Clone, Default)]
+struct Flow {
+    /// Variables that hold a number the script assigned.
+    bound: Bound,
+    /// The directories the shell may be in.
+    cwd: Cwd,
+}
+
+/// Checks that need the whole script: recorded during the walk, decided
+/// by [`Checker::settle`].
+#[derive(Debug, Default)]
+struct Settle {
+    /// Arithmetic reads of bound variables: (name, the arithmetic's text).
+    reads: Vec<(String, String)>,
+    /// Variables some assignment may give text (not a number).
+    tainted: Vec<String>,
+    /// A name reference exists: an assignment may set any variable.
+    nameref: bool,
+    /// Relative write targets: (target, runs later, reached by a bare `cd`).
+    writes: Vec<(String, bool, bool)>,
+    /// Some `cd`, `pushd` or `popd` appears.
+    cd_seen: bool,
+    /// A `cd` runs at a point the walk cannot place (in a loop, a function,
+    /// deferred code): any relative write may land anywhere.
+    cwd_lost: bool,
+    /// The script names `CDPATH`, which redirects `cd name`.
+    cdpath: bool,
 }
 
 impl<'a> Checker<'a> {
-    pub(crate) fn new(set: &'a PermissionSet) -> Checker<'a> {
+    pub(crate) fn new(set: &'a RuleSet) -> Checker<'a> {
         Checker {
             set,
             candidates: Vec::new(),
@@ -56,7 +106,83 @@ impl<'a> Checker<'a> {
             error: None,
             options: ParserOptions::default(),
             in_code: 0,
+            flow: Flow::default(),
+            last_cd: None,
+            deferred: 0,
+            settle: Settle::default(),
+            loose_parens: false,
+            nesting: 0,
+            wrappers: 0,
         }
+    }
+
+    /// Decide what needed the whole script: arithmetic reads of variables
+    /// another assignment can give text, and relative writes whose
+    /// directory a `cd` elsewhere in the script makes unknown.
+    pub(crate) fn settle(&mut self) {
+        let settle = std::mem::take(&mut self.settle);
+        for (name, text) in &settle.reads {
+            if settle.nameref || settle.tainted.contains(name) {
+                self.dynamic(
+                    CandidateKind::CodeString,
+                    text.clone(),
+                    &format!("arithmetic reads {name}, which the script can also set to text: bash evaluates that text as code"),
+                );
+            }
+        }
+        for (target, later, bare) in &settle.writes {
+            if settle.cwd_lost || (*later && settle.cd_seen) || (*bare && settle.cdpath) {
+                self.write_from_unknown_dir(target);
+            }
+        }
+    }
+
+    fn taint(&mut self, name: &str) {
+        if !self.settle.tainted.iter().any(|t| t == name) {
+            self.settle.tainted.push(name.to_owned());
+        }
+    }
+
+    /// Walk `walk` in a subshell or other process: nothing it binds or
+    /// changes directory to is seen after it.
+    fn isolated(&mut self, walk: impl FnOnce(&mut Self)) {
+        let saved = self.flow.clone();
+        walk(self);
+        self.flow = saved;
+        self.last_cd = None;
+    }
+
+    /// Walk code that runs later, at a point we do not know.
+    fn later(&mut self, walk: impl FnOnce(&mut Self)) {
+        let saved = self.flow.clone();
+        self.flow.bound = Bound::default();
+        self.deferred += 1;
+        walk(self);
+        self.deferred -= 1;
+        if self.flow.cwd != saved.cwd {
+            self.settle.cwd_lost = true;
+        }
+        self.flow = saved;
+        self.last_cd = None;
+    }
+
+    /// Walk a part that may not run (`branch`) or may run many times
+    /// (`repeats`): names it binds are not bound after it, and the
+    /// directory after it is either the one before or the one it leaves.
+    fn maybe(&mut self, repeats: bool, walk: impl FnOnce(&mut Self)) {
+        let saved = self.flow.clone();
+        walk(self);
+        if repeats && self.flow.cwd != saved.cwd {
+            // A later pass runs the earlier part of the loop elsewhere.
+            self.settle.cwd_lost = true;
+        }
+        let mut cwd = saved.cwd;
+        cwd.union(&self.flow.cwd);
+        self.flow = Flow {
+            bound: saved.bound,
+            cwd,
+        };
+        self.last_cd = None;
     }
 
     fn fail(&mut self, message: String) {
@@ -76,8 +202,20 @@ impl<'a> Checker<'a> {
     // ----- candidates -------------------------------------------------------
 
     fn push(&mut self, candidate: Candidate) {
-        if self.is_seen(&candidate.text, candidate.kind) {
+        // A denial is kept even when the same text was allowed as a
+        // concrete text: a wrapper's unknown form must not be hidden by it.
+        if self.is_seen(&candidate.text, candidate.kind)
+            && (candidate.verdict == Action::Allow
+                || !self.candidates.iter().any(|seen| {
+                    seen.verdict == Action::Allow
+                        && seen.kind == candidate.kind
+                        && seen.text == candidate.text
+                }))
+        {
             return;
+        }
+        if candidate.text.contains("CDPATH") {
+            self.settle.cdpath = true;
         }
         if self.candidates.len() == SCAN_LIMIT {
             for seen in &self.candidates {
@@ -111,17 +249,27 @@ impl<'a> Checker<'a> {
 
     /// Match a (possibly dynamic) text against the rules.
     pub(crate) fn decide(&mut self, kind: CandidateKind, text: &Word) {
+        self.decide_unless(kind, text, false);
+    }
+
+    /// [`Self::decide`]; with `only_named`, a text that only the catch-all
+    /// (or no rule) would deny is no candidate: for texts that run nothing,
+    /// which a rule written for them may still deny (`AWS_*: deny`).
+    fn decide_unless(&mut self, kind: CandidateKind, text: &Word, only_named: bool) {
         let display = words::display(text);
         if self.is_seen(&display, kind) {
             return;
         }
         let (verdict, rule, reason) = match words::static_text(text) {
-            Some(s) => match self.set.first_match(&s) {
-                Some(r) => (r.action(), Some(r.pattern().to_owned()), None),
-                None => (Action::Deny, None, Some("no rule matches".to_owned())),
-            },
+            Some(s) => self.set.decide_text(&s),
             None => self.set.decide_shape(&words::shape(text)),
         };
+        let by_catch_all = rule
+            .as_deref()
+            .is_none_or(|pattern| pattern.bytes().all(|b| b == b'*'));
+        if only_named && verdict == Action::Deny && by_catch_all {
+            return;
+        }
         let dynamic = !words::is_static(text);
         self.push(Candidate {
             text: display,
@@ -166,6 +314,22 @@ impl<'a> Checker<'a> {
         if self.too_deep(depth) {
             return;
         }
+        if self.nesting > MAX_SUBSTITUTION_NESTING {
+            self.fail(format!(
+                "substitutions and code strings nested more than {MAX_SUBSTITUTION_NESTING} deep: \
+                 the checker stops there to bound its cost (docs/permission-file.md)"
+            ));
+            return;
+        }
+        self.nesting += 1;
+        self.nested_script(text, depth);
+        self.nesting -= 1;
+    }
+
+    fn nested_script(&mut self, text: &str, depth: usize) {
+        if text.contains("CDPATH") {
+            self.settle.cdpath = true;
+        }
         let estimate = nesting_estimate(text);
         if estimate > MAX_NESTING_ESTIMATE {
             self.fail(format!(
@@ -178,12 +342,12 @@ impl<'a> Checker<'a> {
             return;
         }
         // The parser recurses once per nesting level; give it a stack sized
-        // for the worst case instead of risking an overflow (an abort). A
-        // stack of its own on this thread (mapped, used, unmapped), not a
-        // thread: starting one was a third of checking a 1 KiB script, and
-        // its allocations went to a fresh malloc arena (bench/ROUNDS.md,
-        // "Fifteenth round"). stacker switches stacks on every platform the
-        // runner is built for (x86_64 and aarch64 Linux and macOS).
+        // for the worst case instead of risking an overflow (an abort). The
+        // stack is switched to on this thread (mapped, used, unmapped)
+        // rather than a new thread, so the check neither pays for a thread
+        // start nor allocates in another malloc arena. stacker switches
+        // stacks on every platform the runner is built for (x86_64 and
+        // aarch64 Linux and macOS).
         let stack = 16 * 1024 * 1024 + estimate * 48 * 1024;
         let walked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             stacker::grow(stack, || self.parse_and_walk(text, depth));
@@ -196,6 +360,12 @@ impl<'a> Checker<'a> {
     }
 
     fn parse_and_walk(&mut self, text: &str, depth: usize) {
+        let loose = std::mem::replace(&mut self.loose_parens, loose_parens(text));
+        self.parse(text, depth);
+        self.loose_parens = loose;
+    }
+
+    fn parse(&mut self, text: &str, depth: usize) {
         let mut parser =
             brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), &self.options);
         match parser.parse_program() {
@@ -218,9 +388,14 @@ impl<'a> Checker<'a> {
             return;
         }
         self.in_code += 1;
-        // A code string that does not parse is an error inside the code; we
-        // deny rather than guess what the shell would do.
-        self.script(code, depth + 1);
+        // A code string may run in this shell (`eval`) or another (`bash
+        // -c`): it binds nothing for what follows, and a `cd` in it leaves
+        // either directory. A code string that does not parse is an error
+        // inside the code; we deny rather than guess what the shell would do.
+        self.maybe(false, |this| {
+            this.flow.bound = Bound::default();
+            this.script(code, depth + 1);
+        });
         self.in_code -= 1;
     }
 
@@ -228,19 +403,60 @@ impl<'a> Checker<'a> {
         if self.too_deep(depth) {
             return;
         }
-        for ast::CompoundListItem(and_or, _separator) in &list.0 {
-            self.pipeline(&and_or.first, depth);
-            for next in &and_or.additional {
-                match next {
-                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p, depth),
-                }
+        for ast::CompoundListItem(and_or, separator) in &list.0 {
+            if matches!(separator, ast::SeparatorOperator::Async) {
+                // `&` runs the list in a subshell.
+                self.isolated(|this| this.and_or(and_or, depth));
+            } else {
+                self.and_or(and_or, depth);
             }
         }
     }
 
+    /// `a && b || c`: only `a` surely runs; `b` runs where `a` succeeded
+    /// (after `cd DIR`: in DIR) and `c` where it failed.
+    fn and_or(&mut self, and_or: &ast::AndOrList, depth: usize) {
+        self.last_cd = None;
+        self.pipeline(&and_or.first, depth);
+        if and_or.additional.is_empty() {
+            return;
+        }
+        let sure = self.flow.bound.clone();
+        let mut ends = self.flow.cwd.clone();
+        for next in &and_or.additional {
+            let (succeeded, failed) = self
+                .last_cd
+                .take()
+                .unwrap_or_else(|| (self.flow.cwd.clone(), self.flow.cwd.clone()));
+            let pipeline = match next {
+                ast::AndOr::And(p) => {
+                    self.flow.cwd = succeeded;
+                    p
+                }
+                ast::AndOr::Or(p) => {
+                    self.flow.cwd = failed;
+                    p
+                }
+            };
+            self.pipeline(pipeline, depth);
+            ends.union(&self.flow.cwd);
+        }
+        self.flow = Flow {
+            bound: sure,
+            cwd: ends,
+        };
+        self.last_cd = None;
+    }
+
     fn pipeline(&mut self, pipeline: &ast::Pipeline, depth: usize) {
+        if let [command] = pipeline.seq.as_slice() {
+            self.command(command, depth, false);
+            return;
+        }
+        // Each stage runs in a subshell, but the last one may run in this
+        // shell (`shopt -s lastpipe`): a `cd` there leaves either directory.
         for (stage, command) in pipeline.seq.iter().enumerate() {
-            self.command(command, depth, stage > 0);
+            self.maybe(false, |this| this.command(command, depth, stage > 0));
         }
     }
 
@@ -251,21 +467,26 @@ impl<'a> Checker<'a> {
         match command {
             ast::Command::Simple(simple) => self.simple_command(simple, depth, piped),
             ast::Command::Compound(compound, redirects) => {
-                self.compound(compound, depth + 1);
+                // The redirects are opened before the body runs (and moves
+                // to another directory).
                 if let Some(list) = redirects {
                     for redirect in &list.0 {
                         self.redirect(redirect, depth);
                     }
                 }
+                self.compound(compound, depth + 1);
             }
             ast::Command::Function(function) => {
                 let ast::FunctionBody(body, redirects) = &function.body;
-                self.compound(body, depth + 1);
-                if let Some(list) = redirects {
-                    for redirect in &list.0 {
-                        self.redirect(redirect, depth);
+                // The body and its redirects run when it is called.
+                self.later(|this| {
+                    this.compound(body, depth + 1);
+                    if let Some(list) = redirects {
+                        for redirect in &list.0 {
+                            this.redirect(redirect, depth);
+                        }
                     }
-                }
+                });
             }
             ast::Command::ExtendedTest(test, redirects) => {
                 self.extended_test(&test.expr, depth + 1);
@@ -285,23 +506,34 @@ impl<'a> Checker<'a> {
         match compound {
             ast::CompoundCommand::Arithmetic(arith) => self.arithmetic(&arith.expr.value, depth),
             ast::CompoundCommand::ArithmeticForClause(clause) => {
-                for part in [&clause.initializer, &clause.condition, &clause.updater]
+                // The initializer and the first test always run; the
+                // update runs after a pass of the body that may have
+                // ended early, so it sees only what the test left.
+                for part in [&clause.initializer, &clause.condition]
                     .into_iter()
                     .flatten()
                 {
                     self.arithmetic(&part.value, depth);
                 }
-                self.compound_list(&clause.body.list, depth + 1);
+                self.maybe(true, |this| {
+                    if let Some(updater) = &clause.updater {
+                        this.arithmetic(&updater.value, depth);
+                    }
+                    this.compound_list(&clause.body.list, depth + 1);
+                });
             }
             ast::CompoundCommand::BraceGroup(group) => self.compound_list(&group.list, depth + 1),
             ast::CompoundCommand::Subshell(subshell) => {
-                self.compound_list(&subshell.list, depth + 1)
+                self.isolated(|this| this.compound_list(&subshell.list, depth + 1))
             }
             ast::CompoundCommand::ForClause(clause) => {
+                self.taint(&clause.variable_name);
                 for value in clause.values.iter().flatten() {
                     self.scan_word(&value.value, depth);
                 }
-                self.compound_list(&clause.body.list, depth + 1);
+                self.maybe(true, |this| {
+                    this.compound_list(&clause.body.list, depth + 1)
+                });
             }
             ast::CompoundCommand::CaseClause(clause) => {
                 self.scan_word(&clause.value.value, depth);
@@ -310,28 +542,35 @@ impl<'a> Checker<'a> {
                         self.scan_word(&pattern.value, depth);
                     }
                     if let Some(list) = &item.cmd {
-                        self.compound_list(list, depth + 1);
+                        self.maybe(false, |this| this.compound_list(list, depth + 1));
                     }
                 }
             }
             ast::CompoundCommand::IfClause(clause) => {
                 self.compound_list(&clause.condition, depth + 1);
-                self.compound_list(&clause.then, depth + 1);
+                self.maybe(false, |this| this.compound_list(&clause.then, depth + 1));
                 for else_clause in clause.elses.iter().flatten() {
-                    if let Some(condition) = &else_clause.condition {
-                        self.compound_list(condition, depth + 1);
-                    }
-                    self.compound_list(&else_clause.body, depth + 1);
+                    self.maybe(false, |this| {
+                        if let Some(condition) = &else_clause.condition {
+                            this.compound_list(condition, depth + 1);
+                        }
+                        this.compound_list(&else_clause.body, depth + 1);
+                    });
                 }
             }
             ast::CompoundCommand::WhileClause(clause)
             | ast::CompoundCommand::UntilClause(clause) => {
                 let ast::WhileOrUntilClauseCommand(condition, body, _) = clause;
-                self.compound_list(condition, depth + 1);
-                self.compound_list(&body.list, depth + 1);
+                self.maybe(true, |this| {
+                    this.compound_list(condition, depth + 1);
+                    this.compound_list(&body.list, depth + 1);
+                });
             }
             ast::CompoundCommand::Coprocess(coprocess) => {
-                self.command(&coprocess.body, depth + 1, false);
+                if let Some(name) = &coprocess.name {
+                    self.taint(&name.value);
+                }
+                self.isolated(|this| this.command(&coprocess.body, depth + 1, false));
             }
         }
     }
@@ -357,7 +596,7 @@ impl<'a> Checker<'a> {
                 ) {
                     // `[[ -v 'a[$(cmd)]' ]]` evaluates the subscript.
                     for name in self.expand_word(&word.value, depth, false) {
-                        self.variable_operand(&name, depth);
+                        self.variable_operand(&name, depth, false);
                     }
                 }
             }
@@ -421,8 +660,7 @@ impl<'a> Checker<'a> {
         }
         // A pipe, a file or an inherited stdin are all invisible to us; only
         // a here-document or here-string on fd 0 gives a static script.
-        let _ = piped;
-        let mut stdin = Stdin::Unknown;
+        let mut stdin = if piped { Stdin::Pipe } else { Stdin::Unknown };
         for redirect in &redirects {
             if let Some(source) = self.redirect(redirect, depth) {
                 stdin = source;
@@ -432,10 +670,26 @@ impl<'a> Checker<'a> {
             return;
         }
         if argv.is_empty() {
+            // Assignments alone run no command (their substitutions were
+            // checked above): the catch-all does not deny them, but a rule
+            // written for them does, and a variable that decides what code
+            // runs later (`PATH`, `IFS`, `BASH_ENV`, ...) needs a rule that
+            // allows it. `n=0` sets n to a number for what follows.
+            let mut code_bearing = false;
+            for item in command.prefix.iter().flat_map(|p| p.0.iter()) {
+                if let ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, _) = item {
+                    let (ast::AssignmentName::VariableName(name)
+                    | ast::AssignmentName::ArrayElementName(name, _)) = &assignment.name;
+                    code_bearing |= variables::code_bearing(name);
+                    if let Some(name) = number_assignment(assignment) {
+                        self.flow.bound.insert(name);
+                    }
+                }
+            }
             if !assignments.is_empty() {
                 let text = words::join(&assignments);
                 let kind = self.command_kind();
-                self.decide(kind, &text);
+                self.decide_unless(kind, &text, !code_bearing);
             }
             return;
         }
@@ -493,16 +747,22 @@ impl<'a> Checker<'a> {
                 }
             }
             ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, subshell) => {
-                self.compound_list(&subshell.list, depth + 1);
+                self.isolated(|this| this.compound_list(&subshell.list, depth + 1));
                 argv.push(words::dyn_word("<(...)"));
                 vanishing.push(false);
             }
         }
     }
 
+    /// One command of static or dynamic words run without a shell in
+    /// front of it (an argv, or a command of the lexical fast path).
+    pub(crate) fn argv(&mut self, argv: Vec<Word>) {
+        self.command_words(&[], argv, CandidateKind::Command, &Stdin::Unknown, 0);
+    }
+
     /// Candidates for one command: full text, without assignments, with the
     /// basename of argv[0], plus what a wrapper or code runner runs.
-    pub(crate) fn command_words(
+    fn command_words(
         &mut self,
         assignments: &[Word],
         argv: Vec<Word>,
@@ -538,42 +798,114 @@ impl<'a> Checker<'a> {
             self.decide(kind, &words::join(&reduced));
         }
         self.evaluated_operands(&base, &argv, depth);
-        match wrappers::analyse(&base, &argv, stdin) {
-            wrappers::Runs::Nothing => {}
-            wrappers::Runs::Command(inner) => self.command_words(
-                &[],
-                inner,
-                CandidateKind::WrappedCommand,
-                &Stdin::Unknown,
-                depth + 1,
-            ),
-            wrappers::Runs::Code(code) => {
+        if matches!(base.as_str(), "cd" | "pushd" | "popd") {
+            self.change_dir(&base, &argv, kind);
+        }
+        let runs = wrappers::analyse(&base, &argv, stdin);
+        if matches!(base.as_str(), "trap" | "alias") {
+            // Trap and alias code runs later, where it is triggered.
+            self.later(|this| this.runs(runs, &argv, depth));
+        } else {
+            self.runs(runs, &argv, depth);
+        }
+    }
+
+    /// `cd DIR`, `pushd DIR`, `popd`: where relative writes land after it.
+    fn change_dir(&mut self, name: &str, argv: &[Word], kind: CandidateKind) {
+        self.settle.cd_seen = true;
+        if self.deferred > 0 {
+            self.settle.cwd_lost = true;
+        }
+        let args: Vec<Option<String>> = argv[1..].iter().map(words::static_text).collect();
+        let entered = match cwd::operand(&args) {
+            // A `cd` a wrapper runs (`env cd`) is another program's, but
+            // `builtin cd` and `command cd` are this shell's: unknown.
+            _ if kind == CandidateKind::WrappedCommand => Cwd::unknown(),
+            // `popd`, `pushd` alone or `pushd +N` rotate the stack.
+            _ if name == "popd" => Cwd::unknown(),
+            Some(Some(Some(dir))) if name == "pushd" && dir.starts_with(['+', '-']) => {
+                Cwd::unknown()
+            }
+            Some(None) if name == "pushd" => Cwd::unknown(),
+            Some(Some(dir)) => self.flow.cwd.entered(dir.as_deref()),
+            Some(None) => self.flow.cwd.entered(None),
+            None => Cwd::unknown(),
+        };
+        let before = self.flow.cwd.clone();
+        // The `cd` may fail and leave the shell where it was.
+        self.flow.cwd.union(&entered);
+        self.last_cd = Some((entered, before));
+    }
+
+    /// Check what a wrapper or code runner runs: the walker's only use of
+    /// the wrapper analysis, which in turn knows nothing of the walker.
+    fn runs(&mut self, runs: Runs, argv: &[Word], depth: usize) {
+        match runs {
+            Runs::Nothing => {}
+            Runs::Command(_) if self.wrappers >= MAX_WRAPPERS => {
+                self.fail(format!("wrappers nested more than {MAX_WRAPPERS} deep"));
+            }
+            Runs::Command(inner) => {
+                self.wrappers += 1;
+                self.command_words(
+                    &[],
+                    inner,
+                    CandidateKind::WrappedCommand,
+                    &Stdin::Unknown,
+                    depth + 1,
+                );
+                self.wrappers -= 1;
+            }
+            Runs::Code(code) => {
                 self.code_word(&code, depth, "the code string is only known at run time")
             }
-            wrappers::Runs::Several(items) => {
+            Runs::Several(items) => {
                 for item in items {
-                    match item {
-                        wrappers::Runs::Command(inner) => self.command_words(
-                            &[],
-                            inner,
-                            CandidateKind::WrappedCommand,
-                            &Stdin::Unknown,
-                            depth + 1,
-                        ),
-                        wrappers::Runs::Code(code) => self.code_word(
-                            &code,
-                            depth,
-                            "the code string is only known at run time",
-                        ),
-                        _ => {}
-                    }
+                    self.runs(item, argv, depth);
                 }
             }
-            wrappers::Runs::Unknown(reason) => {
-                let text = words::display(&words::join(&argv));
+            Runs::Unknown(reason) => {
+                let text = words::display(&words::join(argv));
                 self.dynamic(CandidateKind::WrappedCommand, text, &reason);
             }
+            Runs::Shell(input) => {
+                self.interactive_shell(argv);
+                self.runs(*input, argv, depth);
+            }
         }
+    }
+
+    /// A shell started to read commands (`sudo -i`, `su -`, `bash -l`):
+    /// only an allow rule naming this very form (the pattern starts with
+    /// its whole text, `argv[0]` as a basename) allows it.
+    fn interactive_shell(&mut self, argv: &[Word]) {
+        let mut reduced = argv.to_vec();
+        if let Some(name) = argv.first().and_then(words::static_text) {
+            reduced[0] = words::lit(name.rsplit('/').next().unwrap_or(&name));
+        }
+        let text = words::join(&reduced);
+        let display = words::display(&text);
+        let Some(form) = words::static_text(&text) else {
+            self.dynamic(
+                CandidateKind::InteractiveShell,
+                display,
+                "an interactive or login shell with parts only known at run time",
+            );
+            return;
+        };
+        let (verdict, rule, reason) = self.set.decide_named(
+            &form,
+            |rule| rule.pattern().starts_with(form.as_str()),
+            "starts an interactive or login shell, which runs start-up files and reads commands the script does not show: only a rule naming this form allows it",
+        );
+        self.push(Candidate {
+            text: display,
+            kind: CandidateKind::InteractiveShell,
+            dynamic: false,
+            rule,
+            verdict,
+            reason,
+        });
     }
 
     /// Operands that builtins evaluate as code although they are not
@@ -599,17 +931,27 @@ impl<'a> Checker<'a> {
         match name {
             "test" | "[" => {
                 for word in after("-v").into_iter().chain(after("-R")) {
-                    self.variable_operand(word, depth);
+                    self.variable_operand(word, depth, false);
                 }
             }
             "printf" => {
                 for word in after("-v") {
-                    self.variable_operand(word, depth);
+                    self.variable_operand(word, depth, true);
+                }
+                // `-vNAME`: the name attached to the option.
+                for word in args {
+                    if let Some(Frag::Lit(head)) = word.first() {
+                        if let Some(name) = head.strip_prefix("-v").filter(|n| !n.is_empty()) {
+                            let mut operand = words::lit(name);
+                            operand.extend(word[1..].iter().cloned());
+                            self.variable_operand(&operand, depth, true);
+                        }
+                    }
                 }
             }
             "wait" => {
                 for word in after("-p") {
-                    self.variable_operand(word, depth);
+                    self.variable_operand(word, depth, true);
                 }
             }
             "read" => {
@@ -628,19 +970,19 @@ impl<'a> Checker<'a> {
                                 }
                             }
                         }
-                        _ => self.variable_operand(word, depth),
+                        _ => self.variable_operand(word, depth, true),
                     }
                 }
             }
             "unset" | "export" | "readonly" => {
                 for word in operands() {
-                    self.variable_operand(word, depth);
+                    self.variable_operand(word, depth, false);
                 }
             }
             // `getopts OPTSTRING NAME [ARG…]`: the arguments are data.
             "getopts" => {
                 if let Some(word) = args.get(1) {
-                    self.variable_operand(word, depth);
+                    self.variable_operand(word, depth, true);
                 }
             }
             "declare" | "typeset" | "local" => {
@@ -656,14 +998,19 @@ impl<'a> Checker<'a> {
                         "an integer variable evaluates every value given to it as arithmetic",
                     );
                 }
+                if flags.contains('n') {
+                    // Through a name reference any assignment can set any
+                    // variable.
+                    self.settle.nameref = true;
+                }
                 for word in operands() {
-                    self.variable_operand(word, depth);
+                    self.variable_operand(word, depth, false);
                     if flags.contains('n') {
                         // A name reference's value is a variable name.
                         if let Some((_, value)) =
                             text(word).as_deref().and_then(|t| t.split_once('='))
                         {
-                            self.variable_operand(&words::lit(value), depth);
+                            self.variable_operand(&words::lit(value), depth, false);
                         }
                     }
                 }
@@ -682,11 +1029,17 @@ impl<'a> Checker<'a> {
             }
             "mapfile" | "readarray" | "compgen" | "complete" => {
                 for word in after("-C") {
-                    self.code_word(word, depth, "the callback is only known at run time");
+                    self.later(|this| {
+                        this.code_word(word, depth, "the callback is only known at run time")
+                    });
+                }
+                // `compgen -V NAME` stores its results in NAME.
+                for word in after("-V") {
+                    self.variable_operand(word, depth, true);
                 }
                 if matches!(name, "mapfile" | "readarray") {
                     for word in operands() {
-                        self.variable_operand(word, depth);
+                        self.variable_operand(word, depth, true);
                     }
                 }
             }
@@ -718,7 +1071,10 @@ impl<'a> Checker<'a> {
     /// A variable name that bash resolves: `NAME[SUBSCRIPT]` (before any
     /// `=VALUE`) has its subscript checked as arithmetic; a name only known
     /// at run time could carry such a subscript.
-    fn variable_operand(&mut self, word: &Word, depth: usize) {
+    /// `text`: the builtin stores text of its own in the variable (`read`,
+    /// `mapfile`, `printf -v`); otherwise only a `NAME=VALUE` operand sets
+    /// it, to a number or to text.
+    fn variable_operand(&mut self, word: &Word, depth: usize, text: bool) {
         // The name is what bash resolves; a value after `=` is only data
         // (`export PATH=$PATH:/x`), so the name may be static even when
         // the word is not.
@@ -730,8 +1086,19 @@ impl<'a> Checker<'a> {
             (None, Some(Frag::Lit(head))) => head.split_once('=').map(|(name, _)| name.to_owned()),
             (None, _) => None,
         };
+        let value =
+            words::static_text(word).and_then(|t| t.split_once('=').map(|(_, v)| v.to_owned()));
+        let sets_text = text
+            || match &value {
+                Some(value) => !arith::is_number(value),
+                None => words::display(word).contains('='),
+            };
         match name {
             Some(name) => {
+                if sets_text {
+                    let base = name.split_once('[').map_or(name.as_str(), |(base, _)| base);
+                    self.taint(base);
+                }
                 if let Some((_, rest)) = name.split_once('[') {
                     let subscript = rest.rsplit_once(']').map_or(rest, |(inside, _)| inside);
                     self.subscript(subscript, depth);
@@ -749,6 +1116,11 @@ impl<'a> Checker<'a> {
         if let ast::AssignmentName::ArrayElementName(_, index) = &assignment.name {
             self.subscript(index, depth);
         }
+        if number_assignment(assignment).is_none() {
+            let (ast::AssignmentName::VariableName(name)
+            | ast::AssignmentName::ArrayElementName(name, _)) = &assignment.name;
+            self.taint(name);
+        }
         if let (ast::AssignmentName::VariableName(name), ast::AssignmentValue::Scalar(value)) =
             (&assignment.name, &assignment.value)
         {
@@ -762,8 +1134,10 @@ impl<'a> Checker<'a> {
             if later || name == "PROMPT_COMMAND" {
                 for word in self.expand_word(&value.value, depth, false) {
                     match words::static_text(&word) {
-                        Some(text) if name == "PROMPT_COMMAND" => self.code(&text, depth + 1),
-                        Some(text) => self.scan_word(&text, depth + 1),
+                        Some(text) if name == "PROMPT_COMMAND" => {
+                            self.later(|this| this.code(&text, depth + 1))
+                        }
+                        Some(text) => self.later(|this| this.scan_word(&text, depth + 1)),
                         None => self.dynamic(
                             CandidateKind::CodeString,
                             format!("{name}={}", words::display(&word)),
@@ -888,31 +1262,60 @@ impl<'a> Checker<'a> {
         } else {
             None
         };
-        match target {
-            Some(path) => {
-                let normalized = words::normalize_path(&path);
-                if normalized == "/dev/null" {
-                    return;
-                }
-                if words::another_name_for_a_path(&normalized) {
-                    self.dynamic(
-                        CandidateKind::WriteRedirect,
-                        format!("> {normalized}"),
-                        "a path through /proc/PID/root or /proc/PID/cwd names a file elsewhere",
-                    );
-                    return;
-                }
-                self.decide(
-                    CandidateKind::WriteRedirect,
-                    &words::lit(&format!("> {normalized}")),
-                );
-            }
-            None => self.dynamic(
+        let Some(path) = target else {
+            self.dynamic(
                 CandidateKind::WriteRedirect,
                 format!("> {raw}"),
                 "the write target is only known at run time",
-            ),
+            );
+            return;
+        };
+        if path.starts_with('/') {
+            self.write_to(&words::normalize_path(&path));
+            return;
         }
+        // Relative: from every directory the shell may be in here, and
+        // recorded in case a `cd` elsewhere moves it (settled at the end).
+        let dirs = self.flow.cwd.dirs().to_vec();
+        let mut bare = false;
+        for dir in &dirs {
+            bare |= matches!(dir, Dir::Path { bare: true, .. });
+            match cwd::resolve(dir, &path) {
+                Some(resolved) => self.write_to(&resolved),
+                None => self.write_from_unknown_dir(&path),
+            }
+        }
+        self.settle.writes.push((path, self.deferred > 0, bare));
+    }
+
+    /// A write to a normalised path.
+    fn write_to(&mut self, normalized: &str) {
+        if normalized == "/dev/null" {
+            return;
+        }
+        if words::another_name_for_a_path(normalized) {
+            self.dynamic(
+                CandidateKind::WriteRedirect,
+                format!("> {normalized}"),
+                "a path through /proc/PID/root or /proc/PID/cwd names a file elsewhere",
+            );
+            return;
+        }
+        self.decide(
+            CandidateKind::WriteRedirect,
+            &words::lit(&format!("> {normalized}")),
+        );
+    }
+
+    /// A relative write from a directory only known at run time: matched as
+    /// `> *TARGET`, so a deny rule for writes that some directory could
+    /// reach denies it, and only an allow rule covering every directory
+    /// allows it.
+    fn write_from_unknown_dir(&mut self, rel: &str) {
+        let mut word = words::lit("> ");
+        word.push(Frag::Dyn("$PWD/".to_owned()));
+        words::push_lit(&mut word, &words::normalize_path(rel));
+        self.decide(CandidateKind::WriteRedirect, &word);
     }
 
     // ----- words ------------------------------------------------------------
@@ -931,8 +1334,8 @@ impl<'a> Checker<'a> {
             return vec![(words::dyn_word(raw), false)];
         }
         // Most words of a script (`grep`, `-n`, `file.txt`, `/dev/null`)
-        // expand to themselves. Parsing them as words and rebuilding them
-        // a character at a time was 40 % of checking a 4 KiB script.
+        // expand to themselves: they skip the word parser, which would
+        // rebuild them a character at a time.
         if words::is_plain(raw) {
             return vec![(words::lit(raw), false)];
         }
@@ -1026,7 +1429,7 @@ impl<'a> Checker<'a> {
             WordPiece::CommandSubstitution(code) => {
                 let saved = self.in_code;
                 self.in_code = 0;
-                self.script(code, depth + 1);
+                self.isolated(|this| this.script(code, depth + 1));
                 self.in_code = saved;
                 atoms.push(Atom::Dyn(source.to_owned()));
             }
@@ -1034,7 +1437,7 @@ impl<'a> Checker<'a> {
                 let code = unescape_backquoted(code);
                 let saved = self.in_code;
                 self.in_code = 0;
-                self.script(&code, depth + 1);
+                self.isolated(|this| this.script(&code, depth + 1));
                 self.in_code = saved;
                 atoms.push(Atom::Dyn(source.to_owned()));
             }
@@ -1155,6 +1558,14 @@ impl<'a> Checker<'a> {
         if let Some(Parameter::NamedWithIndex { index, .. }) = parameter {
             self.subscript(index, depth);
         }
+        if let ParameterExpr::AssignDefaultValues {
+            parameter: Parameter::Named(name) | Parameter::NamedWithIndex { name, .. },
+            ..
+        } = expr
+        {
+            // `${n:=TEXT}` assigns TEXT.
+            self.taint(name);
+        }
         let operands: Vec<&Option<String>> = match expr {
             ParameterExpr::UseDefaultValues {
                 default_value: w, ..
@@ -1211,35 +1622,123 @@ impl<'a> Checker<'a> {
         self.arithmetic(index, depth + 1);
     }
 
-    /// An arithmetic body. Substitutions in it are checked; a reference to a
-    /// variable is dynamic code (bash evaluates the variable's value as an
-    /// expression, and `a[$(cmd)]` in it runs cmd); a body that is not valid
-    /// arithmetic is a parse error (brush reads `( (cmd) )` as arithmetic).
+    /// An arithmetic body. Substitutions in it are checked. It runs no
+    /// command of its own, but bash evaluates the value of every variable
+    /// it reads as arithmetic too, and `a[$(cmd)]` in that value runs cmd:
+    /// a read is allowed only of a variable the script set to a number
+    /// before ([`arith`]); any other read, an array element or a `$x` whose
+    /// value is not such a number is dynamic code. A body that is not
+    /// valid arithmetic is a parse error.
     fn arithmetic(&mut self, body: &str, depth: usize) {
         if self.too_deep(depth) {
             return;
         }
-        let has_expansion = match brush_parser::word::parse(body, &self.options) {
-            Ok(pieces) => {
-                let atoms = self.pieces(body, &pieces, depth + 1, false);
-                atoms.iter().any(|a| matches!(a, Atom::Dyn(_)))
-            }
+        let atoms = match brush_parser::word::parse(body, &self.options) {
+            Ok(pieces) => self.pieces(body, &pieces, depth + 1, false),
             Err(e) => {
                 self.fail(format!("arithmetic {body:?} does not parse: {e}"));
                 return;
             }
         };
-        if has_expansion || has_identifier(body) {
+        let display = format!("(( {} ))", body.trim());
+        if self.loose_parens && has_identifier(body) {
             self.dynamic(
                 CandidateKind::CodeString,
-                format!("(( {} ))", body.trim()),
-                "arithmetic on a variable evaluates its value as code",
+                display,
+                "`( (` may be subshells to bash: a name in it may be a command",
             );
             return;
         }
-        if let Err(e) = brush_parser::arithmetic::parse(body) {
-            self.fail(format!("arithmetic {body:?} does not parse: {e}"));
+        // The expression as bash evaluates it, with `$n` of a bound `n`
+        // read as `n` and a count (`$#`, `${#x}`) as a number.
+        let mut text = String::with_capacity(body.len());
+        for atom in &atoms {
+            match atom {
+                Atom::Char(c) => text.push(*c),
+                Atom::Dyn(source) => match number_expansion(source) {
+                    Some(Expansion::Number) => text.push('0'),
+                    Some(Expansion::Variable(name)) if self.flow.bound.contains(name) => {
+                        text.push_str(name)
+                    }
+                    _ => {
+                        self.dynamic(
+                            CandidateKind::CodeString,
+                            display,
+                            "arithmetic on a run-time value evaluates it as code",
+                        );
+                        return;
+                    }
+                },
+                Atom::Quoted(quoted) if quoted.is_empty() => {}
+                Atom::Quoted(_) => {
+                    self.dynamic(
+                        CandidateKind::CodeString,
+                        display,
+                        "quoted text in arithmetic is evaluated as code",
+                    );
+                    return;
+                }
+            }
         }
+        let expr = match brush_parser::arithmetic::parse(&text) {
+            Ok(expr) => expr,
+            Err(e) => {
+                self.fail(format!("arithmetic {body:?} does not parse: {e}"));
+                return;
+            }
+        };
+        let mut reads = Vec::new();
+        match arith::follow(&expr, &mut self.flow.bound, &mut reads) {
+            Ok(()) => self
+                .settle
+                .reads
+                .extend(reads.into_iter().map(|name| (name, display.clone()))),
+            Err(name) => self.dynamic(
+                CandidateKind::CodeString,
+                display,
+                &format!("arithmetic reads {name}, which the script has not set to a number before: bash evaluates its value as code"),
+            ),
+        }
+    }
+}
+
+/// What a `$` expansion inside arithmetic stands for.
+enum Expansion<'s> {
+    /// Always a number: `$#`, `$?`, `$$`, `$!`, `${#name}`.
+    Number,
+    /// The value of this variable: `$name`, `${name}`.
+    Variable(&'s str),
+}
+
+fn number_expansion(source: &str) -> Option<Expansion<'_>> {
+    if matches!(source, "$#" | "$?" | "$$" | "$!" | "${#}") {
+        return Some(Expansion::Number);
+    }
+    if let Some(inner) = source.strip_prefix("${#").and_then(|s| s.strip_suffix('}')) {
+        // A length; its subscript, if any, was checked with the word.
+        if !inner.is_empty() {
+            return Some(Expansion::Number);
+        }
+    }
+    let name = source
+        .strip_prefix("${")
+        .and_then(|s| s.strip_suffix('}'))
+        .or_else(|| source.strip_prefix('$'))?;
+    let valid = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    valid.then_some(Expansion::Variable(name))
+}
+
+/// The name of `name=NUMBER` (a plain, not appending, assignment of a
+/// decimal number), which leaves the variable holding a number.
+fn number_assignment(assignment: &ast::Assignment) -> Option<&str> {
+    match (&assignment.name, &assignment.value) {
+        (ast::AssignmentName::VariableName(name), ast::AssignmentValue::Scalar(value))
+            if !assignment.append && arith::is_number(&value.value) =>
+        {
+            Some(name)
+        }
+        _ => None,
     }
 }
 
@@ -1265,6 +1764,21 @@ pub(crate) fn nesting_estimate(text: &str) -> usize {
         keywords += text.matches(keyword).count();
     }
     brackets + keywords
+}
+
+/// `(` followed by blanks or line continuations and another `(` (or the
+/// same with `)`): brush may read them as `((`/`))` where bash does not.
+fn loose_parens(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(i, b)| {
+        matches!(b, b'(' | b')') && {
+            let mut j = i + 1;
+            while j < bytes.len() && matches!(bytes[j], b' ' | b'\t' | b'\n' | b'\\' | b'\r') {
+                j += 1;
+            }
+            j > i + 1 && bytes.get(j) == Some(b)
+        }
+    })
 }
 
 fn has_identifier(body: &str) -> bool {
@@ -1350,8 +1864,9 @@ mod tests {
     /// for words of every character it allows.
     #[test]
     fn plain_words_expand_as_the_parser_expands_them() {
-        let set = PermissionSet::from_yaml_str("permission:\n  '*': allow\n").expect("rules");
-        let mut checker = Checker::new(&set);
+        let set =
+            crate::PermissionSet::from_yaml_str("permission:\n  '*': allow\n").expect("rules");
+        let mut checker = Checker::new(&set.rules);
         let allowed = "abcXYZ019-_./,:=+@%^";
         let mut samples: Vec<String> = Vec::new();
         for c in allowed.chars() {

@@ -7,9 +7,30 @@
 //! dynamic word where an option or the command name is expected, makes the
 //! wrapped command unknown, which is denied: guessing how an unknown option
 //! consumes words could let `sudo --weird rm` be read as `sudo` running `--weird`.
+//!
+//! A wrapper invoked so that it starts a shell of its own instead of running
+//! a command (`sudo -i`, `su -`, `bash -l`, `script`, `chroot DIR`, ...) is
+//! reported as [`Runs::Shell`]: such a shell runs start-up files and reads
+//! commands nobody wrote into the script, so it is not "the wrapper plus an
+//! allowed command".
+//!
+//! The walker reaches this module only through [`analyse`]; this module
+//! knows nothing of the walker.
 
-use crate::shell::Stdin;
 use crate::words::{self, Frag, Word};
+
+/// Where a command's standard input comes from (for shells reading a script).
+#[derive(Debug, Clone)]
+pub(crate) enum Stdin {
+    /// Not visible statically: a file, or inherited from the caller.
+    Unknown,
+    /// The output of the previous stage of a pipeline.
+    Pipe,
+    /// A here-document or here-string with this static text.
+    Static(String),
+    /// A here-document or here-string with run-time parts (source text).
+    Dynamic(String),
+}
 
 /// What a command runs besides itself.
 #[derive(Debug)]
@@ -24,6 +45,9 @@ pub(crate) enum Runs {
     Several(Vec<Runs>),
     /// Something we cannot determine statically (reason).
     Unknown(String),
+    /// An interactive or login shell, and what it reads from a
+    /// here-document or a pipe (nothing known when its input is inherited).
+    Shell(Box<Runs>),
 }
 
 /// Option table of one wrapper.
@@ -261,6 +285,9 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
                 return Ok(Runs::Nothing);
             }
             let i = skip_assignments(argv, i)?;
+            if has(&seen, &["-s", "--shell", "-i", "--login"]) && i >= argv.len() {
+                return Ok(shell_start(stdin));
+            }
             if has(&seen, &["-s", "--shell", "-i", "--login"]) {
                 // The command is passed to a shell as `-c "args..."`.
                 return Ok(joined_code(&argv[i..]));
@@ -271,9 +298,7 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             const S: Spec = spec("nsL", "uC", &[], &[]);
             let (i, seen) = skip_options(argv, &S)?;
             if has(&seen, &["-s"]) && i >= argv.len() {
-                return Ok(Runs::Unknown(
-                    "doas -s: a shell reading standard input".to_owned(),
-                ));
+                return Ok(shell_start(stdin));
             }
             rest(argv, i)
         }
@@ -402,6 +427,9 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             );
             let (i, _) = skip_options(argv, &S)?;
             // NEWROOT, then the command (none: an interactive shell).
+            if i + 1 >= argv.len() {
+                return Ok(shell_start(stdin));
+            }
             rest(argv, i + 1)
         }
         "taskset" => {
@@ -453,7 +481,10 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
                 &["keep-cwd", "disable-internal-agent", "help", "version"],
                 &["user"],
             );
-            let (i, _) = skip_options(argv, &S)?;
+            let (i, seen) = skip_options(argv, &S)?;
+            if i >= argv.len() && !has(&seen, &["--help", "--version"]) {
+                return Ok(shell_start(stdin));
+            }
             rest(argv, i)
         }
         "sg" => {
@@ -465,6 +496,10 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             i += 1;
             if argv.get(i).and_then(words::static_text).as_deref() == Some("-c") {
                 i += 1;
+            }
+            if i >= argv.len() {
+                // No command: a shell with the group, as newgrp starts.
+                return Ok(shell_start(stdin));
             }
             joined_code(argv.get(i..).unwrap_or_default())
         }
@@ -490,7 +525,9 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             let (_, seen) = skip_options(argv, &S)?;
             match arg(&seen, &["-c", "--command"]) {
                 Some(code) => Runs::Code(code.clone()),
-                None => Runs::Nothing,
+                None if has(&seen, &["-h", "-V", "--help", "--version"]) => Runs::Nothing,
+                // Without -c, script starts an interactive $SHELL.
+                None => shell_start(stdin),
             }
         }
         "unshare" => {
@@ -530,7 +567,11 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
                     "boottime",
                 ],
             );
-            let (i, _) = skip_options(argv, &S)?;
+            let (i, seen) = skip_options(argv, &S)?;
+            if i >= argv.len() && !has(&seen, &["-h", "-V", "--help", "--version"]) {
+                // No command: unshare starts $SHELL.
+                return Ok(shell_start(stdin));
+            }
             rest(argv, i)
         }
         "setsid" => {
@@ -671,11 +712,15 @@ fn analyse_inner(name: &str, argv: &[Word], stdin: &Stdin) -> Result<Runs, Strin
             match arg(&seen, &["-c", "--command", "--session-command"]) {
                 Some(code) => Runs::Code(code.clone()),
                 None if has(&seen, &["-h", "--help", "--version"]) => Runs::Nothing,
-                // A login shell, reading its commands from stdin.
-                None => stdin_code(stdin),
+                // A (login) shell, reading its commands from stdin.
+                None => shell_start(stdin),
             }
         }
         shell if SHELLS.contains(&shell) => shell_runs(argv, stdin)?,
+        // Programs that only start a shell (a new group's, a login's, a
+        // terminal multiplexer's first window).
+        "newgrp" | "login" => shell_start(stdin),
+        "tmux" | "screen" if argv.len() == 1 => shell_start(stdin),
         // `source FILE`: a file we cannot see, unless it is standard input.
         "source" | "." => match argv.get(1).and_then(words::static_text) {
             Some(file) if reads_stdin(&file) => stdin_code(stdin),
@@ -718,8 +763,18 @@ fn stdin_code(stdin: &Stdin) -> Runs {
     match stdin {
         Stdin::Static(code) => Runs::Code(words::lit(code)),
         Stdin::Dynamic(source) => Runs::Code(words::dyn_word(source)),
-        Stdin::Unknown => Runs::Code(words::dyn_word("<standard input>")),
+        Stdin::Unknown | Stdin::Pipe => Runs::Code(words::dyn_word("<standard input>")),
     }
+}
+
+/// A shell started to read commands rather than to run one: what it reads
+/// is checked when it is a here-document or a pipe; input inherited from
+/// the caller is not the script's.
+fn shell_start(stdin: &Stdin) -> Runs {
+    Runs::Shell(Box::new(match stdin {
+        Stdin::Unknown => Runs::Nothing,
+        _ => stdin_code(stdin),
+    }))
 }
 
 /// `bash [options] -c CODE [name args...]`, `bash [options] [FILE]`, or a
@@ -728,6 +783,7 @@ fn shell_runs(argv: &[Word], stdin: &Stdin) -> Result<Runs, String> {
     let mut i = 1;
     let mut command_mode = false;
     let mut read_stdin = false;
+    let mut interactive = false;
     while i < argv.len() {
         let Some(word) = words::static_text(&argv[i]) else {
             if command_mode {
@@ -745,8 +801,12 @@ fn shell_runs(argv: &[Word], stdin: &Stdin) -> Result<Runs, String> {
         if let Some(long) = word.strip_prefix("--") {
             match long {
                 "help" | "version" => return Ok(Runs::Nothing),
-                "login" | "norc" | "noprofile" | "posix" | "restricted" | "verbose"
-                | "noediting" | "debugger" | "dump-strings" | "dump-po-strings" | "protected"
+                "login" => {
+                    interactive = true;
+                    i += 1;
+                }
+                "norc" | "noprofile" | "posix" | "restricted" | "verbose" | "noediting"
+                | "debugger" | "dump-strings" | "dump-po-strings" | "protected"
                 | "pretty-print" => i += 1,
                 "rcfile" | "init-file" => i += 2,
                 _ => return Err(format!("unknown option \"--{long}\"")),
@@ -763,6 +823,8 @@ fn shell_runs(argv: &[Word], stdin: &Stdin) -> Result<Runs, String> {
                 match c {
                     'c' => command_mode = true,
                     's' => read_stdin = true,
+                    // Interactive or login: start-up files run first.
+                    'i' | 'l' if word.starts_with('-') => interactive = true,
                     // Shell option names: `-o errexit`, `-O extglob`.
                     'o' | 'O' => i += 1,
                     _ => {}
@@ -786,6 +848,9 @@ fn shell_runs(argv: &[Word], stdin: &Stdin) -> Result<Runs, String> {
             // decide on the command text alone.
             _ => return Ok(Runs::Nothing),
         }
+    }
+    if interactive {
+        return Ok(shell_start(stdin));
     }
     Ok(stdin_code(stdin))
 }

@@ -25,6 +25,7 @@ pub mod ratelimit;
 pub mod read_cache;
 pub mod registration;
 pub mod releases;
+pub mod report;
 pub mod routing;
 pub mod runner_connection;
 pub mod secret;
@@ -77,7 +78,7 @@ where
     state.shutdown = shutdown.clone();
     let connections = state.connections.clone();
     let flushing = flush_seen_periodically(&state, shutdown.clone());
-    let trimming = trim_after_bursts(&state, shutdown.clone());
+    let trimming = heap::trim_after_bursts(state.admission.clone(), shutdown.clone());
     let (journal, seen, store) = (
         state.journal.clone(),
         state.seen.clone(),
@@ -114,44 +115,12 @@ where
     }
     // What the sessions left in memory goes to the store before exiting.
     flushing.abort();
-    trimming.abort();
+    if let Some(trimming) = trimming {
+        trimming.abort();
+    }
     journal.flush().await;
     seen.flush(store.as_ref()).await;
     Ok(())
-}
-
-/// Gives the memory of a burst of connects (a reconnect storm) back to the
-/// system once it is over ([`heap`]), until shutdown.
-fn trim_after_bursts(state: &AppState, shutdown: CancellationToken) -> tokio::task::JoinHandle<()> {
-    let admission = state.admission.clone();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(heap::CHECK_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut trimmed_at = 0;
-        loop {
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                _ = tick.tick() => {}
-            }
-            let admitted = admission.admitted();
-            let connects = admitted.saturating_sub(trimmed_at);
-            if !heap::burst_is_over(connects, admission.in_progress()) {
-                continue;
-            }
-            trimmed_at = admitted;
-            let before = heap::resident_kib();
-            let gave_back = tokio::task::spawn_blocking(heap::give_back)
-                .await
-                .unwrap_or(false);
-            tracing::info!(
-                connects,
-                gave_back,
-                rss_before_kib = before,
-                rss_after_kib = heap::resident_kib(),
-                "a burst of connects is over: freed memory given back"
-            );
-        }
-    })
 }
 
 /// Writes dirty last-seen times every [`seen::SEEN_FLUSH_INTERVAL`] until

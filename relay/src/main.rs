@@ -14,14 +14,5 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime.block_on(runner_relay::commands::run(cli)),
         Err(error) => Err(anyhow::Error::from(error).context("starting the async runtime")),
     };
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {error}");
-            for cause in error.chain().skip(1) {
-                eprintln!("  Caused by: {cause}");
-            }
-            ExitCode::FAILURE
-        }
-    }
+    runner_relay::report::exit_code(outcome)
 }

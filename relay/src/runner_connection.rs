@@ -14,12 +14,13 @@ use runner_proto::close;
 use runner_proto::ws::{FrameError, HeartbeatAck, Hello, RelayMessage, RunnerMessage, Welcome};
 use runner_proto::PROTOCOL_VERSION;
 use time::OffsetDateTime;
-use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
+use tungstenite::error::ProtocolError;
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{CloseFrame, Message};
 use tungstenite::Utf8Bytes;
 
+use crate::admission::Admitted;
 use crate::environment::{name_from_hostname, EnvironmentRecord};
 use crate::http::websocket::WebSocket;
 use crate::registration::{self, TOKEN_TOUCH_INTERVAL};
@@ -28,8 +29,12 @@ use crate::routing::{
 };
 use crate::state::AppState;
 
-/// How long a new connection has to send `hello`.
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a new connection has to send `hello`. A runner sends it as
+/// soon as the upgrade is answered; the connection holds a handshake slot
+/// meanwhile, so a silent one is let go soon: sooner than a connect
+/// waiting for that slot gives up ([`crate::admission::ADMISSION_WAIT`]).
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
+const _: () = assert!(HELLO_TIMEOUT.as_secs() < crate::admission::ADMISSION_WAIT.as_secs());
 /// Heartbeat interval the relay asks for in `welcome`.
 pub const HEARTBEAT_INTERVAL_S: u64 = 15;
 /// A connection silent for this long (six missed heartbeats) is dropped.
@@ -68,13 +73,14 @@ enum Ending {
 /// place among the handshakes in progress; it is given back once the
 /// runner is welcomed (or turned away).
 ///
-/// The socket and the context come boxed: every async layer keeps its own
-/// copy of its arguments for the whole session, and an idle relay holds
-/// thousands of these futures (a pointer instead of ~900 bytes per layer).
+/// The socket, the context and the admission come boxed: every async layer
+/// keeps its own copy of its arguments for the whole session, and an idle
+/// relay holds thousands of these futures (a pointer instead of hundreds
+/// of bytes per layer).
 pub async fn run(
     socket: Box<WebSocket>,
     context: Box<ConnectionContext>,
-    admission: OwnedSemaphorePermit,
+    admission: Box<Admitted>,
 ) {
     let session_id = uuid::Uuid::new_v4().to_string();
     let span = tracing::info_span!(
@@ -100,7 +106,7 @@ async fn session(
     socket: Box<WebSocket>,
     context: Box<ConnectionContext>,
     session_id: String,
-    admission: OwnedSemaphorePermit,
+    admission: Box<Admitted>,
 ) {
     let (mut sink, mut stream) = (*socket).split();
     // Boxed: the handshake's state is large and short-lived, and would
@@ -571,19 +577,40 @@ fn decode(message: Message) -> Decoded {
     }
 }
 
-/// Ends a session after a read error, telling the runner when its frame was
-/// too large.
+/// Ends a session after a read error. A frame that breaks RFC 6455 gets the
+/// close code the RFC names before the socket is dropped (§7.4.1: 1002 for
+/// a protocol error, 1007 for text that is not UTF-8), one too large gets
+/// ours; a socket that failed underneath is just dropped.
 fn read_error(error: &tungstenite::Error) -> Ending {
-    let too_large = matches!(error, tungstenite::Error::Capacity(_));
-    if too_large {
-        tracing::warn!(%error, "runner sent an oversized frame");
-        Ending::Close(
-            close::FRAME_TOO_LARGE,
-            format!("frame larger than {} bytes", runner_proto::MAX_FRAME_BYTES),
-        )
-    } else {
-        tracing::debug!(%error, "runner socket read failed");
-        Ending::Drop
+    match error {
+        tungstenite::Error::Capacity(_) => {
+            tracing::warn!(%error, "runner sent an oversized frame");
+            Ending::Close(
+                close::FRAME_TOO_LARGE,
+                format!("frame larger than {} bytes", runner_proto::MAX_FRAME_BYTES),
+            )
+        }
+        // A peer that went away without a close frame is not a violation
+        // to answer: nobody is left to read it.
+        tungstenite::Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => {
+            tracing::debug!(%error, "runner socket read failed");
+            Ending::Drop
+        }
+        tungstenite::Error::Protocol(violation) => {
+            tracing::warn!(error = %violation, "runner broke the WebSocket protocol");
+            Ending::Close(CloseCode::Protocol.into(), violation.to_string())
+        }
+        tungstenite::Error::Utf8(_) => {
+            tracing::warn!(%error, "runner sent a text frame that is not UTF-8");
+            Ending::Close(
+                CloseCode::Invalid.into(),
+                "text frame is not valid UTF-8".to_owned(),
+            )
+        }
+        _ => {
+            tracing::debug!(%error, "runner socket read failed");
+            Ending::Drop
+        }
     }
 }
 

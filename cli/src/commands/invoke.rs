@@ -1,4 +1,4 @@
-//! `runner invoke ENV TOOL`: run a tool through the relay.
+//! `runner invoke [ENV] TOOL`: run a tool through the relay.
 
 use std::io::Write;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::args::InvokeArgs;
 use crate::client::ApiClient;
 use crate::config::Dirs;
+use crate::env_vars;
 use crate::exit::{self, ExitError};
 use crate::output;
 
@@ -21,31 +22,57 @@ use crate::output;
 const TIMEOUT_MARGIN: Duration = Duration::from_secs(15);
 
 pub async fn run(dirs: &Dirs, args: InvokeArgs) -> Result<u8> {
+    let (env, tool) = env_and_tool(&args.target, std::env::var(env_vars::ENV).ok())?;
     let tool_args = build_args(&args.args, args.args_json.as_deref())?;
     let client = ApiClient::from_args(dirs, &args.api).await?;
     let request = InvokeRequest {
-        tool_name: args.tool.clone(),
+        tool_name: tool,
         args: tool_args,
         timeout_s: args.timeout,
         call_id: None,
     };
     // An id goes straight into the invoke (one request, not two); only a
     // name needs looking up first.
-    if !args.env.starts_with("env_") {
-        let env = client.resolve_env(&args.env).await?;
-        return invoke(&client, &env.id, &args, &request).await;
+    if !env.starts_with("env_") {
+        let found = client.resolve_env(&env).await?;
+        return invoke(&client, &found.id, &args, &request).await;
     }
-    match invoke(&client, &args.env, &args, &request).await {
+    match invoke(&client, &env, &args, &request).await {
         Err(error) if exit_code(&error) == Some(exit::NOT_FOUND) => {
             // Nothing ran. A name that merely looks like an id, or an
             // unknown tool: the lookup tells which.
-            let env = client.resolve_env(&args.env).await?;
-            if env.id == args.env {
+            let found = client.resolve_env(&env).await?;
+            if found.id == env {
                 return Err(error);
             }
-            invoke(&client, &env.id, &args, &request).await
+            invoke(&client, &found.id, &args, &request).await
         }
         other => other,
+    }
+}
+
+/// `ENV TOOL`, or `TOOL` alone with the environment from `RUNNER_ENV`
+/// (flag over environment: a named environment wins).
+fn env_and_tool(target: &[String], default_env: Option<String>) -> Result<(String, String)> {
+    match target {
+        [env, tool] => Ok((env.clone(), tool.clone())),
+        [tool] => match default_env.filter(|env| !env.trim().is_empty()) {
+            Some(env) => Ok((env, tool.clone())),
+            None => Err(ExitError::new(
+                exit::USAGE,
+                format!("no environment named for tool {tool:?}"),
+            )
+            .with_hint(format!(
+                "name it first (`runner invoke ENV {tool}`) or set {}",
+                env_vars::ENV
+            ))
+            .into()),
+        },
+        _ => Err(ExitError::new(
+            exit::USAGE,
+            "give the environment and the tool: `runner invoke ENV TOOL`",
+        )
+        .into()),
     }
 }
 
@@ -311,6 +338,30 @@ fn usage(message: &str) -> anyhow::Error {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_environment_comes_from_the_command_line_then_runner_env() {
+        let words = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        let pair = |env: &str, tool: &str| (env.to_owned(), tool.to_owned());
+        assert_eq!(
+            env_and_tool(&words(&["box", "shell"]), Some("other".into())).unwrap(),
+            pair("box", "shell")
+        );
+        assert_eq!(
+            env_and_tool(&words(&["shell"]), Some("dev".into())).unwrap(),
+            pair("dev", "shell")
+        );
+        for unset in [None, Some(String::new())] {
+            let error = env_and_tool(&words(&["shell"]), unset).unwrap_err();
+            let error = error.downcast_ref::<ExitError>().expect("an exit error");
+            assert_eq!(error.code, exit::USAGE);
+            assert!(error
+                .hint
+                .as_deref()
+                .unwrap_or_default()
+                .contains("RUNNER_ENV"));
+        }
+    }
 
     #[test]
     fn args_merge_strings_json_and_the_base_object() {

@@ -2,9 +2,7 @@
 //! lint a permission file, with the same engine the runner enforces.
 //!
 //! Exit codes: `check` 0 allowed, 1 denied, 2 the file was refused;
-//! `lint` 0 clean, 1 warnings, 2 refused. This module depends only on
-//! `runner_policy`, clap, anyhow and serde_json so that the policy crate's
-//! conformance example can compile it unchanged.
+//! `lint` 0 clean, 1 warnings, 2 refused.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;

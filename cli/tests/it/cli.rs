@@ -51,6 +51,22 @@ async fn invoke_prints_output_and_exits_with_the_tools_code() {
     let (code, _stdout, stderr) = run(command).await;
     assert_eq!(code, Some(67), "{stderr}");
     assert!(stderr.contains("no_such_tool"), "{stderr}");
+
+    // The tool alone: the environment comes from RUNNER_ENV (dev.env sets
+    // it); without it the command says how to name one.
+    let mut command = admin(&relay);
+    command
+        .args(["invoke", "ping", "--arg", "n:=2", "--json"])
+        .env("RUNNER_ENV", "box");
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let body: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(body["result"]["n"], 2);
+    let mut command = admin(&relay);
+    command.args(["invoke", "ping"]).env_remove("RUNNER_ENV");
+    let (code, _stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("RUNNER_ENV"), "{stderr}");
 }
 
 /// A name that looks like an id still works: the id is tried first, then

@@ -70,7 +70,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 
     let listener = TcpListener::bind(args.listen)
         .await
-        .with_context(|| format!("binding {}", args.listen))?;
+        .map_err(|error| super::bind_error(args.listen, error))?;
     let address = listener.local_addr().context("reading the bound address")?;
     let url = format!("http://{address}");
     say(&format!("runner-relay listening on {url}"))?;

@@ -13,6 +13,7 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{Cli, Command, LogFormat, StoreArgs};
+use crate::report::Hinted;
 use crate::store::{self, Store};
 
 /// Runs a parsed command line.
@@ -62,7 +63,37 @@ fn data_dir(flag: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
     directories::ProjectDirs::from("dev", "runner", "runner-relay")
         .map(|dirs| dirs.data_dir().to_owned())
-        .context("no home directory to put the relay's data in; pass --data-dir")
+        .ok_or_else(|| {
+            Hinted::new(
+                "no home directory to put the relay's data in",
+                "pass --data-dir DIR, or --database-url for a database elsewhere",
+            )
+            .into()
+        })
+}
+
+/// The error of binding `address`, with what to do about the usual causes.
+pub(crate) fn bind_error(address: std::net::SocketAddr, error: std::io::Error) -> anyhow::Error {
+    let hint = match error.kind() {
+        std::io::ErrorKind::AddrInUse => Some(format!(
+            "another process listens on {address}; stop it, or pick another address with --listen"
+        )),
+        std::io::ErrorKind::PermissionDenied if address.port() < 1024 => Some(
+            "ports below 1024 need root or CAP_NET_BIND_SERVICE; pick a port above 1023 with --listen"
+                .to_owned(),
+        ),
+        std::io::ErrorKind::AddrNotAvailable => Some(format!(
+            "{} is not an address of this machine; use one it has, or 0.0.0.0 for all",
+            address.ip()
+        )),
+        _ => None,
+    };
+    let message = format!("binding {address}");
+    let error = anyhow::Error::from(error);
+    match hint {
+        Some(hint) => error.context(Hinted::new(message, hint)),
+        None => error.context(message),
+    }
 }
 
 /// The database URL of the store arguments, creating the directory a
@@ -88,9 +119,14 @@ pub(crate) fn database_url(args: &StoreArgs) -> anyhow::Result<String> {
 /// Opens the store, naming the database in the error (without any
 /// password a URL might carry).
 pub(crate) async fn open_store(url: &str) -> anyhow::Result<Arc<dyn Store>> {
-    store::open(url)
-        .await
-        .with_context(|| format!("opening the store at {}", redact_url(url)))
+    let message = format!("opening the store at {}", redact_url(url));
+    store::open(url).await.map_err(|error| {
+        anyhow::Error::from(error).context(Hinted::new(
+            message,
+            "check --database-url (a sqlite:// file the relay may write, or a postgres:// \
+             server that is up and accepts this user)",
+        ))
+    })
 }
 
 fn redact_url(url: &str) -> String {

@@ -9,7 +9,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::{cancel_on_signal, database_url, open_store, say};
+use super::{bind_error, cancel_on_signal, database_url, open_store, say};
 use crate::args::ServeArgs;
 use crate::clock::{Clock, SystemClock};
 use crate::members;
@@ -35,7 +35,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let url = database_url(&args.store)?;
     let shared = url.starts_with("postgres://") || url.starts_with("postgresql://");
     if args.nats_url.is_some() && !shared {
-        anyhow::bail!("--nats-url needs a shared postgres:// --database-url (several relays cannot share a SQLite file)");
+        return Err(crate::report::Hinted::new(
+            "--nats-url needs a shared postgres:// --database-url (several relays cannot share a SQLite file)",
+            "give every relay the same --database-url postgres://…, or drop --nats-url to run one relay",
+        )
+        .into());
     }
     if shared && args.nats_url.is_none() {
         tracing::warn!(
@@ -86,7 +90,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     prune_journal(config.store.clone(), config.clock.clone(), shutdown.clone());
 
-    let listener = bind(args.listen).with_context(|| format!("binding {}", args.listen))?;
+    let listener = bind(args.listen).map_err(|error| bind_error(args.listen, error))?;
     let address = listener
         .local_addr()
         .with_context(|| format!("reading the address bound for {}", args.listen))?;

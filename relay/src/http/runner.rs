@@ -2,11 +2,13 @@
 //! `GET /runner/connect` (the WebSocket, token checked before upgrading).
 //!
 //! Connects go through admission control ([`crate::admission`]): at most
-//! `serve --max-handshakes` between their request and their `welcome`,
-//! others wait briefly for a slot or are answered 503 with `Retry-After`,
-//! which the runner takes as "retry with backoff". In a reconnect storm this
-//! keeps the relay from starting work the runners' own timeouts would
-//! throw away.
+//! `serve --max-handshakes` between their request and their `welcome`
+//! (at most three quarters of them from one source address, a few for one
+//! environment), others wait briefly for a slot or are answered 503 with
+//! `Retry-After`, which the runner takes as "retry with backoff". In a
+//! reconnect storm this keeps the relay from starting work the runners' own
+//! timeouts would throw away, and one token holder's silent upgrades from
+//! delaying everyone else's.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -18,6 +20,7 @@ use runner_proto::ws::EnvironmentInfo;
 use super::auth::bearer;
 use super::error::ApiError;
 use super::websocket::Upgrade;
+use crate::admission::Refused;
 use crate::peer::Peer;
 use crate::ratelimit;
 use crate::registration::{self, TokenError};
@@ -26,8 +29,8 @@ use crate::state::AppState;
 
 /// Capacity of a socket's read buffer, and its largest read. Small on
 /// purpose: a relay holds thousands of mostly idle runner sockets. While
-/// large frames arrive the socket reads ahead in larger pieces instead
-/// (`websocket::ReadAhead`).
+/// large frames arrive the fast path reads ahead in larger pieces instead
+/// (`websocket::read_ahead`).
 const READ_BUFFER_BYTES: usize = 4 * 1024;
 /// Bytes collected before a write goes to the socket; small for the same
 /// reason (frames are flushed one by one anyway).
@@ -107,6 +110,22 @@ async fn authenticate_limited(
     }
 }
 
+/// A connect turned away by admission control: 503, retry shortly.
+fn busy(peer: Option<std::net::SocketAddr>, refused: Refused) -> Response {
+    tracing::debug!(peer = ?peer, ?refused, "too many runner handshakes in progress; asking to retry");
+    let message = match refused {
+        Refused::EnvironmentBusy => {
+            "too many runners of this environment are connecting at once; retry shortly"
+        }
+        Refused::QueueFull | Refused::Waited => {
+            "too many runners are connecting at once; retry shortly"
+        }
+    };
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "relay_busy", message)
+        .with_retry_after(BUSY_RETRY_AFTER_S)
+        .into_response()
+}
+
 fn too_many(retry_after: u64) -> ApiError {
     ApiError::new(
         StatusCode::TOO_MANY_REQUESTS,
@@ -140,18 +159,10 @@ pub async fn connect(
 ) -> Response {
     // Before any work (the token check reads the store): held until the
     // runner is welcomed.
-    let admission = match state.admission.admit().await {
-        Ok(admission) => admission,
-        Err(refused) => {
-            tracing::debug!(peer = ?peer, ?refused, "too many runner handshakes in progress; asking to retry");
-            return ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "relay_busy",
-                "too many runners are connecting at once; retry shortly",
-            )
-            .with_retry_after(BUSY_RETRY_AFTER_S)
-            .into_response();
-        }
+    let mut admission = match state.admission.admit(peer.map(|peer| peer.ip())).await {
+        // Boxed for the session's sake (see `runner_connection::run`).
+        Ok(admission) => Box::new(admission),
+        Err(refused) => return busy(peer, refused),
     };
     // The token is checked before upgrading, so a bad one gets a plain 401
     // the runner can report, not a socket that closes at once.
@@ -159,6 +170,9 @@ pub async fn connect(
         Ok(found) => found,
         Err(error) => return error.into_response(),
     };
+    if let Err(refused) = admission.claim_environment(&environment.id) {
+        return busy(peer, refused);
+    }
     let upgrade = match upgrade {
         Ok(upgrade) => upgrade,
         Err(rejection) => return rejection.into_response(),

@@ -7,10 +7,10 @@
 //! task polling the handler, so every request with a body woke its task
 //! from inside its own poll. tokio's multi-thread scheduler answers such a
 //! wake by queueing the task again and waking a second worker to steal it:
-//! a futex wake, a worker's wake-up and an empty poll per call, about a
-//! third of the relay's CPU per `ping` (bench/ROUNDS.md, "Thirteenth round").
-//! The workspace builds a patched hyper (`vendor/README.md`); this test
-//! fails with the registry's hyper 1.12.0 and passes with the patch.
+//! a futex wake, a worker's wake-up and an empty poll per call with a
+//! body. The workspace builds a patched hyper (`vendor/README.md`); this
+//! test fails with the registry's hyper (1.12.0; 1.13.0 has the same
+//! code) and passes with the patch.
 
 use std::future::Future;
 use std::pin::pin;

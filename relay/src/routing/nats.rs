@@ -37,7 +37,7 @@
 mod parts;
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -281,6 +281,23 @@ pub struct NatsRouter {
     /// Output credit of the calls this relay forwards for callers on other
     /// relays, by `environment/call id`.
     credits: Mutex<HashMap<String, tokio::sync::watch::Sender<u64>>>,
+    /// The calls this relay forwards for callers on other relays, by
+    /// `environment/call id`, until their result has left: the local
+    /// router forgets a call when its result comes in, and a large result
+    /// leaves in parts, so a probe in between must still find it.
+    answering: Mutex<HashSet<String>>,
+}
+
+/// Holds a forwarded call in [`NatsRouter::answering`] while it lives.
+struct Answering {
+    router: Arc<NatsRouter>,
+    key: String,
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.router.answering().remove(&self.key);
+    }
 }
 
 impl NatsRouter {
@@ -310,6 +327,7 @@ impl NatsRouter {
             config,
             pending: Mutex::new(Pending::default()),
             credits: Mutex::default(),
+            answering: Mutex::default(),
         }))
     }
 
@@ -321,6 +339,13 @@ impl NatsRouter {
     fn pending(&self) -> MutexGuard<'_, Pending> {
         // Single map operations: a poisoned lock still holds a usable map.
         self.pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn answering(&self) -> MutexGuard<'_, HashSet<String>> {
+        // As above: single set operations.
+        self.answering
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -636,9 +661,13 @@ impl NatsRouter {
             let answer = match request {
                 SessionRequest::Probe { call_id } => SessionAnswer::Known {
                     // A call whose result is in may still be forwarding
-                    // output the caller has not granted credit for yet.
+                    // output the caller has not granted credit for yet, or
+                    // sending its result in parts.
                     known: self.local.has_call(&environment_id, &call_id)
-                        || self.forwarding(&environment_id, &call_id),
+                        || self.forwarding(&environment_id, &call_id)
+                        || self
+                            .answering()
+                            .contains(&format!("{environment_id}/{call_id}")),
                 },
                 SessionRequest::Call {
                     mut call,
@@ -658,8 +687,17 @@ impl NatsRouter {
                             } else {
                                 SessionAnswer::Accepted
                             };
+                            let key = format!("{environment_id}/{}", handle.call_id);
+                            self.answering().insert(key.clone());
+                            let answering = Answering {
+                                router: self.clone(),
+                                key,
+                            };
                             let router = self.clone();
-                            tokio::spawn(async move { router.forward(handle, reply, gate).await });
+                            tokio::spawn(async move {
+                                router.forward(handle, reply, gate).await;
+                                drop(answering);
+                            });
                             answer
                         }
                         Err(_) => SessionAnswer::NotConnected,

@@ -1,12 +1,20 @@
-//! Durable state: members, teams, API keys, environments and registration
-//! tokens, behind one dyn-compatible [`Store`] trait so the backend is picked
-//! at run time from the database URL: SQLite (one relay) or PostgreSQL
-//! (several relays sharing it).
+//! Durable state: members, teams, API keys, environments, registration
+//! tokens, runner sessions and the call journal, behind one dyn-compatible
+//! [`Store`] trait so the backend is picked at run time from the database
+//! URL: SQLite (one relay) or PostgreSQL (several relays sharing it).
+//!
+//! One implementation serves both ([`SqlStore`], every query written once);
+//! a [`backend::Backend`] holds only what a database does its own way.
+//! docs/store.md says how to add a table.
 //!
 //! Secrets are stored as hashes only. The store makes no time decisions:
 //! callers pass the times they got from the [`crate::clock::Clock`].
 
+mod backend;
+mod journal_sql;
 mod postgres;
+mod rows;
+mod sql_store;
 mod sqlite;
 mod sqlite_journal;
 
@@ -20,8 +28,10 @@ use time::OffsetDateTime;
 
 use crate::environment::EnvironmentRecord;
 
-pub use postgres::PostgresStore;
-pub use sqlite::SqliteStore;
+pub use backend::Backend;
+pub use postgres::{PostgresBackend, PostgresStore};
+pub use sql_store::SqlStore;
+pub use sqlite::{SqliteBackend, SqliteStore};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -170,70 +180,12 @@ pub fn state_rank(state: InvocationState) -> u8 {
     }
 }
 
-/// The same ranking in SQL, for a column or parameter `expr`.
-pub(crate) fn sql_state_rank(expr: &str) -> String {
-    format!("(CASE {expr} WHEN 'pending' THEN 0 WHEN 'dispatched' THEN 1 ELSE 2 END)")
-}
-
-/// A stored value that cannot be read back as what it should be.
-pub(crate) fn corrupt(table: &'static str, message: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt {
-        table,
-        message: message.to_string(),
-    }
-}
-
-/// What a journal insert does with a row that exists (both stores, after
-/// `INSERT … SELECT`): it moves forward only, fills a missing tool name
-/// and epoch, and leaves a row of another environment alone.
-pub(crate) fn journal_upsert() -> String {
-    format!(
-        "ON CONFLICT (call_id) DO UPDATE SET state = excluded.state, \
-         tool_name = CASE WHEN invocations.tool_name = '' THEN excluded.tool_name ELSE invocations.tool_name END, \
-         epoch = COALESCE(invocations.epoch, excluded.epoch), finished_at = excluded.finished_at, \
-         result = excluded.result, exit_code = excluded.exit_code, error = excluded.error \
-         WHERE invocations.environment_id = excluded.environment_id AND {} < {}",
-        sql_state_rank("invocations.state"),
-        sql_state_rank("excluded.state")
-    )
-}
-
-pub(crate) fn state_text(state: InvocationState) -> &'static str {
-    match state {
-        InvocationState::Pending => "pending",
-        InvocationState::Dispatched => "dispatched",
-        InvocationState::Done => "done",
-    }
-}
-
 /// A runner seen at some time, for the batched `last_seen` flush.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeenRecord {
     pub environment_id: String,
     pub at: OffsetDateTime,
     pub runner: RunnerInfo,
-}
-
-pub(crate) fn parse_state(text: &str) -> Result<InvocationState, StoreError> {
-    match text {
-        "pending" => Ok(InvocationState::Pending),
-        "dispatched" => Ok(InvocationState::Dispatched),
-        "done" => Ok(InvocationState::Done),
-        other => Err(StoreError::Corrupt {
-            table: "invocations",
-            message: format!("unknown state {other:?}"),
-        }),
-    }
-}
-
-/// Epochs are stored as signed 64-bit integers; they never get near the
-/// limit (one per connect), so the conversion saturates instead of failing.
-pub(crate) fn epoch_to_db(epoch: u64) -> i64 {
-    i64::try_from(epoch).unwrap_or(i64::MAX)
-}
-
-pub(crate) fn epoch_from_db(epoch: i64) -> u64 {
-    u64::try_from(epoch).unwrap_or(0)
 }
 
 /// The relay's durable state. Object-safe: handlers hold an `Arc<dyn Store>`.

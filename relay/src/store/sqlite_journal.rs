@@ -1,16 +1,15 @@
 //! The SQLite journal's batch statements: the rows of a batch as one
-//! multi-row `VALUES` with bound parameters.
-//!
-//! Before, the rows travelled as one JSON array read with `json_each`.
-//! SQLite turned each row back into JSON text and parsed it again for each
-//! of its ten columns: ≈ 35,000 instructions a row, a sixth of all the
-//! relay spent on a `ping` (callgrind; bench/ROUNDS.md, eighth round).
+//! multi-row `VALUES` with bound parameters. Not one JSON array read with
+//! `json_each`: SQLite would turn each row back into JSON text and parse
+//! it again for each of its columns.
 //!
 //! Every distinct statement text is prepared and cached on its own (sqlx
 //! keeps a per-connection cache), so a batch of `n` rows goes out through
 //! the statement for the next power of two, its other rows all NULL,
 //! which the statement skips. That makes eleven shapes per kind at most
-//! (1 to [`MAX_ROWS`] rows), each built once per process.
+//! (1 to [`MAX_ROWS`] rows), each built once per process. The parameters
+//! are anonymous (`?`): SQLite binds them by position, with no name to
+//! look up for each of thousands of parameters.
 
 use std::sync::OnceLock;
 
@@ -18,22 +17,22 @@ use sqlx::query::Query;
 use sqlx::sqlite::{Sqlite, SqliteArguments};
 use time::OffsetDateTime;
 
-use super::{
-    corrupt, epoch_to_db, journal_upsert, sql_state_rank, state_text, InvocationRecord, StoreError,
-};
+use super::journal_sql;
+use super::rows::{epoch_to_db, result_text, state_text};
+use super::{InvocationRecord, StoreError};
 
 /// Most rows in one statement: 10 parameters a row stays far below
 /// SQLite's 32,766, and a larger batch is written as several statements.
 pub const MAX_ROWS: usize = 1024;
-/// Parameters per row, in [`INVOCATION_COLUMNS`] order.
+/// Parameters per row, in the order of
+/// [`InvocationRow::COLUMNS`](super::rows::InvocationRow::COLUMNS).
 const COLUMNS: usize = 10;
 /// Statement shapes per kind: 1, 2, 4, … [`MAX_ROWS`] rows.
 const SHAPES: usize = MAX_ROWS.trailing_zeros() as usize + 1;
 
-pub const INVOCATION_COLUMNS: &str = "call_id, environment_id, tool_name, state, epoch, \
-     created_at, finished_at, result, exit_code, error";
 /// The `VALUES` columns (SQLite names them `column1` …) under the names of
-/// [`INVOCATION_COLUMNS`]; the padding rows have a NULL call id.
+/// [`InvocationRow::COLUMNS`](super::rows::InvocationRow::COLUMNS); the
+/// padding rows have a NULL call id.
 const INPUT_COLUMNS: &str = "column1 AS call_id, column2 AS environment_id, \
      column3 AS tool_name, column4 AS state, column5 AS epoch, column6 AS created_at, \
      column7 AS finished_at, column8 AS result, column9 AS exit_code, column10 AS error";
@@ -56,13 +55,10 @@ pub struct Row<'a> {
 
 impl<'a> Row<'a> {
     pub fn new(entry: &'a InvocationRecord) -> Result<Self, StoreError> {
-        let result = match entry.state {
-            runner_proto::api::InvocationState::Done => {
-                Some(serde_json::to_string(&entry.result).map_err(|e| corrupt("invocations", e))?)
-            }
-            _ => None,
-        };
-        Ok(Self { entry, result })
+        Ok(Self {
+            entry,
+            result: result_text(entry)?,
+        })
     }
 }
 
@@ -120,25 +116,12 @@ fn statement(kind: Kind, shape: usize) -> &'static str {
 fn build(kind: Kind, shape: usize) -> String {
     let row = format!("({})", ["?"; COLUMNS].join(", "));
     let values = format!("VALUES {}", vec![row; shape].join(", "));
+    // The WHERE before ON CONFLICT is what SQLite's grammar needs there
+    // anyway (an `INSERT … SELECT` with an upsert must have one).
     let input = format!("SELECT {INPUT_COLUMNS} FROM ({values}) WHERE column1 IS NOT NULL");
     match kind {
-        // The WHERE before ON CONFLICT is what SQLite's grammar needs
-        // there anyway; a row of another environment is left alone.
-        Kind::Create => format!(
-            "INSERT INTO invocations ({INVOCATION_COLUMNS}) {input} {}",
-            journal_upsert()
-        ),
-        Kind::Update => format!(
-            "UPDATE invocations SET state = input.state, \
-             tool_name = CASE WHEN invocations.tool_name = '' THEN input.tool_name ELSE invocations.tool_name END, \
-             epoch = COALESCE(invocations.epoch, input.epoch), finished_at = input.finished_at, \
-             result = input.result, exit_code = input.exit_code, error = input.error \
-             FROM ({input}) AS input \
-             WHERE invocations.call_id = input.call_id \
-             AND invocations.environment_id = input.environment_id AND {} < {}",
-            sql_state_rank("invocations.state"),
-            sql_state_rank("input.state")
-        ),
+        Kind::Create => journal_sql::insert(&input),
+        Kind::Update => journal_sql::update(&format!("({input}) AS input")),
     }
 }
 

@@ -1,4 +1,5 @@
-//! The real binary: the stdout contract of `serve` and `admin create-key`.
+//! The real binary: the stdout contract of `serve` and `admin create-key`,
+//! and how it reports a failure on stderr.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -201,4 +202,75 @@ async fn serve_uses_the_worker_threads_it_is_given() {
         assert_eq!(workers, want, "{flags:?} {env:?}");
         drop(child);
     }
+}
+
+/// Runs the real binary to its exit; its status code and its stderr.
+fn failing(args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_runner-relay"))
+        .args(args)
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::null())
+        .output()
+        .expect("the relay runs");
+    (
+        output.status.code(),
+        String::from_utf8(output.stderr).expect("UTF-8 on stderr"),
+    )
+}
+
+/// A failure reads as `runner`'s do: `error:` with what failed, one
+/// `Caused by:` line per cause, then `hint:` with what to do about it.
+#[tokio::test]
+async fn a_failure_is_reported_as_error_caused_by_and_hint() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port to take");
+    let address = taken.local_addr().expect("its address").to_string();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data_dir = dir.path().to_str().expect("a UTF-8 temp path");
+
+    let (code, stderr) = failing(&["serve", "--listen", &address, "--data-dir", data_dir]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    assert_eq!(lines[0], format!("error: binding {address}"));
+    assert!(
+        lines[1].starts_with("  Caused by: ") && lines[1].contains("in use"),
+        "{stderr}"
+    );
+    assert_eq!(
+        lines[2],
+        format!(
+            "hint: another process listens on {address}; stop it, or pick another address with --listen"
+        )
+    );
+
+    // A configuration the relay refuses before starting: no cause, a hint.
+    let (code, stderr) = failing(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data_dir,
+        "--nats-url",
+        "nats://127.0.0.1:4222",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: --nats-url needs a shared postgres:// --database-url (several relays cannot \
+         share a SQLite file)\nhint: give every relay the same --database-url postgres://…, \
+         or drop --nats-url to run one relay\n"
+    );
+}
+
+/// A flag it does not know: clap's own `error:` and usage, exit code 2, as
+/// `runner` answers one.
+#[test]
+fn an_unknown_flag_is_a_usage_error() {
+    let (code, stderr) = failing(&["serve", "--no-such-flag"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: unexpected argument '--no-such-flag' found"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Usage: runner-relay serve"), "{stderr}");
 }

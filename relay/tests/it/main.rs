@@ -4,14 +4,17 @@
 mod support;
 
 mod access;
+mod admission;
 mod cli;
 mod cluster;
 mod cluster_rebalance;
+mod conformance;
 mod environments;
 mod invoke;
 mod journal;
 mod openapi;
 mod protocol;
 mod status;
+mod store;
 mod streaming;
 mod tokens;

@@ -286,7 +286,12 @@ pub enum Closed {
 impl FakeRunner {
     /// Connects, sends `hello`, and waits for `welcome`.
     pub async fn connect(relay: &TestRelay, token: &str, hello: Hello) -> FakeRunner {
-        let mut socket = open_socket(relay, token).await.expect("socket opens");
+        let socket = open_socket(relay, token).await.expect("socket opens");
+        FakeRunner::greet(socket, hello).await
+    }
+
+    /// Sends `hello` on an open socket and waits for `welcome`.
+    pub async fn greet(mut socket: Socket, hello: Hello) -> FakeRunner {
         send(&mut socket, &RunnerMessage::Hello(hello)).await;
         let mut runner = FakeRunner {
             socket,

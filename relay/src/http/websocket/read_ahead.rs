@@ -1,21 +1,22 @@
-//! The runner's WebSocket: the HTTP/1.1 upgrade (RFC 6455 §4.2), and a
-//! socket that reads ahead while large frames arrive.
+//! The runner's WebSocket on the upgraded connection directly, over a
+//! stream that reads ahead while large frames arrive: the fast path of
+//! [`super`] (cargo feature `fast-websocket`, on by default).
 //!
-//! Why not axum's `WebSocketUpgrade`: its socket reads at most its read
-//! buffer's size per `recv`, and that buffer is allocated for the life of
-//! every connection. A relay holds tens of thousands of idle runners, so
-//! the buffer is small (4 KiB), and a runner streaming output then cost
-//! the relay 64 `recv`s and as many wake-ups per 256 KiB frame: 0.6–0.7 s
-//! of its CPU per GB (bench/ROUNDS.md, "Tenth round"). [`ReadAhead`] keeps
-//! the small buffer for idle sockets and reads 256 KiB at a time only
-//! while data keeps coming.
+//! Why not axum's `WebSocketUpgrade` ([`super::plain`]): its socket reads
+//! at most its read buffer's size per `recv`, and that buffer is allocated
+//! for the life of every connection. A relay holds tens of thousands of
+//! idle runners, so the buffer is small (4 KiB), and a runner streaming
+//! output then costs the relay one `recv` and one wake-up per 4 KiB of a
+//! large frame. [`ReadAhead`] keeps the small buffer for idle sockets and
+//! reads 256 KiB at a time only while data keeps coming. axum's socket
+//! cannot wrap its stream, hence the upgrade done here.
 
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use axum::extract::FromRequestParts;
-use axum::http::{header, request::Parts, HeaderMap, HeaderValue, Method, StatusCode, Version};
+use axum::http::{header, request::Parts, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use hyper::upgrade::{OnUpgrade, Upgraded};
 use hyper_util::rt::TokioIo;
@@ -23,10 +24,11 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tungstenite::handshake::derive_accept_key;
 use tungstenite::protocol::{Role, WebSocketConfig};
 
-use super::error::ApiError;
+use super::{bad_request, check_request};
+use crate::http::error::ApiError;
 
 /// The runner's socket, server side.
-pub type WebSocket = ws::WebSocketStream<ReadAhead<TokioIo<Upgraded>>>;
+pub type WebSocket = tokio_tungstenite::WebSocketStream<ReadAhead<TokioIo<Upgraded>>>;
 
 /// Size of one read while a socket reads ahead: a runner's output frame.
 const READ_AHEAD_BYTES: usize = 256 * 1024;
@@ -41,33 +43,11 @@ impl<S: Send + Sync> FromRequestParts<S> for Upgrade {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        let bad = |message: &str| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message);
-        if parts.method != Method::GET || parts.version != Version::HTTP_11 {
-            return Err(bad("a WebSocket upgrade is an HTTP/1.1 GET"));
-        }
-        let headers = &parts.headers;
-        if !has_token(headers, header::CONNECTION, "upgrade")
-            || !has_token(headers, header::UPGRADE, "websocket")
-        {
-            return Err(bad(
-                "not a WebSocket upgrade (Connection: upgrade, Upgrade: websocket)",
-            ));
-        }
-        if headers
-            .get(header::SEC_WEBSOCKET_VERSION)
-            .map(HeaderValue::as_bytes)
-            != Some(b"13")
-        {
-            return Err(bad("Sec-WebSocket-Version must be 13"));
-        }
-        let key = headers
-            .get(header::SEC_WEBSOCKET_KEY)
-            .cloned()
-            .ok_or_else(|| bad("Sec-WebSocket-Key is missing"))?;
+        let key = check_request(parts)?;
         let on_upgrade = parts
             .extensions
             .remove::<OnUpgrade>()
-            .ok_or_else(|| bad("this connection cannot be upgraded"))?;
+            .ok_or_else(|| bad_request("this connection cannot be upgraded"))?;
         Ok(Upgrade { on_upgrade, key })
     }
 }
@@ -91,7 +71,9 @@ impl Upgrade {
                 }
             };
             let io = ReadAhead::new(TokioIo::new(upgraded));
-            let socket = ws::WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
+            let socket =
+                tokio_tungstenite::WebSocketStream::from_raw_socket(io, Role::Server, Some(config))
+                    .await;
             session(socket).await;
         });
         let mut response = StatusCode::SWITCHING_PROTOCOLS.into_response();
@@ -104,16 +86,6 @@ impl Upgrade {
         }
         response
     }
-}
-
-/// Whether a comma-separated header holds `token` (case-insensitive).
-fn has_token(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
-    headers
-        .get_all(name)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|part| part.trim().eq_ignore_ascii_case(token))
 }
 
 /// A stream that reads ahead in [`READ_AHEAD_BYTES`] pieces while data

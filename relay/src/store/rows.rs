@@ -1,0 +1,240 @@
+//! How records sit in the tables, the same on every database: one row
+//! struct a table (read by column name, so a query lists the columns in
+//! any order), and the conversions of the values the queries bind. Times
+//! are Unix seconds, JSON is text, epochs are signed 64-bit integers.
+
+use runner_proto::api::{InvocationState, Tier};
+use sqlx::FromRow;
+
+use super::{InvocationRecord, SessionRecord, StoreError, TokenRecord};
+use crate::clock::from_unix;
+use crate::environment::{EnvironmentRecord, Scope};
+
+/// A stored value that cannot be read back as what it should be.
+pub fn corrupt(table: &'static str, message: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt {
+        table,
+        message: message.to_string(),
+    }
+}
+
+/// A value as the JSON text its column stores.
+pub fn json_text<T: serde::Serialize>(
+    table: &'static str,
+    value: &T,
+) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| corrupt(table, e))
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(
+    table: &'static str,
+    text: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| corrupt(table, e))
+}
+
+/// Epochs are stored as signed 64-bit integers; they never get near the
+/// limit (one per connect), so the conversion saturates instead of failing.
+pub fn epoch_to_db(epoch: u64) -> i64 {
+    i64::try_from(epoch).unwrap_or(i64::MAX)
+}
+
+pub fn epoch_from_db(epoch: i64) -> u64 {
+    u64::try_from(epoch).unwrap_or(0)
+}
+
+pub fn tier_text(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Production => "production",
+        Tier::Development => "development",
+    }
+}
+
+pub fn state_text(state: InvocationState) -> &'static str {
+    match state {
+        InvocationState::Pending => "pending",
+        InvocationState::Dispatched => "dispatched",
+        InvocationState::Done => "done",
+    }
+}
+
+fn parse_state(text: &str) -> Result<InvocationState, StoreError> {
+    match text {
+        "pending" => Ok(InvocationState::Pending),
+        "dispatched" => Ok(InvocationState::Dispatched),
+        "done" => Ok(InvocationState::Done),
+        other => Err(corrupt("invocations", format!("unknown state {other:?}"))),
+    }
+}
+
+/// The `result` column of a journal entry: its JSON once the call is done,
+/// NULL before.
+pub fn result_text(entry: &InvocationRecord) -> Result<Option<String>, StoreError> {
+    match entry.state {
+        InvocationState::Done => json_text("invocations", &entry.result).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// A member found by API key, with the key's stored hash.
+#[derive(FromRow)]
+pub struct MemberRow {
+    pub id: String,
+    pub name: String,
+    pub is_admin: bool,
+    pub key_hash: String,
+}
+
+/// A row of `environments`.
+#[derive(FromRow)]
+pub struct EnvironmentRow {
+    id: String,
+    name: String,
+    description: String,
+    env_type: String,
+    tags: String,
+    scope: String,
+    tier: String,
+    install_browser_tools: bool,
+    policy: String,
+    created_at: i64,
+    last_seen: Option<i64>,
+    runner: Option<String>,
+}
+
+impl EnvironmentRow {
+    pub const COLUMNS: &str = "id, name, description, env_type, tags, scope, tier, \
+         install_browser_tools, policy, created_at, last_seen, runner";
+}
+
+impl TryFrom<EnvironmentRow> for EnvironmentRecord {
+    type Error = StoreError;
+
+    fn try_from(row: EnvironmentRow) -> Result<Self, StoreError> {
+        let table = "environments";
+        Ok(EnvironmentRecord {
+            id: row.id,
+            name: row.name,
+            description: row.description,
+            env_type: row.env_type,
+            tags: from_json(table, &row.tags)?,
+            scope: Scope::parse(&row.scope).map_err(|e| corrupt(table, e))?,
+            tier: match row.tier.as_str() {
+                "development" => Tier::Development,
+                "production" => Tier::Production,
+                other => return Err(corrupt(table, format!("unknown tier {other:?}"))),
+            },
+            install_browser_tools: row.install_browser_tools,
+            policy: from_json(table, &row.policy)?,
+            created_at: from_unix(row.created_at),
+            last_seen: row.last_seen.map(from_unix),
+            runner: row.runner.map(|text| from_json(table, &text)).transpose()?,
+        })
+    }
+}
+
+/// A row of `registration_tokens`.
+#[derive(FromRow)]
+pub struct TokenRow {
+    id: String,
+    environment_id: String,
+    token_hash: String,
+    hint: String,
+    created_at: i64,
+    last_used_at: Option<i64>,
+    valid_until: Option<i64>,
+}
+
+impl TokenRow {
+    pub const COLUMNS: &str =
+        "id, environment_id, token_hash, hint, created_at, last_used_at, valid_until";
+}
+
+impl From<TokenRow> for TokenRecord {
+    fn from(row: TokenRow) -> Self {
+        TokenRecord {
+            id: row.id,
+            environment_id: row.environment_id,
+            token_hash: row.token_hash,
+            hint: row.hint,
+            created_at: from_unix(row.created_at),
+            last_used_at: row.last_used_at.map(from_unix),
+            valid_until: row.valid_until.map(from_unix),
+        }
+    }
+}
+
+/// A row of `runner_sessions`.
+#[derive(FromRow)]
+pub struct SessionRow {
+    environment_id: String,
+    epoch: i64,
+    holder: Option<String>,
+    session_id: String,
+    presence: String,
+    heartbeat: String,
+    refreshed_at: i64,
+}
+
+impl SessionRow {
+    pub const COLUMNS: &str =
+        "environment_id, epoch, holder, session_id, presence, heartbeat, refreshed_at";
+}
+
+impl From<SessionRow> for SessionRecord {
+    fn from(row: SessionRow) -> Self {
+        SessionRecord {
+            environment_id: row.environment_id,
+            epoch: epoch_from_db(row.epoch),
+            holder: row.holder,
+            session_id: row.session_id,
+            presence: row.presence,
+            heartbeat: row.heartbeat,
+            refreshed_at: from_unix(row.refreshed_at),
+        }
+    }
+}
+
+/// A row of `invocations`, the call journal.
+#[derive(FromRow)]
+pub struct InvocationRow {
+    call_id: String,
+    environment_id: String,
+    tool_name: String,
+    state: String,
+    epoch: Option<i64>,
+    created_at: i64,
+    finished_at: Option<i64>,
+    result: Option<String>,
+    exit_code: Option<i32>,
+    error: Option<String>,
+}
+
+impl InvocationRow {
+    /// In the order the journal's batch statements bind them.
+    pub const COLUMNS: &str = "call_id, environment_id, tool_name, state, epoch, created_at, \
+         finished_at, result, exit_code, error";
+}
+
+impl TryFrom<InvocationRow> for InvocationRecord {
+    type Error = StoreError;
+
+    fn try_from(row: InvocationRow) -> Result<Self, StoreError> {
+        Ok(InvocationRecord {
+            call_id: row.call_id,
+            environment_id: row.environment_id,
+            tool_name: row.tool_name,
+            state: parse_state(&row.state)?,
+            epoch: row.epoch.map(epoch_from_db),
+            created_at: from_unix(row.created_at),
+            finished_at: row.finished_at.map(from_unix),
+            result: row
+                .result
+                .map(|text| from_json("invocations", &text))
+                .transpose()?
+                .unwrap_or_default(),
+            exit_code: row.exit_code,
+            error: row.error,
+        })
+    }
+}

@@ -1,0 +1,527 @@
+//! The one implementation of [`Store`], over either database: every query
+//! is written here once, with `$1`-style parameters (sqlx's SQLite driver
+//! reads them as PostgreSQL does). What a database spells its own way is
+//! asked of its [`Backend`].
+//!
+//! A query binds and reads only the types the `where` clause of the
+//! [`Store`] impl lists; a new column type is one more line there.
+
+use async_trait::async_trait;
+use runner_proto::api::RunnerInfo;
+use sqlx::{ColumnIndex, Database, Encode, Executor, IntoArguments, Pool, Type};
+use time::OffsetDateTime;
+
+use super::backend::{Backend, Column};
+use super::rows::{
+    corrupt, epoch_from_db, epoch_to_db, json_text, tier_text, EnvironmentRow, InvocationRow,
+    MemberRow, SessionRow, TokenRow,
+};
+use super::{
+    InvocationRecord, JournalWrite, LeaseRefresh, Member, NewMember, SeenRecord, SessionRecord,
+    Store, StoreError, TokenRecord,
+};
+use crate::environment::EnvironmentRecord;
+
+/// The store on database backend `B`.
+#[derive(Debug, Clone)]
+pub struct SqlStore<B: Backend> {
+    pub(super) pool: Pool<B::Db>,
+    pub(super) backend: B,
+}
+
+fn is_unique_violation(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+/// An insert or update that may clash with a unique environment name.
+fn name_taken<T>(result: Result<T, sqlx::Error>, name: &str) -> Result<T, StoreError> {
+    result.map_err(|error| {
+        if is_unique_violation(&error) {
+            StoreError::NameTaken(name.to_owned())
+        } else {
+            error.into()
+        }
+    })
+}
+
+#[async_trait]
+impl<B, DB> Store for SqlStore<B>
+where
+    B: Backend<Db = DB>,
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'r> &'r str: ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q str>: Encode<'q, DB>,
+    String: Column<DB>,
+    Option<String>: Column<DB>,
+    i64: Column<DB>,
+    Option<i64>: Column<DB>,
+    i32: Column<DB>,
+    bool: Column<DB>,
+{
+    fn shared(&self) -> bool {
+        B::SHARED
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn count_members(&self) -> Result<u64, StoreError> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM members")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn create_team(&self, name: &str, at: OffsetDateTime) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO teams (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(name)
+        .bind(at.unix_timestamp())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn create_member(
+        &self,
+        member: &NewMember,
+        key_hash: &str,
+        key_hint: &str,
+        at: OffsetDateTime,
+    ) -> Result<Member, StoreError> {
+        let id = format!("mem_{}", uuid::Uuid::new_v4().simple());
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("INSERT INTO members (id, name, is_admin, created_at) VALUES ($1, $2, $3, $4)")
+            .bind(id.as_str())
+            .bind(member.name.as_str())
+            .bind(member.is_admin)
+            .bind(at.unix_timestamp())
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO api_keys (id, member_id, key_hash, hint, created_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(format!("key_{}", uuid::Uuid::new_v4().simple()))
+        .bind(id.as_str())
+        .bind(key_hash)
+        .bind(key_hint)
+        .bind(at.unix_timestamp())
+        .execute(&mut *tx)
+        .await?;
+        for team in &member.teams {
+            let exists: Option<String> =
+                sqlx::query_scalar("SELECT name FROM teams WHERE name = $1")
+                    .bind(team.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if exists.is_none() {
+                return Err(StoreError::UnknownTeam(team.clone()));
+            }
+            sqlx::query(
+                "INSERT INTO team_members (team_name, member_id) VALUES ($1, $2) \
+                 ON CONFLICT DO NOTHING",
+            )
+            .bind(team.as_str())
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        let mut teams = member.teams.clone();
+        teams.sort();
+        teams.dedup();
+        Ok(Member {
+            id,
+            name: member.name.clone(),
+            is_admin: member.is_admin,
+            teams,
+        })
+    }
+
+    async fn member_by_key_hash(
+        &self,
+        key_hash: &str,
+    ) -> Result<Option<(Member, String)>, StoreError> {
+        let row: Option<MemberRow> = sqlx::query_as(
+            "SELECT m.id, m.name, m.is_admin, k.key_hash FROM api_keys k \
+             JOIN members m ON m.id = k.member_id WHERE k.key_hash = $1",
+        )
+        .bind(key_hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let teams: Vec<String> = sqlx::query_scalar(
+            "SELECT team_name FROM team_members WHERE member_id = $1 ORDER BY team_name",
+        )
+        .bind(row.id.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        let member = Member {
+            id: row.id,
+            name: row.name,
+            is_admin: row.is_admin,
+            teams,
+        };
+        Ok(Some((member, row.key_hash)))
+    }
+
+    async fn insert_environment(&self, env: &EnvironmentRecord) -> Result<(), StoreError> {
+        let table = "environments";
+        let result = sqlx::query(&format!(
+            "INSERT INTO environments ({}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            EnvironmentRow::COLUMNS
+        ))
+        .bind(env.id.as_str())
+        .bind(env.name.as_str())
+        .bind(env.description.as_str())
+        .bind(env.env_type.as_str())
+        .bind(json_text(table, &env.tags)?)
+        .bind(env.scope.to_string())
+        .bind(tier_text(env.tier))
+        .bind(env.install_browser_tools)
+        .bind(json_text(table, &env.policy)?)
+        .bind(env.created_at.unix_timestamp())
+        .bind(env.last_seen.map(OffsetDateTime::unix_timestamp))
+        .bind(
+            env.runner
+                .as_ref()
+                .map(|runner| json_text(table, runner))
+                .transpose()?,
+        )
+        .execute(&self.pool)
+        .await;
+        name_taken(result, &env.name).map(drop)
+    }
+
+    async fn environment(&self, id: &str) -> Result<Option<EnvironmentRecord>, StoreError> {
+        let row: Option<EnvironmentRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM environments WHERE id = $1",
+            EnvironmentRow::COLUMNS
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(EnvironmentRecord::try_from).transpose()
+    }
+
+    async fn environment_by_name(
+        &self,
+        name: &str,
+    ) -> Result<Option<EnvironmentRecord>, StoreError> {
+        if name.is_empty() {
+            return Ok(None);
+        }
+        let row: Option<EnvironmentRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM environments WHERE name = $1",
+            EnvironmentRow::COLUMNS
+        ))
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(EnvironmentRecord::try_from).transpose()
+    }
+
+    async fn list_environments(&self) -> Result<Vec<EnvironmentRecord>, StoreError> {
+        let rows: Vec<EnvironmentRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM environments ORDER BY created_at, id",
+            EnvironmentRow::COLUMNS
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(EnvironmentRecord::try_from).collect()
+    }
+
+    async fn update_environment(&self, env: &EnvironmentRecord) -> Result<(), StoreError> {
+        let table = "environments";
+        let result = sqlx::query(
+            "UPDATE environments SET name = $1, description = $2, env_type = $3, tags = $4, \
+             tier = $5, install_browser_tools = $6, policy = $7 WHERE id = $8",
+        )
+        .bind(env.name.as_str())
+        .bind(env.description.as_str())
+        .bind(env.env_type.as_str())
+        .bind(json_text(table, &env.tags)?)
+        .bind(tier_text(env.tier))
+        .bind(env.install_browser_tools)
+        .bind(json_text(table, &env.policy)?)
+        .bind(env.id.as_str())
+        .execute(&self.pool)
+        .await;
+        let done = name_taken(result, &env.name)?;
+        if B::rows_affected(&done) == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    async fn delete_environment(&self, id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM environments WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(B::rows_affected(&done) > 0)
+    }
+
+    async fn fill_blank_name(
+        &self,
+        id: &str,
+        name: &str,
+        fallback: &str,
+    ) -> Result<String, StoreError> {
+        for candidate in [name, fallback] {
+            let result =
+                sqlx::query("UPDATE environments SET name = $1 WHERE id = $2 AND name = ''")
+                    .bind(candidate)
+                    .bind(id)
+                    .execute(&self.pool)
+                    .await;
+            match result {
+                Ok(_) => break,
+                Err(error) if is_unique_violation(&error) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        let name: Option<String> =
+            sqlx::query_scalar("SELECT name FROM environments WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        name.ok_or(StoreError::NotFound)
+    }
+
+    async fn record_seen(
+        &self,
+        id: &str,
+        at: OffsetDateTime,
+        runner: &RunnerInfo,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE environments SET last_seen = $1, runner = $2 WHERE id = $3")
+            .bind(at.unix_timestamp())
+            .bind(json_text("environments", runner)?)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn record_seen_batch(&self, seen: &[SeenRecord]) -> Result<(), StoreError> {
+        if seen.is_empty() {
+            return Ok(());
+        }
+        self.backend.record_seen_batch(&self.pool, seen).await
+    }
+
+    async fn rotate_token(
+        &self,
+        token: &TokenRecord,
+        previous_valid_until: OffsetDateTime,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query(
+            "UPDATE registration_tokens SET valid_until = $1 \
+             WHERE environment_id = $2 AND (valid_until IS NULL OR valid_until > $1)",
+        )
+        .bind(previous_valid_until.unix_timestamp())
+        .bind(token.environment_id.as_str())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(&format!(
+            "INSERT INTO registration_tokens ({}) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            TokenRow::COLUMNS
+        ))
+        .bind(token.id.as_str())
+        .bind(token.environment_id.as_str())
+        .bind(token.token_hash.as_str())
+        .bind(token.hint.as_str())
+        .bind(token.created_at.unix_timestamp())
+        .bind(token.last_used_at.map(OffsetDateTime::unix_timestamp))
+        .bind(token.valid_until.map(OffsetDateTime::unix_timestamp))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(B::rows_affected(&done) > 0)
+    }
+
+    async fn token_by_hash(&self, token_hash: &str) -> Result<Option<TokenRecord>, StoreError> {
+        let row: Option<TokenRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM registration_tokens WHERE token_hash = $1",
+            TokenRow::COLUMNS
+        ))
+        .bind(token_hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(TokenRecord::from))
+    }
+
+    async fn touch_token(&self, id: &str, at: OffsetDateTime) -> Result<(), StoreError> {
+        sqlx::query("UPDATE registration_tokens SET last_used_at = $1 WHERE id = $2")
+            .bind(at.unix_timestamp())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn revoke_tokens(&self, environment_id: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM registration_tokens WHERE environment_id = $1")
+            .bind(environment_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(B::rows_affected(&done))
+    }
+
+    async fn current_token(&self, environment_id: &str) -> Result<Option<TokenRecord>, StoreError> {
+        let row: Option<TokenRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM registration_tokens \
+             WHERE environment_id = $1 AND valid_until IS NULL \
+             ORDER BY created_at DESC, {} DESC LIMIT 1",
+            TokenRow::COLUMNS,
+            B::INSERTION_ORDER
+        ))
+        .bind(environment_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(TokenRecord::from))
+    }
+
+    async fn claim_session(
+        &self,
+        environment_id: &str,
+        holder: &str,
+        session_id: &str,
+        presence: &str,
+        at: OffsetDateTime,
+    ) -> Result<u64, StoreError> {
+        let epoch: i64 = sqlx::query_scalar(
+            "INSERT INTO runner_sessions \
+             (environment_id, epoch, holder, session_id, presence, refreshed_at) \
+             VALUES ($1, 1, $2, $3, $4, $5) \
+             ON CONFLICT (environment_id) DO UPDATE SET epoch = runner_sessions.epoch + 1, \
+             holder = excluded.holder, session_id = excluded.session_id, \
+             presence = excluded.presence, heartbeat = '{}', refreshed_at = excluded.refreshed_at \
+             RETURNING epoch",
+        )
+        .bind(environment_id)
+        .bind(holder)
+        .bind(session_id)
+        .bind(presence)
+        .bind(at.unix_timestamp())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(epoch_from_db(epoch))
+    }
+
+    async fn session(&self, environment_id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let row: Option<SessionRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM runner_sessions WHERE environment_id = $1",
+            SessionRow::COLUMNS
+        ))
+        .bind(environment_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(SessionRecord::from))
+    }
+
+    async fn release_session(&self, environment_id: &str, epoch: u64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE runner_sessions SET holder = NULL WHERE environment_id = $1 AND epoch = $2",
+        )
+        .bind(environment_id)
+        .bind(epoch_to_db(epoch))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn refresh_sessions(
+        &self,
+        holder: &str,
+        sessions: &[LeaseRefresh],
+        at: OffsetDateTime,
+    ) -> Result<Vec<String>, StoreError> {
+        if sessions.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.backend
+            .refresh_sessions(&self.pool, holder, sessions, at)
+            .await
+    }
+
+    async fn begin_invocation(
+        &self,
+        call_id: &str,
+        environment_id: &str,
+        tool_name: &str,
+        at: OffsetDateTime,
+    ) -> Result<Option<InvocationRecord>, StoreError> {
+        // Twice at most: an entry forgotten between the insert and the read
+        // makes room for this one.
+        for _ in 0..2 {
+            let done = sqlx::query(
+                "INSERT INTO invocations (call_id, environment_id, tool_name, state, created_at) \
+                 VALUES ($1, $2, $3, 'pending', $4) ON CONFLICT (call_id) DO NOTHING",
+            )
+            .bind(call_id)
+            .bind(environment_id)
+            .bind(tool_name)
+            .bind(at.unix_timestamp())
+            .execute(&self.pool)
+            .await?;
+            if B::rows_affected(&done) == 1 {
+                return Ok(None);
+            }
+            if let Some(existing) = self.invocation(call_id).await? {
+                return Ok(Some(existing));
+            }
+        }
+        Err(corrupt(
+            "invocations",
+            format!("call {call_id:?} neither inserted nor found"),
+        ))
+    }
+
+    async fn write_journal(&self, writes: &[JournalWrite]) -> Result<(), StoreError> {
+        if writes.is_empty() {
+            return Ok(());
+        }
+        self.backend.write_journal(&self.pool, writes).await
+    }
+
+    async fn forget_pending_invocation(&self, call_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM invocations WHERE call_id = $1 AND state = 'pending'")
+            .bind(call_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn invocation(&self, call_id: &str) -> Result<Option<InvocationRecord>, StoreError> {
+        let row: Option<InvocationRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM invocations WHERE call_id = $1",
+            InvocationRow::COLUMNS
+        ))
+        .bind(call_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(InvocationRecord::try_from).transpose()
+    }
+
+    async fn prune_invocations(&self, before: OffsetDateTime) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM invocations WHERE finished_at IS NOT NULL AND finished_at < $1",
+        )
+        .bind(before.unix_timestamp())
+        .execute(&self.pool)
+        .await?;
+        Ok(B::rows_affected(&done))
+    }
+}

@@ -1,0 +1,540 @@
+//! The store's contract, against each real database: every method of
+//! `Store`, on SQLite and on PostgreSQL, through the one implementation
+//! both share. A query that one database reads differently from the other
+//! fails here.
+
+use runner_proto::api::{InvocationState, RunnerInfo, Tier};
+use runner_relay::environment::{default_policy, EnvironmentRecord, Scope};
+use runner_relay::store::{
+    self, InvocationRecord, JournalWrite, LeaseRefresh, NewMember, SeenRecord, Store, StoreError,
+    TokenRecord,
+};
+use serde_json::json;
+use time::OffsetDateTime;
+
+/// A fixed time, `seconds` after a start: the store takes the times it is
+/// given and keeps whole seconds.
+fn at(seconds: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp(1_700_000_000 + seconds).expect("a valid time")
+}
+
+fn runner(hostname: &str) -> RunnerInfo {
+    RunnerInfo {
+        version: "1.2.3".to_owned(),
+        hostname: hostname.to_owned(),
+        os: "linux".to_owned(),
+        arch: "x86_64".to_owned(),
+    }
+}
+
+fn environment(id: &str, name: &str, created: i64) -> EnvironmentRecord {
+    EnvironmentRecord {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        description: format!("{id}'s description"),
+        env_type: "kubernetes".to_owned(),
+        tags: vec!["eu".to_owned(), "gpu".to_owned()],
+        scope: Scope::Team("ops".to_owned()),
+        tier: Tier::Production,
+        install_browser_tools: true,
+        policy: default_policy(Tier::Production),
+        created_at: at(created),
+        last_seen: None,
+        runner: Some(runner("build-1")),
+    }
+}
+
+fn token(id: &str, environment_id: &str, created: i64) -> TokenRecord {
+    TokenRecord {
+        id: id.to_owned(),
+        environment_id: environment_id.to_owned(),
+        token_hash: format!("hash-of-{id}"),
+        hint: format!("rnrt_…{id}"),
+        created_at: at(created),
+        last_used_at: None,
+        valid_until: None,
+    }
+}
+
+async fn members_and_teams(store: &dyn Store) {
+    store.ping().await.expect("ping");
+    assert_eq!(store.count_members().await.expect("count"), 0);
+    store.create_team("ops", at(0)).await.expect("a team");
+    store
+        .create_team("ops", at(1))
+        .await
+        .expect("the same team again: a no-op");
+    store.create_team("web", at(0)).await.expect("another team");
+
+    let ada = NewMember {
+        name: "ada".to_owned(),
+        is_admin: true,
+        teams: vec!["web".to_owned(), "ops".to_owned(), "ops".to_owned()],
+    };
+    let created = store
+        .create_member(&ada, "key-hash-ada", "rnr_…ada", at(0))
+        .await
+        .expect("a member");
+    assert_eq!(created.teams, ["ops", "web"], "sorted, once each");
+    assert!(created.is_admin);
+
+    let stranger = NewMember {
+        name: "bob".to_owned(),
+        is_admin: false,
+        teams: vec!["nope".to_owned()],
+    };
+    let unknown = store
+        .create_member(&stranger, "key-hash-bob", "rnr_…bob", at(0))
+        .await;
+    assert!(
+        matches!(&unknown, Err(StoreError::UnknownTeam(team)) if team == "nope"),
+        "{unknown:?}"
+    );
+    assert_eq!(
+        store.count_members().await.expect("count"),
+        1,
+        "a member with an unknown team is not created at all"
+    );
+    let found = store
+        .member_by_key_hash("key-hash-bob")
+        .await
+        .expect("lookup");
+    assert_eq!(found, None, "nor is its key");
+
+    let (member, hash) = store
+        .member_by_key_hash("key-hash-ada")
+        .await
+        .expect("lookup")
+        .expect("ada's key");
+    assert_eq!((member, hash.as_str()), (created, "key-hash-ada"));
+}
+
+async fn environments(store: &dyn Store) {
+    let alpha = environment("env_a", "alpha", 10);
+    store.insert_environment(&alpha).await.expect("alpha");
+    let mut blank = environment("env_b", "", 5);
+    blank.scope = Scope::Shared;
+    blank.tier = Tier::Development;
+    blank.runner = None;
+    blank.install_browser_tools = false;
+    store
+        .insert_environment(&blank)
+        .await
+        .expect("a blank name");
+    let other_blank = environment("env_c", "", 20);
+    store
+        .insert_environment(&other_blank)
+        .await
+        .expect("blank names may repeat");
+    let clash = store
+        .insert_environment(&environment("env_d", "alpha", 30))
+        .await;
+    assert!(
+        matches!(&clash, Err(StoreError::NameTaken(name)) if name == "alpha"),
+        "{clash:?}"
+    );
+
+    assert_eq!(
+        store.environment("env_a").await.expect("read"),
+        Some(alpha.clone())
+    );
+    assert_eq!(
+        store.environment("env_b").await.expect("read"),
+        Some(blank.clone())
+    );
+    assert_eq!(store.environment("env_x").await.expect("read"), None);
+    assert_eq!(
+        store.environment_by_name("alpha").await.expect("read"),
+        Some(alpha.clone())
+    );
+    assert_eq!(store.environment_by_name("").await.expect("read"), None);
+    let ids: Vec<String> = store
+        .list_environments()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|environment| environment.id)
+        .collect();
+    assert_eq!(ids, ["env_b", "env_a", "env_c"], "oldest first");
+
+    let mut edited = alpha.clone();
+    edited.description = "edited".to_owned();
+    edited.tags = vec!["us".to_owned()];
+    edited.tier = Tier::Development;
+    edited.install_browser_tools = false;
+    edited.policy = default_policy(Tier::Development);
+    edited.scope = Scope::Shared;
+    store.update_environment(&edited).await.expect("update");
+    let read = store
+        .environment("env_a")
+        .await
+        .expect("read")
+        .expect("alpha");
+    assert_eq!(read.scope, alpha.scope, "the scope is not user-editable");
+    edited.scope = alpha.scope.clone();
+    assert_eq!(read, edited);
+
+    let mut renamed = blank.clone();
+    renamed.name = "alpha".to_owned();
+    let clash = store.update_environment(&renamed).await;
+    assert!(matches!(clash, Err(StoreError::NameTaken(_))), "{clash:?}");
+    let missing = store
+        .update_environment(&environment("env_x", "x", 0))
+        .await;
+    assert!(matches!(missing, Err(StoreError::NotFound)), "{missing:?}");
+
+    let filled = store
+        .fill_blank_name("env_b", "alpha", "env_b-host")
+        .await
+        .expect("fill");
+    assert_eq!(filled, "env_b-host", "the fallback, as alpha is taken");
+    let kept = store
+        .fill_blank_name("env_a", "other", "other-2")
+        .await
+        .expect("fill");
+    assert_eq!(kept, "alpha", "a name that is not blank stays");
+    let missing = store.fill_blank_name("env_x", "x", "y").await;
+    assert!(matches!(missing, Err(StoreError::NotFound)), "{missing:?}");
+
+    store
+        .record_seen("env_b", at(100), &runner("host-b"))
+        .await
+        .expect("seen");
+    store.record_seen_batch(&[]).await.expect("an empty batch");
+    store
+        .record_seen_batch(&[
+            SeenRecord {
+                environment_id: "env_a".to_owned(),
+                at: at(200),
+                runner: runner("host-a"),
+            },
+            SeenRecord {
+                environment_id: "env_c".to_owned(),
+                at: at(201),
+                runner: runner("host-c"),
+            },
+        ])
+        .await
+        .expect("a batch");
+    for (id, seen, host) in [
+        ("env_a", 200, "host-a"),
+        ("env_b", 100, "host-b"),
+        ("env_c", 201, "host-c"),
+    ] {
+        let read = store.environment(id).await.expect("read").expect(id);
+        assert_eq!(read.last_seen, Some(at(seen)), "{id}");
+        assert_eq!(read.runner, Some(runner(host)), "{id}");
+    }
+
+    assert!(store.delete_environment("env_c").await.expect("delete"));
+    assert!(!store.delete_environment("env_c").await.expect("again"));
+}
+
+async fn tokens(store: &dyn Store) {
+    assert_eq!(store.current_token("env_a").await.expect("read"), None);
+    let first = token("tok_1", "env_a", 50);
+    let replaced = store.rotate_token(&first, at(60)).await.expect("first");
+    assert!(!replaced, "no older token");
+    // The same second: the newer token is the one inserted last.
+    let second = token("tok_0", "env_a", 50);
+    let replaced = store.rotate_token(&second, at(60)).await.expect("second");
+    assert!(replaced);
+    assert_eq!(
+        store.current_token("env_a").await.expect("read"),
+        Some(second.clone())
+    );
+    let old = store
+        .token_by_hash("hash-of-tok_1")
+        .await
+        .expect("read")
+        .expect("the first token");
+    assert_eq!(old.valid_until, Some(at(60)), "stops when told");
+    assert_eq!(store.token_by_hash("hash-of-x").await.expect("read"), None);
+
+    store.touch_token("tok_0", at(70)).await.expect("touch");
+    let used = store
+        .token_by_hash("hash-of-tok_0")
+        .await
+        .expect("read")
+        .expect("the second token");
+    assert_eq!(used.last_used_at, Some(at(70)));
+
+    assert_eq!(store.revoke_tokens("env_a").await.expect("revoke"), 2);
+    assert_eq!(store.current_token("env_a").await.expect("read"), None);
+    assert_eq!(store.revoke_tokens("env_a").await.expect("again"), 0);
+}
+
+fn lease(epoch: u64, heartbeat: &str, presence: Option<&str>) -> LeaseRefresh {
+    LeaseRefresh {
+        environment_id: "env_a".to_owned(),
+        epoch,
+        heartbeat: heartbeat.to_owned(),
+        presence: presence.map(str::to_owned),
+        seen: None,
+    }
+}
+
+async fn sessions(store: &dyn Store) {
+    assert_eq!(store.session("env_a").await.expect("read"), None);
+    let first = store
+        .claim_session("env_a", "relay-1", "s1", r#"{"tools":[]}"#, at(300))
+        .await
+        .expect("claim");
+    assert_eq!(first, 1);
+    let second = store
+        .claim_session("env_a", "relay-2", "s2", r#"{"tools":["git"]}"#, at(301))
+        .await
+        .expect("claim again");
+    assert_eq!(second, 2, "the epoch only grows");
+    let session = store
+        .session("env_a")
+        .await
+        .expect("read")
+        .expect("a session");
+    assert_eq!(
+        (
+            session.epoch,
+            session.holder.as_deref(),
+            session.session_id.as_str()
+        ),
+        (2, Some("relay-2"), "s2")
+    );
+    assert_eq!(session.heartbeat, "{}");
+    assert_eq!(session.refreshed_at, at(301));
+
+    assert!(store
+        .refresh_sessions("relay-2", &[], at(302))
+        .await
+        .expect("nothing to refresh")
+        .is_empty());
+    let lost = store
+        .refresh_sessions("relay-1", &[lease(1, "{}", None)], at(302))
+        .await
+        .expect("refresh of a lost lease");
+    assert_eq!(lost, ["env_a"], "a newer epoch took it over");
+
+    let mut refresh = lease(2, r#"{"load":1}"#, Some(r#"{"tools":["helm"]}"#));
+    refresh.seen = Some((at(303), runner("host-2")));
+    let lost = store
+        .refresh_sessions("relay-2", &[refresh], at(304))
+        .await
+        .expect("refresh");
+    assert!(lost.is_empty(), "{lost:?}");
+    let lost = store
+        .refresh_sessions("relay-2", &[lease(2, r#"{"load":2}"#, None)], at(305))
+        .await
+        .expect("refresh without a new presence");
+    assert!(lost.is_empty(), "{lost:?}");
+    let session = store
+        .session("env_a")
+        .await
+        .expect("read")
+        .expect("a session");
+    assert_eq!(session.heartbeat, r#"{"load":2}"#);
+    assert_eq!(session.presence, r#"{"tools":["helm"]}"#, "kept");
+    assert_eq!(session.refreshed_at, at(305));
+    let environment = store
+        .environment("env_a")
+        .await
+        .expect("read")
+        .expect("alpha");
+    assert_eq!(environment.last_seen, Some(at(303)));
+    assert_eq!(environment.runner, Some(runner("host-2")));
+
+    store
+        .release_session("env_a", 1)
+        .await
+        .expect("an old epoch");
+    let session = store
+        .session("env_a")
+        .await
+        .expect("read")
+        .expect("session");
+    assert_eq!(session.holder.as_deref(), Some("relay-2"), "not released");
+    store.release_session("env_a", 2).await.expect("release");
+    let session = store
+        .session("env_a")
+        .await
+        .expect("read")
+        .expect("session");
+    assert_eq!(session.holder, None);
+    let lost = store
+        .refresh_sessions("relay-2", &[lease(2, "{}", None)], at(306))
+        .await
+        .expect("refresh after release");
+    assert_eq!(lost, ["env_a"]);
+}
+
+async fn invocations(store: &dyn Store) {
+    let begun = store
+        .begin_invocation("call-1", "env_a", "shell", at(400))
+        .await
+        .expect("begin");
+    assert_eq!(begun, None, "a new entry");
+    let again = store
+        .begin_invocation("call-1", "env_a", "git", at(401))
+        .await
+        .expect("begin again")
+        .expect("the existing entry");
+    assert_eq!(
+        (again.state, again.tool_name.as_str(), again.created_at),
+        (InvocationState::Pending, "shell", at(400))
+    );
+    assert_eq!(again.call_result(), None);
+
+    store
+        .forget_pending_invocation("call-1")
+        .await
+        .expect("forget");
+    assert_eq!(store.invocation("call-1").await.expect("read"), None);
+    let begun = store
+        .begin_invocation("call-1", "env_a", "shell", at(402))
+        .await
+        .expect("begin after forgetting");
+    assert_eq!(begun, None);
+    store
+        .begin_invocation("call-2", "env_a", "shell", at(402))
+        .await
+        .expect("another");
+
+    let done = InvocationRecord {
+        call_id: "call-1".to_owned(),
+        environment_id: "env_a".to_owned(),
+        tool_name: String::new(),
+        state: InvocationState::Done,
+        epoch: Some(2),
+        created_at: at(402),
+        finished_at: Some(at(410)),
+        result: json!({"stdout": "hi"}),
+        exit_code: Some(3),
+        error: Some("exit 3".to_owned()),
+    };
+    store
+        .write_journal(&[JournalWrite {
+            entry: done.clone(),
+            create: false,
+        }])
+        .await
+        .expect("done");
+    let read = store
+        .invocation("call-1")
+        .await
+        .expect("read")
+        .expect("call-1");
+    let mut expected = done;
+    expected.tool_name = "shell".to_owned();
+    assert_eq!(read, expected);
+    assert_eq!(
+        read.call_result().map(|result| result.result),
+        Some(json!({"stdout": "hi"}))
+    );
+    store
+        .forget_pending_invocation("call-1")
+        .await
+        .expect("forget a done call");
+    assert!(
+        store.invocation("call-1").await.expect("read").is_some(),
+        "only a pending entry is forgotten"
+    );
+
+    // One batch of both kinds (on PostgreSQL, two statements in one
+    // transaction): a new entry, a step back and a step naming another
+    // environment, which both leave their entry as it was.
+    let step = |call_id: &str, environment_id: &str, create: bool| JournalWrite {
+        entry: InvocationRecord {
+            call_id: call_id.to_owned(),
+            environment_id: environment_id.to_owned(),
+            tool_name: "git".to_owned(),
+            state: InvocationState::Dispatched,
+            epoch: Some(3),
+            created_at: at(420),
+            finished_at: None,
+            result: serde_json::Value::Null,
+            exit_code: None,
+            error: None,
+        },
+        create,
+    };
+    store
+        .write_journal(&[
+            step("call-3", "env_a", true),
+            step("call-1", "env_a", false),
+            step("call-2", "env_b", false),
+        ])
+        .await
+        .expect("a mixed batch");
+    let created = store
+        .invocation("call-3")
+        .await
+        .expect("read")
+        .expect("call-3");
+    assert_eq!(
+        (created.state, created.tool_name.as_str(), created.epoch),
+        (InvocationState::Dispatched, "git", Some(3))
+    );
+    let kept = store.invocation("call-1").await.expect("read");
+    assert_eq!(
+        kept.map(|entry| entry.state),
+        Some(InvocationState::Done),
+        "never back"
+    );
+    let other = store
+        .invocation("call-2")
+        .await
+        .expect("read")
+        .expect("call-2");
+    assert_eq!(
+        (other.state, other.environment_id.as_str(), other.epoch),
+        (InvocationState::Pending, "env_a", None),
+        "another environment's step is not applied"
+    );
+
+    assert_eq!(store.prune_invocations(at(410)).await.expect("prune"), 0);
+    assert_eq!(store.prune_invocations(at(411)).await.expect("prune"), 1);
+    assert_eq!(store.invocation("call-1").await.expect("read"), None);
+    assert!(
+        store.invocation("call-2").await.expect("read").is_some(),
+        "an entry not done stays"
+    );
+}
+
+/// Deleting an environment takes its tokens and session with it.
+async fn deletion_cascades(store: &dyn Store) {
+    store
+        .rotate_token(&token("tok_9", "env_a", 500), at(500))
+        .await
+        .expect("a token");
+    assert!(store.delete_environment("env_a").await.expect("delete"));
+    assert_eq!(store.session("env_a").await.expect("read"), None);
+    assert_eq!(
+        store.token_by_hash("hash-of-tok_9").await.expect("read"),
+        None
+    );
+}
+
+async fn the_store_keeps_its_contract(store: &dyn Store) {
+    members_and_teams(store).await;
+    environments(store).await;
+    tokens(store).await;
+    sessions(store).await;
+    invocations(store).await;
+    deletion_cascades(store).await;
+}
+
+#[tokio::test]
+async fn the_sqlite_store_keeps_the_contract() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("relay.db").display());
+    let store = store::open(&url).await.expect("open SQLite");
+    assert!(!store.shared());
+    the_store_keeps_its_contract(store.as_ref()).await;
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL (run by .ci/run with --include-ignored)"]
+async fn the_postgres_store_keeps_the_contract() {
+    let database = crate::cluster::Database::create().await;
+    let store = store::open(&database.url()).await.expect("open PostgreSQL");
+    assert!(store.shared());
+    the_store_keeps_its_contract(store.as_ref()).await;
+}
