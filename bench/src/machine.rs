@@ -71,7 +71,7 @@ pub fn facts(nofile: NoFile, at_start: Value) -> Value {
         // cgroups (docs/tools.md): null where there is no cgroup2 mount.
         "cgroup2_favordynmods": std::fs::read_to_string("/proc/self/mountinfo")
             .ok()
-            .and_then(|mountinfo| runner_cli::tools::cgroup::hierarchy(&mountinfo))
+            .and_then(|mountinfo| runner_cli::exec::cgroup::hierarchy(&mountinfo))
             .map(|(_, favors)| favors),
         // How an idle CPU sleeps. Every hop of a call wakes a thread, often
         // on the other CPU; on a VM whose guest halts an idle vCPU at once

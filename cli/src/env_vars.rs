@@ -12,7 +12,7 @@ pub const API_KEY: &str = "RUNNER_API_KEY";
 pub const ENV: &str = "RUNNER_ENV";
 pub const TOKEN: &str = "RUNNER_TOKEN";
 /// The variables that carry a secret of the runner's: never passed on to
-/// the processes tools start ([`crate::tools::keep_secrets_from`]).
+/// the processes tools start ([`crate::exec::keep_secrets_from`]).
 pub const SECRETS: [&str; 2] = [TOKEN, API_KEY];
 pub const CREDENTIAL_STORE: &str = "RUNNER_CREDENTIAL_STORE";
 pub const WORKSPACE: &str = "RUNNER_WORKSPACE";

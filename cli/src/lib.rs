@@ -7,12 +7,15 @@
 pub mod agent;
 pub mod args;
 pub mod assets;
+pub mod call;
 pub mod client;
 pub mod commands;
 pub mod config;
 pub mod credentials;
 pub mod env_vars;
+pub mod exec;
 pub mod exit;
+pub mod gate;
 pub mod output;
 pub mod secret;
 pub mod service;

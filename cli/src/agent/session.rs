@@ -25,10 +25,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::autoupdate::AutoUpdate;
 use super::health::Health;
+use crate::gate::Boundary;
 use crate::secret::Secret;
-use crate::tools::{
-    self, workspace::Boundary, CallScope, Outbound, OutboundQueue, Queued, ToolContext, Toolbox,
-};
+use crate::tools::{self, CallScope, Outbound, OutboundQueue, Queued, ToolContext, Toolbox};
 
 /// Time to open the socket (TCP, TLS, upgrade).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -65,7 +64,7 @@ pub struct SessionConfig {
     /// and changes are announced while connected.
     pub toolbox: Arc<Toolbox>,
     /// How each call's processes are kept together (`--call-cgroups`).
-    pub isolation: tools::process::Isolation,
+    pub isolation: crate::exec::Isolation,
     /// What `runner status --local` and the health endpoint report.
     pub health: Arc<Health>,
     /// Self-update on the relay's word (`None`: off).
@@ -253,7 +252,7 @@ pub async fn run(
         toolbox: Arc::clone(&config.toolbox),
         isolation: config.isolation,
     };
-    let mut catalogue_refresh = tokio::time::interval(tools::catalogue::REFRESH_INTERVAL);
+    let mut catalogue_refresh = tokio::time::interval(tools::toolbox::REFRESH_INTERVAL);
     catalogue_refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let catalogue_changed = config.toolbox.changed();
     let out_tx = carry.out_tx.clone();

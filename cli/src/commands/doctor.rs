@@ -536,7 +536,7 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
     }
     service_check(&mut doctor);
     if cfg!(target_os = "linux") {
-        doctor.ok("call cgroups", machine, tools::cgroup::describe().await);
+        doctor.ok("call cgroups", machine, crate::exec::describe().await);
     }
     let names: Vec<String> = tools::catalogue().into_iter().map(|t| t.name).collect();
     doctor.ok("tools", machine, names.join(", "));

@@ -16,8 +16,9 @@ use crate::config::{ConfigFile, Dirs, SecretLocation};
 use crate::credentials::{self, SecretKind};
 use crate::env_vars;
 use crate::exit::{self, ExitError};
+use crate::gate::Boundary;
 use crate::secret::Secret;
-use crate::tools::{self, workspace::Boundary};
+use crate::tools;
 use crate::update;
 
 pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
@@ -108,9 +109,9 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
         max_concurrent_calls: args.max_concurrent_calls,
         toolbox,
         isolation: if args.call_cgroups {
-            tools::process::Isolation::CgroupIfAvailable
+            crate::exec::Isolation::CgroupIfAvailable
         } else {
-            tools::process::Isolation::ProcessGroup
+            crate::exec::Isolation::ProcessGroup
         },
         health,
         auto_update,
@@ -118,7 +119,7 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
     if args.call_cgroups && cfg!(target_os = "linux") {
         // Beside the connection, not before it: the probe starts a process.
         tokio::spawn(async {
-            tracing::info!("per-call cgroups: {}", tools::cgroup::describe().await);
+            tracing::info!("per-call cgroups: {}", crate::exec::describe().await);
         });
     }
     let shutdown = CancellationToken::new();

@@ -2,83 +2,82 @@
 //! argv, no shell in between, so nothing in an argument is ever
 //! interpreted (`; rm -rf /` is just a strange file name to git).
 //!
-//! Announced only where the binary is on PATH (see [`super::catalogue`]).
+//! Announced only where the binary is on PATH (see [`Tool::offered`]).
 //! The command line (`kubectl get pods`) is checked against the runner's
-//! permission file like a shell command before anything runs.
+//! permission file by the gate, like a shell command, before anything runs.
 
-use serde_json::{json, Value};
+use std::collections::HashMap;
 
-use super::process::{self, Join, Spec};
-use super::shell::{scope_with_own_timeout, workdir};
-use super::{optional_string_arg, optional_strings_arg, CallScope, ToolContext, ToolOutcome};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-/// The argv tools, by binary name.
-pub const TOOLS: [&str; 5] = ["git", "kubectl", "helm", "docker", "terraform"];
+use super::command::{outcome, run_finished};
+use super::context::ToolContext;
+use super::tool::{Running, Tool};
+use super::toolbox::Toolbox;
+use crate::call::{CallScope, ToolOutcome};
+use crate::gate::CommandLine;
 
-pub fn spec(name: &str) -> runner_proto::ws::ToolSpec {
-    runner_proto::ws::ToolSpec {
-        name: name.to_owned(),
-        description: format!(
-            "Run {name} with these arguments (no shell: arguments are passed as they are); output streams as produced."
-        ),
-        input_schema: json!({
-            "type": "object",
-            "required": ["args"],
-            "additionalProperties": false,
-            "properties": {
-                "args": {"type": "array", "items": {"type": "string"}, "description": format!("Arguments after `{name}`, e.g. [\"status\"]")},
-                "workdir": {"type": "string", "description": "Working directory (relative: inside the workspace)"},
-                "env": {"type": "object", "additionalProperties": {"type": "string"}},
-                "stdin": {"type": "string"},
-                "timeout_s": {"type": "integer", "minimum": 1}
-            }
-        }),
-    }
+/// One argv tool: the binary of this name.
+pub struct Argv(pub &'static str);
+
+/// The arguments of an argv tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArgvArgs {
+    /// Arguments after the program's name, e.g. ["status"]
+    pub args: Vec<String>,
+    /// Working directory (relative: inside the workspace)
+    pub workdir: Option<String>,
+    pub env: Option<HashMap<String, String>>,
+    pub stdin: Option<String>,
+    #[schemars(range(min = 1))]
+    pub timeout_s: Option<u64>,
 }
 
-pub async fn run(name: &str, args: Value, context: &ToolContext, scope: &CallScope) -> ToolOutcome {
-    match run_inner(name, &args, context, scope).await {
-        Ok(outcome) => outcome,
-        Err(message) => ToolOutcome::error(message),
-    }
-}
+impl Tool for Argv {
+    type Args = ArgvArgs;
 
-async fn run_inner(
-    name: &str,
-    args: &Value,
-    context: &ToolContext,
-    scope: &CallScope,
-) -> Result<ToolOutcome, String> {
-    let arguments = optional_strings_arg(args, "args")?
-        .ok_or_else(|| "argument \"args\" is required (an array of strings)".to_owned())?;
-    let mut command_line = vec![name.to_owned()];
-    command_line.extend(arguments.iter().cloned());
-    if let Some(permissions) = &context.permissions {
-        let decision = permissions.check_argv(&command_line);
-        if !decision.allowed {
-            return Err(format!(
-                "denied by the runner's permission file: {}",
-                decision.summary()
-            ));
-        }
+    fn name(&self) -> &'static str {
+        self.0
     }
-    let env = process::parse_env(args)?;
-    if let Some(permissions) = &context.permissions {
-        super::check_env(permissions, &env)?;
+
+    fn description(&self) -> String {
+        format!(
+            "Run {} with these arguments (no shell: arguments are passed as they are); output streams as produced.",
+            self.0
+        )
     }
-    let program = context.toolbox.binary(name).ok_or_else(|| {
-        format!("{name} is not installed on this runner's machine (not found on PATH)")
-    })?;
-    let spec = Spec {
-        arg0: None,
-        program: program.into_os_string(),
-        args: arguments,
-        workdir: workdir(args, context)?,
-        env,
-        stdin: optional_string_arg(args, "stdin")?.map(|text| text.as_bytes().to_vec()),
-        join: Join::Wrapper,
-    };
-    let scope = scope_with_own_timeout(args, scope)?;
-    let finished = process::run(spec, context, &scope).await?;
-    Ok(finished.into_outcome(context.boundary.root()))
+
+    fn offered(&self, toolbox: &Toolbox) -> bool {
+        toolbox.binary(self.0).is_some()
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: ArgvArgs,
+        context: &'a ToolContext,
+        scope: &'a CallScope,
+    ) -> Running<'a> {
+        let name = self.0;
+        Box::pin(async move {
+            let Some(program) = context.toolbox.binary(name) else {
+                return ToolOutcome::error(format!(
+                    "{name} is not installed on this runner's machine (not found on PATH)"
+                ));
+            };
+            let line = CommandLine::Program {
+                path: program,
+                args: args.args,
+            };
+            let checked = context.gate().command(
+                line,
+                name,
+                args.env.unwrap_or_default(),
+                args.workdir.as_deref(),
+            );
+            let stdin = args.stdin.map(String::into_bytes);
+            outcome(run_finished(checked, stdin, args.timeout_s, context, scope).await)
+        })
+    }
 }

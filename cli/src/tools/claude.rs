@@ -4,7 +4,7 @@
 //! * `claude_code` runs `claude -p PROMPT --output-format json` (plus
 //!   `--resume ID`, `--continue`, `--model`, `--max-turns`,
 //!   `--allowedTools`) in a working directory, through
-//!   [`super::process`] like any command (streamed, bounded, stopped as a
+//!   [`crate::exec`] like any command (streamed, bounded, stopped as a
 //!   tree), checked against the permission file as `claude -p …`. The CLI's
 //!   JSON answer (`result`, `session_id`, `is_error`, cost) is decoded into
 //!   the result.
@@ -22,12 +22,17 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use super::process::{self, Join, Spec};
-use super::shell::{scope_with_own_timeout, workdir};
-use super::{
-    optional_bool_arg, optional_string_arg, optional_strings_arg, optional_u64_arg, string_arg,
-    CallScope, ToolContext, ToolOutcome,
-};
+use runner_proto::tools;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::command::run_finished;
+use super::context::ToolContext;
+use super::tool::{Running, Tool};
+use super::toolbox::Toolbox;
+use crate::call::{CallScope, ToolOutcome};
+use crate::exec;
+use crate::gate::CommandLine;
 
 /// Time `claude --version` gets in `claude_status`.
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
@@ -36,118 +41,187 @@ pub const DEFAULT_SESSIONS: u64 = 20;
 /// Bytes read from the start of a session file to find its first prompt.
 const SESSION_HEAD_BYTES: u64 = 64 * 1024;
 
-pub fn specs() -> Vec<runner_proto::ws::ToolSpec> {
-    vec![
-        runner_proto::ws::ToolSpec {
-            name: "claude_code".into(),
-            description: "Run Claude Code non-interactively (claude -p) in a working directory; resume a session with session_id.".into(),
-            input_schema: json!({
-                "type": "object",
-                "required": ["prompt"],
-                "additionalProperties": false,
-                "properties": {
-                    "prompt": {"type": "string"},
-                    "workdir": {"type": "string", "description": "Working directory (relative: inside the workspace)"},
-                    "session_id": {"type": "string", "description": "Resume this session (see claude_sessions)"},
-                    "continue": {"type": "boolean", "description": "Continue the most recent session in workdir"},
-                    "model": {"type": "string"},
-                    "max_turns": {"type": "integer", "minimum": 1},
-                    "allowed_tools": {"type": "array", "items": {"type": "string"}},
-                    "timeout_s": {"type": "integer", "minimum": 1}
-                }
-            }),
-        },
-        runner_proto::ws::ToolSpec {
-            name: "claude_sessions".into(),
-            description: "List Claude Code sessions on this machine, newest first (optionally of one working directory).".into(),
-            input_schema: json!({
-                "type": "object",
-                "additionalProperties": false,
-                "properties": {
-                    "workdir": {"type": "string", "description": "Only sessions of this project directory"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000}
-                }
-            }),
-        },
-        runner_proto::ws::ToolSpec {
-            name: "claude_status".into(),
-            description: "Claude Code's version and whether it has credentials.".into(),
-            input_schema: json!({"type": "object", "additionalProperties": false, "properties": {}}),
-        },
-    ]
+pub struct ClaudeCode;
+pub struct ClaudeSessions;
+pub struct ClaudeStatus;
+
+/// The arguments of `claude_code`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CodeArgs {
+    pub prompt: String,
+    /// Working directory (relative: inside the workspace)
+    pub workdir: Option<String>,
+    /// Resume this session (see claude_sessions)
+    pub session_id: Option<String>,
+    /// Continue the most recent session in workdir
+    #[serde(rename = "continue")]
+    pub continue_: Option<bool>,
+    pub model: Option<String>,
+    #[schemars(range(min = 1))]
+    pub max_turns: Option<u64>,
+    pub allowed_tools: Option<Vec<String>>,
+    #[schemars(range(min = 1))]
+    pub timeout_s: Option<u64>,
 }
 
-pub async fn run(tool: &str, args: Value, context: &ToolContext, scope: &CallScope) -> ToolOutcome {
-    let Some(binary) = context.toolbox.binary("claude") else {
-        return ToolOutcome::error("the Claude Code CLI (claude) is not on this runner's PATH");
-    };
-    match tool {
-        "claude_code" => match code(&binary, &args, context, scope).await {
-            Ok(outcome) => outcome,
-            Err(message) => ToolOutcome::error(message),
-        },
-        "claude_sessions" => {
+/// The arguments of `claude_sessions`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsArgs {
+    /// Only sessions of this project directory
+    pub workdir: Option<String>,
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<u64>,
+}
+
+/// `claude_status` takes no arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// The `claude` binary, or why the Claude tools cannot run.
+fn claude_binary(context: &ToolContext) -> Result<PathBuf, ToolOutcome> {
+    context.toolbox.binary("claude").ok_or_else(|| {
+        ToolOutcome::error("the Claude Code CLI (claude) is not on this runner's PATH")
+    })
+}
+
+impl Tool for ClaudeCode {
+    type Args = CodeArgs;
+
+    fn name(&self) -> &'static str {
+        tools::CLAUDE_CODE
+    }
+
+    fn description(&self) -> String {
+        "Run Claude Code non-interactively (claude -p) in a working directory; resume a session with session_id.".into()
+    }
+
+    fn offered(&self, toolbox: &Toolbox) -> bool {
+        toolbox.binary("claude").is_some()
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: CodeArgs,
+        context: &'a ToolContext,
+        scope: &'a CallScope,
+    ) -> Running<'a> {
+        Box::pin(async move {
+            match claude_binary(context) {
+                Ok(binary) => code(&binary, args, context, scope).await,
+                Err(outcome) => outcome,
+            }
+        })
+    }
+}
+
+impl Tool for ClaudeSessions {
+    type Args = SessionsArgs;
+
+    fn name(&self) -> &'static str {
+        tools::CLAUDE_SESSIONS
+    }
+
+    fn description(&self) -> String {
+        "List Claude Code sessions on this machine, newest first (optionally of one working directory).".into()
+    }
+
+    fn offered(&self, toolbox: &Toolbox) -> bool {
+        toolbox.binary("claude").is_some()
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: SessionsArgs,
+        context: &'a ToolContext,
+        _scope: &'a CallScope,
+    ) -> Running<'a> {
+        Box::pin(async move {
+            if let Err(outcome) = claude_binary(context) {
+                return outcome;
+            }
             let context = context.clone();
             match tokio::task::spawn_blocking(move || sessions(&args, &context)).await {
                 Ok(result) => ToolOutcome::from_result(result),
                 Err(error) => ToolOutcome::error(format!("listing sessions failed: {error}")),
             }
-        }
-        _ => ToolOutcome::from_result(status(&binary, context, scope).await),
+        })
+    }
+}
+
+impl Tool for ClaudeStatus {
+    type Args = NoArgs;
+
+    fn name(&self) -> &'static str {
+        tools::CLAUDE_STATUS
+    }
+
+    fn description(&self) -> String {
+        "Claude Code's version and whether it has credentials.".into()
+    }
+
+    fn offered(&self, toolbox: &Toolbox) -> bool {
+        toolbox.binary("claude").is_some()
+    }
+
+    fn run<'a>(
+        &'a self,
+        _args: NoArgs,
+        context: &'a ToolContext,
+        scope: &'a CallScope,
+    ) -> Running<'a> {
+        Box::pin(async move {
+            match claude_binary(context) {
+                Ok(binary) => ToolOutcome::from_result(status(&binary, context, scope).await),
+                Err(outcome) => outcome,
+            }
+        })
     }
 }
 
 async fn code(
     binary: &Path,
-    args: &Value,
+    args: CodeArgs,
     context: &ToolContext,
     scope: &CallScope,
-) -> Result<ToolOutcome, String> {
-    let prompt = string_arg(args, "prompt")?;
+) -> ToolOutcome {
     let mut argv = vec![
         "-p".to_owned(),
-        prompt.to_owned(),
+        args.prompt,
         "--output-format".to_owned(),
         "json".to_owned(),
     ];
-    if let Some(id) = optional_string_arg(args, "session_id")? {
-        argv.extend(["--resume".to_owned(), id.to_owned()]);
+    if let Some(id) = args.session_id {
+        argv.extend(["--resume".to_owned(), id]);
     }
-    if optional_bool_arg(args, "continue")?.unwrap_or(false) {
+    if args.continue_.unwrap_or(false) {
         argv.push("--continue".to_owned());
     }
-    if let Some(model) = optional_string_arg(args, "model")? {
-        argv.extend(["--model".to_owned(), model.to_owned()]);
+    if let Some(model) = args.model {
+        argv.extend(["--model".to_owned(), model]);
     }
-    if let Some(turns) = optional_u64_arg(args, "max_turns")? {
+    if let Some(turns) = args.max_turns {
         argv.extend(["--max-turns".to_owned(), turns.to_string()]);
     }
-    if let Some(tools) = optional_strings_arg(args, "allowed_tools")? {
+    if let Some(tools) = args.allowed_tools {
         argv.extend(["--allowedTools".to_owned(), tools.join(",")]);
     }
-    if let Some(permissions) = &context.permissions {
-        let mut command_line = vec!["claude".to_owned()];
-        command_line.extend(argv.iter().cloned());
-        let decision = permissions.check_argv(&command_line);
-        if !decision.allowed {
-            return Err(format!(
-                "denied by the runner's permission file: {}",
-                decision.summary()
-            ));
-        }
-    }
-    let spec = Spec {
-        arg0: None,
-        program: binary.as_os_str().to_owned(),
+    let line = CommandLine::Program {
+        path: binary.to_owned(),
         args: argv,
-        workdir: workdir(args, context)?,
-        env: Default::default(),
-        stdin: None,
-        join: Join::Wrapper,
     };
-    let scope = scope_with_own_timeout(args, scope)?;
-    let finished = process::run(spec, context, &scope).await?;
-    let mut outcome = finished.into_outcome(context.boundary.root());
+    let checked =
+        context
+            .gate()
+            .command(line, "claude", Default::default(), args.workdir.as_deref());
+    let (finished, workspace) =
+        match run_finished(checked, None, args.timeout_s, context, scope).await {
+            Ok(done) => done,
+            Err(message) => return ToolOutcome::error(message),
+        };
+    let mut outcome = finished.into_outcome(&workspace);
     let decoded = outcome
         .result
         .get("stdout")
@@ -176,7 +250,7 @@ async fn code(
             ));
         }
     }
-    Ok(outcome)
+    outcome
 }
 
 /// `CLAUDE_CONFIG_DIR`, else `~/.claude`.
@@ -199,10 +273,10 @@ pub fn project_key(dir: &Path) -> String {
         .collect()
 }
 
-fn sessions(args: &Value, context: &ToolContext) -> Result<Value, String> {
-    let limit = optional_u64_arg(args, "limit")?.unwrap_or(DEFAULT_SESSIONS) as usize;
-    let only = match optional_string_arg(args, "workdir")? {
-        Some(_) => Some(project_key(&workdir(args, context)?)),
+fn sessions(args: &SessionsArgs, context: &ToolContext) -> Result<Value, String> {
+    let limit = args.limit.unwrap_or(DEFAULT_SESSIONS) as usize;
+    let only = match args.workdir.as_deref() {
+        Some(dir) => Some(project_key(&context.gate().workdir(Some(dir))?)),
         None => None,
     };
     let Some(projects) = config_dir().map(|dir| dir.join("projects")) else {
@@ -299,16 +373,10 @@ async fn status(binary: &Path, context: &ToolContext, scope: &CallScope) -> Resu
     let mut scope = scope.clone();
     scope.timeout = scope.timeout.min(VERSION_TIMEOUT);
     scope.output = None;
-    let spec = Spec {
-        arg0: None,
-        program: binary.as_os_str().to_owned(),
-        args: vec!["--version".to_owned()],
-        workdir: context.boundary.root().to_path_buf(),
-        env: Default::default(),
-        stdin: None,
-        join: Join::Wrapper,
-    };
-    let finished = process::run(spec, context, &scope).await?;
+    let checked = context
+        .gate()
+        .own_command(binary.to_owned(), vec!["--version".to_owned()]);
+    let finished = exec::run(checked, None, &scope, context.isolation).await?;
     let version_ok = finished.exit_code == Some(0);
     let version = finished.stdout.text.trim().to_owned();
     let credentials_file = config_dir().map(|dir| dir.join(".credentials.json"));

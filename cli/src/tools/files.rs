@@ -1,50 +1,18 @@
-//! `file_read` and `file_write`, inside the boundary of [`super::workspace`].
+//! `file_read` and `file_write`, inside the boundary of [`crate::gate::boundary`].
 
 use std::io::{Read, Seek, SeekFrom};
 
 use base64::Engine as _;
 use nix::fcntl::OFlag;
+use runner_proto::tools;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{
-    no_follow, optional_string_arg, optional_u64_arg, string_arg, ToolContext, ToolOutcome,
-};
-
-pub fn read_spec() -> runner_proto::ws::ToolSpec {
-    runner_proto::ws::ToolSpec {
-        name: "file_read".into(),
-        description: "Read a file, in pages with offset/limit (binary-safe: non-UTF-8 content comes back base64-encoded).".into(),
-        input_schema: json!({
-            "type": "object",
-            "required": ["path"],
-            "additionalProperties": false,
-            "properties": {
-                "path": {"type": "string", "description": "Relative: inside the workspace; absolute: within the allowed file paths"},
-                "offset": {"type": "integer", "minimum": 0},
-                "limit": {"type": "integer", "minimum": 0, "maximum": READ_LIMIT}
-            }
-        }),
-    }
-}
-
-pub fn write_spec() -> runner_proto::ws::ToolSpec {
-    runner_proto::ws::ToolSpec {
-        name: "file_write".into(),
-        description: "Write a file: overwrite (atomic replace), create (fails if it exists) or append; optional permission bits.".into(),
-        input_schema: json!({
-            "type": "object",
-            "required": ["path", "content"],
-            "additionalProperties": false,
-            "properties": {
-                "path": {"type": "string"},
-                "content": {"type": "string"},
-                "encoding": {"enum": ["utf-8", "base64"]},
-                "mode": {"enum": ["overwrite", "create", "append"], "description": "How to write (default overwrite)"},
-                "permissions": {"type": "string", "pattern": "^0?[0-7]{3}$", "description": "Permission bits in octal, e.g. \"0755\""}
-            }
-        }),
-    }
-}
+use super::context::ToolContext;
+use super::no_follow;
+use super::tool::{Running, Tool};
+use crate::call::{CallScope, ToolOutcome};
 
 /// `"0755"` / `"755"` → 0o755.
 fn parse_permissions(text: &str) -> Result<u32, String> {
@@ -66,14 +34,102 @@ pub const READ_LIMIT: u64 = 4 * 1024 * 1024;
 /// Largest content one `file_write` accepts (after base64 decoding).
 pub const WRITE_LIMIT: usize = 8 * 1024 * 1024;
 
-pub async fn read(args: Value, context: &ToolContext) -> ToolOutcome {
-    let context = context.clone();
-    blocking(move || read_blocking(&args, &context)).await
+pub struct FileRead;
+pub struct FileWrite;
+
+/// The arguments of `file_read`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// Relative: inside the workspace; absolute: within the allowed file paths
+    pub path: String,
+    pub offset: Option<u64>,
+    #[schemars(range(max = READ_LIMIT))]
+    pub limit: Option<u64>,
 }
 
-pub async fn write(args: Value, context: &ToolContext) -> ToolOutcome {
-    let context = context.clone();
-    blocking(move || write_blocking(&args, &context)).await
+/// The arguments of `file_write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArgs {
+    pub path: String,
+    pub content: String,
+    pub encoding: Option<Encoding>,
+    /// How to write (default overwrite)
+    pub mode: Option<WriteMode>,
+    /// Permission bits in octal, e.g. "0755"
+    #[schemars(regex(pattern = r"^0?[0-7]{3}$"))]
+    pub permissions: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+pub enum Encoding {
+    #[serde(rename = "utf-8")]
+    Utf8,
+    #[serde(rename = "base64")]
+    Base64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteMode {
+    Overwrite,
+    Create,
+    Append,
+}
+
+impl WriteMode {
+    fn name(self) -> &'static str {
+        match self {
+            WriteMode::Overwrite => "overwrite",
+            WriteMode::Create => "create",
+            WriteMode::Append => "append",
+        }
+    }
+}
+
+impl Tool for FileRead {
+    type Args = ReadArgs;
+
+    fn name(&self) -> &'static str {
+        tools::FILE_READ
+    }
+
+    fn description(&self) -> String {
+        "Read a file, in pages with offset/limit (binary-safe: non-UTF-8 content comes back base64-encoded).".into()
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: ReadArgs,
+        context: &'a ToolContext,
+        _: &'a CallScope,
+    ) -> Running<'a> {
+        let context = context.clone();
+        Box::pin(blocking(move || read_blocking(&args, &context)))
+    }
+}
+
+impl Tool for FileWrite {
+    type Args = WriteArgs;
+
+    fn name(&self) -> &'static str {
+        tools::FILE_WRITE
+    }
+
+    fn description(&self) -> String {
+        "Write a file: overwrite (atomic replace), create (fails if it exists) or append; optional permission bits.".into()
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: WriteArgs,
+        context: &'a ToolContext,
+        _: &'a CallScope,
+    ) -> Running<'a> {
+        let context = context.clone();
+        Box::pin(blocking(move || write_blocking(&args, &context)))
+    }
 }
 
 /// File I/O blocks; keep it off the runtime's worker threads.
@@ -85,12 +141,10 @@ async fn blocking(work: impl FnOnce() -> Result<Value, String> + Send + 'static)
     }
 }
 
-fn read_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> {
-    let raw = string_arg(args, "path")?;
-    let offset = optional_u64_arg(args, "offset")?.unwrap_or(0);
-    let limit = optional_u64_arg(args, "limit")?
-        .unwrap_or(READ_LIMIT)
-        .min(READ_LIMIT);
+fn read_blocking(args: &ReadArgs, context: &ToolContext) -> Result<Value, String> {
+    let raw = args.path.as_str();
+    let offset = args.offset.unwrap_or(0);
+    let limit = args.limit.unwrap_or(READ_LIMIT).min(READ_LIMIT);
     let path = context
         .boundary
         .resolve_existing(raw)
@@ -128,15 +182,14 @@ fn read_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> {
     }))
 }
 
-fn write_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> {
-    let raw = string_arg(args, "path")?;
-    let content = string_arg(args, "content")?;
-    let bytes = match optional_string_arg(args, "encoding")?.unwrap_or("utf-8") {
-        "utf-8" => content.as_bytes().to_vec(),
-        "base64" => base64::engine::general_purpose::STANDARD
+fn write_blocking(args: &WriteArgs, context: &ToolContext) -> Result<Value, String> {
+    let raw = args.path.as_str();
+    let content = args.content.as_str();
+    let bytes = match args.encoding.unwrap_or(Encoding::Utf8) {
+        Encoding::Utf8 => content.as_bytes().to_vec(),
+        Encoding::Base64 => base64::engine::general_purpose::STANDARD
             .decode(content)
             .map_err(|error| format!("content is not valid base64: {error}"))?,
-        other => return Err(format!("encoding {other:?} is not utf-8 or base64")),
     };
     if bytes.len() > WRITE_LIMIT {
         return Err(format!(
@@ -144,14 +197,14 @@ fn write_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> 
             bytes.len()
         ));
     }
-    let mode = optional_string_arg(args, "mode")?.unwrap_or("overwrite");
-    let flags = match mode {
-        "overwrite" => None,
-        "create" => Some(OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL),
-        "append" => Some(OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_APPEND),
-        other => return Err(format!("mode {other:?} is not overwrite, create or append")),
+    let flags = match args.mode.unwrap_or(WriteMode::Overwrite) {
+        WriteMode::Overwrite => None,
+        WriteMode::Create => Some(OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL),
+        WriteMode::Append => Some(OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_APPEND),
     };
-    let permissions = optional_string_arg(args, "permissions")?
+    let permissions = args
+        .permissions
+        .as_deref()
         .map(parse_permissions)
         .transpose()?;
     let path = context
@@ -187,7 +240,7 @@ fn write_blocking(args: &Value, context: &ToolContext) -> Result<Value, String> 
     let mut result = json!({
         "path": path.display().to_string(),
         "bytes_written": bytes.len(),
-        "mode": mode,
+        "mode": args.mode.unwrap_or(WriteMode::Overwrite).name(),
     });
     if let Some(bits) = permissions {
         result["permissions"] = json!(format!("{bits:04o}"));
@@ -232,6 +285,7 @@ fn replace_atomically(
 
 #[cfg(test)]
 mod tests {
+    use super::super::tool::parse;
     use super::*;
 
     /// The relay's schema refuses a bad mode first; the runner, which
@@ -239,13 +293,17 @@ mod tests {
     #[test]
     fn a_bad_mode_is_refused_before_anything_is_made() {
         let root = tempfile::tempdir().expect("tempdir");
-        let mut context = super::super::shell::tests::context(root.path());
+        let mut context = ToolContext::allowing_all(root.path());
         context.boundary = context.boundary.with_allowed(vec!["*".to_owned()]);
         let args = json!({"path": "made/on/the/way.txt", "content": "y", "mode": "truncate"});
-        let error = write_blocking(&args, &context).expect_err("refused");
-        assert!(error.contains("truncate"), "{error}");
+        let error = parse::<WriteArgs>(args).expect_err("refused");
+        assert!(
+            error.contains("\"mode\"") && error.contains("truncate"),
+            "{error}"
+        );
         assert!(!root.path().join("made").exists());
         let args = json!({"path": "made/on/the/way.txt", "content": "y", "mode": "create"});
+        let args = parse::<WriteArgs>(args).expect("a good mode");
         write_blocking(&args, &context).expect("a good mode writes");
         assert!(root.path().join("made/on/the/way.txt").is_file());
     }
@@ -255,11 +313,12 @@ mod tests {
     #[test]
     fn a_file_with_the_longest_name_can_be_overwritten() {
         let root = tempfile::tempdir().expect("tempdir");
-        let mut context = super::super::shell::tests::context(root.path());
+        let mut context = ToolContext::allowing_all(root.path());
         context.boundary = context.boundary.with_allowed(vec!["*".to_owned()]);
         let name = "n".repeat(255);
         for content in ["first", "second"] {
-            let args = json!({"path": name, "content": content});
+            let args =
+                parse::<WriteArgs>(json!({"path": name, "content": content})).expect("arguments");
             write_blocking(&args, &context).expect("overwrite");
         }
         assert_eq!(

@@ -3,16 +3,21 @@
 //! process output: past the inline limit the result keeps head and tail and
 //! the whole body is kept in a file in the workspace.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use base64::Engine as _;
+use runner_proto::tools;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::capture::Spool;
-use super::process::{display_path, output_file, INLINE_LIMIT};
-use super::{
-    optional_string_arg, optional_u64_arg, string_arg, CallScope, ToolContext, ToolOutcome,
-};
+use super::context::ToolContext;
+use super::files::Encoding;
+use super::tool::{Running, Tool};
+use crate::call::{CallScope, ToolOutcome};
+use crate::exec::capture::Spool;
+use crate::exec::kept::{display_path, output_file, INLINE_LIMIT};
 
 /// Default request timeout when neither the argument nor the call sets a
 /// shorter one.
@@ -20,78 +25,84 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Time to open the TCP (and TLS) connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub fn spec() -> runner_proto::ws::ToolSpec {
-    runner_proto::ws::ToolSpec {
-        name: "http_local".into(),
-        description: "Send an HTTP request from the runner's machine (reach services on its network); returns status, headers and body (long bodies kept whole in a file).".into(),
-        input_schema: json!({
-            "type": "object",
-            "required": ["url"],
-            "additionalProperties": false,
-            "properties": {
-                "url": {"type": "string", "description": "http:// or https:// URL"},
-                "method": {"type": "string", "description": "GET (default), POST, PUT, PATCH, DELETE, HEAD, OPTIONS"},
-                "headers": {"type": "object", "additionalProperties": {"type": "string"}},
-                "body": {"type": "string"},
-                "body_encoding": {"enum": ["utf-8", "base64"]},
-                "timeout_s": {"type": "integer", "minimum": 1}
+pub struct HttpLocal;
+
+/// The arguments of `http_local`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpArgs {
+    /// http:// or https:// URL
+    pub url: String,
+    /// GET (default), POST, PUT, PATCH, DELETE, HEAD, OPTIONS
+    pub method: Option<String>,
+    pub headers: Option<BTreeMap<String, String>>,
+    pub body: Option<String>,
+    pub body_encoding: Option<Encoding>,
+    #[schemars(range(min = 1))]
+    pub timeout_s: Option<u64>,
+}
+
+impl Tool for HttpLocal {
+    type Args = HttpArgs;
+
+    fn name(&self) -> &'static str {
+        tools::HTTP_LOCAL
+    }
+
+    fn description(&self) -> String {
+        "Send an HTTP request from the runner's machine (reach services on its network); returns status, headers and body (long bodies kept whole in a file).".into()
+    }
+
+    fn run<'a>(
+        &'a self,
+        args: HttpArgs,
+        context: &'a ToolContext,
+        scope: &'a CallScope,
+    ) -> Running<'a> {
+        Box::pin(async move {
+            tokio::select! {
+                outcome = request(&args, context, scope) => ToolOutcome::from_result(outcome),
+                () = scope.cancel.cancelled() => ToolOutcome::error("cancelled"),
             }
-        }),
+        })
     }
 }
 
-pub async fn run(args: Value, context: &ToolContext, scope: &CallScope) -> ToolOutcome {
-    tokio::select! {
-        outcome = request(&args, context, scope) => ToolOutcome::from_result(outcome),
-        () = scope.cancel.cancelled() => ToolOutcome::error("cancelled"),
-    }
-}
-
-async fn request(args: &Value, context: &ToolContext, scope: &CallScope) -> Result<Value, String> {
-    let url = string_arg(args, "url")?;
+async fn request(
+    args: &HttpArgs,
+    context: &ToolContext,
+    scope: &CallScope,
+) -> Result<Value, String> {
+    let url = args.url.as_str();
     let parsed = reqwest::Url::parse(url).map_err(|error| format!("url {url:?}: {error}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!("url {url:?} must be http:// or https://"));
     }
-    let method_name = optional_string_arg(args, "method")?
-        .unwrap_or("GET")
-        .to_ascii_uppercase();
+    let method_name = args.method.as_deref().unwrap_or("GET").to_ascii_uppercase();
     let method = reqwest::Method::from_bytes(method_name.as_bytes())
         .map_err(|_| format!("method {method_name:?} is not an HTTP method"))?;
-    let timeout = optional_u64_arg(args, "timeout_s")?
+    let timeout = args
+        .timeout_s
         .map(|seconds| Duration::from_secs(seconds.max(1)))
         .unwrap_or(DEFAULT_TIMEOUT)
         .min(scope.timeout);
 
     let mut headers = reqwest::header::HeaderMap::new();
-    match args.get("headers") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(map)) => {
-            for (name, value) in map {
-                let Value::String(value) = value else {
-                    return Err(format!("header {name:?} must be a string"));
-                };
-                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| format!("header name {name:?} is not valid"))?;
-                let value = reqwest::header::HeaderValue::from_str(value)
-                    .map_err(|_| format!("header {name:?} has a value that is not valid"))?;
-                headers.append(name, value);
-            }
-        }
-        Some(_) => return Err("argument \"headers\" must be an object of strings".to_owned()),
+    for (name, value) in args.headers.iter().flatten() {
+        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("header name {name:?} is not valid"))?;
+        let value = reqwest::header::HeaderValue::from_str(value)
+            .map_err(|_| format!("header {name:?} has a value that is not valid"))?;
+        headers.append(name, value);
     }
-    let body = match (
-        optional_string_arg(args, "body")?,
-        optional_string_arg(args, "body_encoding")?.unwrap_or("utf-8"),
-    ) {
+    let body = match (&args.body, args.body_encoding.unwrap_or(Encoding::Utf8)) {
         (None, _) => None,
-        (Some(text), "utf-8") => Some(text.as_bytes().to_vec()),
-        (Some(text), "base64") => Some(
+        (Some(text), Encoding::Utf8) => Some(text.as_bytes().to_vec()),
+        (Some(text), Encoding::Base64) => Some(
             base64::engine::general_purpose::STANDARD
                 .decode(text)
                 .map_err(|error| format!("body is not valid base64: {error}"))?,
         ),
-        (Some(_), other) => return Err(format!("body_encoding {other:?} is not utf-8 or base64")),
     };
 
     let client = reqwest::Client::builder()
@@ -125,7 +136,10 @@ async fn request(args: &Value, context: &ToolContext, scope: &CallScope) -> Resu
         }
     }
     let final_url = response.url().to_string();
-    let mut spool = Spool::new(INLINE_LIMIT, output_file(context, &scope.call_id, "body"));
+    let mut spool = Spool::new(
+        INLINE_LIMIT,
+        output_file(context.boundary.root(), &scope.call_id, "body"),
+    );
     loop {
         match response.chunk().await {
             Ok(Some(chunk)) => spool.push(&chunk),

@@ -49,10 +49,11 @@ use serde_json::{json, Value};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::{oneshot, Notify};
 
-use super::{mcp_http, CallScope, ToolOutcome};
+use super::mcp_http;
+use crate::call::{CallScope, ToolOutcome};
 
 /// Between a server's name and its tool's name in the catalogue.
-pub const SEPARATOR: &str = "__";
+pub const SEPARATOR: &str = runner_proto::tools::MCP_SEPARATOR;
 /// How long the runner waits at start for servers to list their tools
 /// before it connects without them (they are announced when ready).
 pub const STARTUP_WAIT: Duration = Duration::from_secs(15);
@@ -438,7 +439,7 @@ async fn start_stdio(state: &ServerState) -> Result<Running, String> {
     let config = &state.config;
     let command_name = config.command.as_deref().unwrap_or_default();
     let mut command = tokio::process::Command::new(command_name);
-    super::keep_secrets_from(&mut command);
+    crate::exec::keep_secrets_from(&mut command);
     command.args(&config.args).envs(&config.env);
     if let Some(cwd) = &config.cwd {
         command.current_dir(cwd);

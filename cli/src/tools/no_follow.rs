@@ -1,7 +1,7 @@
 //! Reading and writing below a path that was checked, without following
 //! a symbolic link put in its way since the check.
 //!
-//! The file tools check a path first ([`super::workspace::Boundary`]
+//! The file tools check a path first ([`crate::gate::Boundary`]
 //! resolves every symlink and checks where it leads), then use it. A
 //! process running beside the call (a `shell` call, a `git checkout` of a
 //! repository holding links) could swap a directory of that path for a

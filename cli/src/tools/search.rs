@@ -1,7 +1,7 @@
 //! `list`, `glob` and `grep`: walking and searching the file system with
 //! ripgrep's crates (`ignore` for the walk with `.gitignore` rules and
 //! overrides, `globset` for patterns, `grep-searcher`/`grep-regex` for the
-//! search), inside the boundary of [`super::workspace`].
+//! search), inside the boundary of [`crate::gate::boundary`].
 //!
 //! The starting path goes through the boundary like any file path. The walk
 //! never follows symlinked directories; a symlinked file is listed as a
@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{Glob as Pattern, GlobSet, GlobSetBuilder};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{sinks::Lossy, BinaryDetection, SearcherBuilder};
 use ignore::overrides::OverrideBuilder;
@@ -19,10 +19,13 @@ use ignore::{DirEntry, WalkBuilder};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    optional_bool_arg, optional_string_arg, optional_strings_arg, optional_u64_arg, string_arg,
-    CallScope, ToolContext, ToolOutcome,
-};
+use runner_proto::tools;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::context::ToolContext;
+use super::tool::{Running, Tool};
+use crate::call::{CallScope, ToolOutcome};
 
 /// Default number of entries or matches returned.
 pub const DEFAULT_RESULTS: u64 = 1000;
@@ -31,87 +34,124 @@ pub const MAX_RESULTS: u64 = 10_000;
 /// A matching line longer than this is cut (minified files have megabyte lines).
 pub const MAX_LINE_CHARS: usize = 500;
 
-fn common_properties() -> serde_json::Map<String, Value> {
-    let properties = json!({
-        "path": {"type": "string", "description": "Where to start (default: the workspace root)"},
-        "hidden": {"type": "boolean", "description": "Include hidden files (default false)"},
-        "no_ignore": {"type": "boolean", "description": "Do not apply .gitignore/.ignore rules (default false)"},
-        "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS}
-    });
-    match properties {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
+/// A walking tool: its type, its argument type with the arguments every
+/// walk takes ([`Walk`]) and its own, its name, its description, and the
+/// blocking work it does.
+macro_rules! walking_tool {
+    (
+        $tool:ident, $name:expr, $description:expr, $work:ident,
+        $(#[$meta:meta])* struct $args:ident { $($own:tt)* }
+    ) => {
+        pub struct $tool;
+
+        $(#[$meta])*
+        #[derive(Debug, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $args {
+            /// Where to start (default: the workspace root)
+            pub path: Option<String>,
+            /// Include hidden files (default false)
+            pub hidden: Option<bool>,
+            /// Do not apply .gitignore/.ignore rules (default false)
+            pub no_ignore: Option<bool>,
+            #[schemars(range(min = 1, max = MAX_RESULTS))]
+            pub max_results: Option<u64>,
+            $($own)*
+        }
+
+        impl $args {
+            fn walk(&self) -> Walk<'_> {
+                Walk {
+                    path: self.path.as_deref(),
+                    hidden: self.hidden.unwrap_or(false),
+                    no_ignore: self.no_ignore.unwrap_or(false),
+                    max_results: self.max_results,
+                }
+            }
+        }
+
+        impl Tool for $tool {
+            type Args = $args;
+
+            fn name(&self) -> &'static str {
+                $name
+            }
+
+            fn description(&self) -> String {
+                $description.into()
+            }
+
+            fn run<'a>(
+                &'a self,
+                args: $args,
+                context: &'a ToolContext,
+                scope: &'a CallScope,
+            ) -> Running<'a> {
+                Box::pin(blocking(args, context, scope, $work))
+            }
+        }
+    };
+}
+
+walking_tool!(
+    List,
+    tools::LIST,
+    "List a directory (optionally recursive), honouring .gitignore; ignore patterns exclude more.",
+    list_blocking,
+    /// The arguments of `list`.
+    struct ListArgs {
+        pub recursive: Option<bool>,
+        #[schemars(range(min = 1))]
+        pub max_depth: Option<u64>,
+        /// Glob patterns to leave out, e.g. "target/" or "*.log"
+        pub ignore: Option<Vec<String>>,
     }
-}
+);
 
-fn schema(required: &[&str], extra: Value) -> Value {
-    let mut properties = common_properties();
-    if let Value::Object(extra) = extra {
-        properties.extend(extra);
+walking_tool!(
+    Glob,
+    tools::GLOB,
+    "Find files whose path (relative to `path`) matches a glob such as \"src/**/*.rs\".",
+    glob_blocking,
+    /// The arguments of `glob`.
+    struct GlobArgs {
+        pub pattern: String,
     }
-    json!({"type": "object", "required": required, "additionalProperties": false, "properties": properties})
-}
+);
 
-pub fn list_spec() -> runner_proto::ws::ToolSpec {
-    runner_proto::ws::ToolSpec {
-        name: "list".into(),
-        description: "List a directory (optionally recursive), honouring .gitignore; ignore patterns exclude more.".into(),
-        input_schema: schema(
-            &[],
-            json!({
-                "recursive": {"type": "boolean"},
-                "max_depth": {"type": "integer", "minimum": 1},
-                "ignore": {"type": "array", "items": {"type": "string"}, "description": "Glob patterns to leave out, e.g. \"target/\" or \"*.log\""}
-            }),
-        ),
+walking_tool!(
+    Grep,
+    tools::GREP,
+    "Search file contents for a regular expression (ripgrep's engine), honouring .gitignore; returns path, line number and line.",
+    grep_blocking,
+    /// The arguments of `grep`.
+    struct GrepArgs {
+        /// Regular expression (Rust regex syntax)
+        pub pattern: String,
+        /// Only files matching one of these globs, e.g. "*.rs"
+        pub include: Option<Vec<String>>,
+        pub case_insensitive: Option<bool>,
+        /// Treat the pattern as literal text
+        pub fixed_strings: Option<bool>,
     }
-}
+);
 
-pub fn glob_spec() -> runner_proto::ws::ToolSpec {
-    runner_proto::ws::ToolSpec {
-        name: "glob".into(),
-        description:
-            "Find files whose path (relative to `path`) matches a glob such as \"src/**/*.rs\"."
-                .into(),
-        input_schema: schema(&["pattern"], json!({"pattern": {"type": "string"}})),
-    }
-}
-
-pub fn grep_spec() -> runner_proto::ws::ToolSpec {
-    runner_proto::ws::ToolSpec {
-        name: "grep".into(),
-        description: "Search file contents for a regular expression (ripgrep's engine), honouring .gitignore; returns path, line number and line.".into(),
-        input_schema: schema(
-            &["pattern"],
-            json!({
-                "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)"},
-                "include": {"type": "array", "items": {"type": "string"}, "description": "Only files matching one of these globs, e.g. \"*.rs\""},
-                "case_insensitive": {"type": "boolean"},
-                "fixed_strings": {"type": "boolean", "description": "Treat the pattern as literal text"}
-            }),
-        ),
-    }
-}
-
-pub async fn list(args: Value, context: &ToolContext, scope: &CallScope) -> ToolOutcome {
-    blocking(args, context, scope, list_blocking).await
-}
-
-pub async fn glob(args: Value, context: &ToolContext, scope: &CallScope) -> ToolOutcome {
-    blocking(args, context, scope, glob_blocking).await
-}
-
-pub async fn grep(args: Value, context: &ToolContext, scope: &CallScope) -> ToolOutcome {
-    blocking(args, context, scope, grep_blocking).await
+/// What every walk takes: where it starts, what it leaves out, how much
+/// it returns.
+struct Walk<'a> {
+    path: Option<&'a str>,
+    hidden: bool,
+    no_ignore: bool,
+    max_results: Option<u64>,
 }
 
 /// Walks block; keep them off the runtime's worker threads. They watch the
 /// call's cancellation and deadline between entries.
-async fn blocking(
-    args: Value,
+async fn blocking<A: Send + 'static>(
+    args: A,
     context: &ToolContext,
     scope: &CallScope,
-    work: fn(&Value, &ToolContext, &Stop) -> Result<Value, String>,
+    work: fn(&A, &ToolContext, &Stop) -> Result<Value, String>,
 ) -> ToolOutcome {
     let context = context.clone();
     let stop = Stop {
@@ -150,8 +190,8 @@ struct Root {
 }
 
 impl Root {
-    fn resolve(args: &Value, context: &ToolContext) -> Result<Root, String> {
-        let raw = optional_string_arg(args, "path")?.unwrap_or(".").to_owned();
+    fn resolve(walk: &Walk<'_>, context: &ToolContext) -> Result<Root, String> {
+        let raw = walk.path.unwrap_or(".").to_owned();
         let real = context
             .boundary
             .resolve_existing(&raw)
@@ -169,7 +209,7 @@ impl Root {
     fn show(&self, path: &Path) -> String {
         match &self.workspace {
             Some(workspace) => {
-                let shown = super::process::display_path(workspace, path);
+                let shown = crate::exec::kept::display_path(workspace, path);
                 if shown.is_empty() {
                     ".".to_owned()
                 } else {
@@ -180,9 +220,8 @@ impl Root {
         }
     }
 
-    fn walker(&self, args: &Value) -> Result<WalkBuilder, String> {
-        let hidden = optional_bool_arg(args, "hidden")?.unwrap_or(false);
-        let no_ignore = optional_bool_arg(args, "no_ignore")?.unwrap_or(false);
+    fn walker(&self, walk_args: &Walk<'_>) -> Result<WalkBuilder, String> {
+        let (hidden, no_ignore) = (walk_args.hidden, walk_args.no_ignore);
         let mut walk = WalkBuilder::new(&self.real);
         walk.hidden(!hidden)
             .ignore(!no_ignore)
@@ -197,9 +236,9 @@ impl Root {
     }
 }
 
-fn limit(args: &Value) -> Result<usize, String> {
-    let wanted = optional_u64_arg(args, "max_results")?.unwrap_or(DEFAULT_RESULTS);
-    Ok(wanted.clamp(1, MAX_RESULTS) as usize)
+fn limit(walk: &Walk<'_>) -> usize {
+    let wanted = walk.max_results.unwrap_or(DEFAULT_RESULTS);
+    wanted.clamp(1, MAX_RESULTS) as usize
 }
 
 fn kind(entry: &DirEntry) -> &'static str {
@@ -211,20 +250,21 @@ fn kind(entry: &DirEntry) -> &'static str {
     }
 }
 
-fn list_blocking(args: &Value, context: &ToolContext, stop: &Stop) -> Result<Value, String> {
-    let root = Root::resolve(args, context)?;
-    let recursive = optional_bool_arg(args, "recursive")?.unwrap_or(false);
-    let depth = optional_u64_arg(args, "max_depth")?;
-    let max = limit(args)?;
-    let mut walk = root.walker(args)?;
+fn list_blocking(args: &ListArgs, context: &ToolContext, stop: &Stop) -> Result<Value, String> {
+    let common = args.walk();
+    let root = Root::resolve(&common, context)?;
+    let recursive = args.recursive.unwrap_or(false);
+    let depth = args.max_depth;
+    let max = limit(&common);
+    let mut walk = root.walker(&common)?;
     walk.max_depth(Some(match (recursive, depth) {
         (false, _) => 1,
         (true, Some(depth)) => depth.max(1) as usize,
         (true, None) => usize::MAX,
     }));
-    if let Some(patterns) = optional_strings_arg(args, "ignore")? {
+    if let Some(patterns) = &args.ignore {
         let mut overrides = OverrideBuilder::new(&root.real);
-        for pattern in &patterns {
+        for pattern in patterns {
             overrides
                 .add(&format!("!{pattern}"))
                 .map_err(|error| format!("ignore pattern {pattern:?}: {error}"))?;
@@ -260,16 +300,17 @@ fn list_blocking(args: &Value, context: &ToolContext, stop: &Stop) -> Result<Val
     Ok(json!({"path": root.raw, "entries": entries, "truncated": truncated}))
 }
 
-fn glob_blocking(args: &Value, context: &ToolContext, stop: &Stop) -> Result<Value, String> {
-    let root = Root::resolve(args, context)?;
-    let pattern = string_arg(args, "pattern")?;
-    let matcher = Glob::new(pattern)
+fn glob_blocking(args: &GlobArgs, context: &ToolContext, stop: &Stop) -> Result<Value, String> {
+    let common = args.walk();
+    let root = Root::resolve(&common, context)?;
+    let pattern = args.pattern.as_str();
+    let matcher = Pattern::new(pattern)
         .map_err(|error| error.to_string())?
         .compile_matcher();
-    let max = limit(args)?;
+    let max = limit(&common);
     let mut matches = Vec::new();
     let mut truncated = false;
-    for entry in root.walker(args)?.build() {
+    for entry in root.walker(&common)?.build() {
         stop.check()?;
         let Ok(entry) = entry else { continue };
         let Ok(relative) = entry.path().strip_prefix(&root.real) else {
@@ -287,28 +328,29 @@ fn glob_blocking(args: &Value, context: &ToolContext, stop: &Stop) -> Result<Val
     Ok(json!({"pattern": pattern, "matches": matches, "truncated": truncated}))
 }
 
-fn include_set(args: &Value) -> Result<Option<GlobSet>, String> {
-    let Some(patterns) = optional_strings_arg(args, "include")? else {
+fn include_set(args: &GrepArgs) -> Result<Option<GlobSet>, String> {
+    let Some(patterns) = &args.include else {
         return Ok(None);
     };
     let mut set = GlobSetBuilder::new();
-    for pattern in &patterns {
-        set.add(Glob::new(pattern).map_err(|error| error.to_string())?);
+    for pattern in patterns {
+        set.add(Pattern::new(pattern).map_err(|error| error.to_string())?);
     }
     set.build().map(Some).map_err(|error| error.to_string())
 }
 
-fn grep_blocking(args: &Value, context: &ToolContext, stop: &Stop) -> Result<Value, String> {
-    let root = Root::resolve(args, context)?;
-    let pattern = string_arg(args, "pattern")?;
-    let fixed = optional_bool_arg(args, "fixed_strings")?.unwrap_or(false);
+fn grep_blocking(args: &GrepArgs, context: &ToolContext, stop: &Stop) -> Result<Value, String> {
+    let common = args.walk();
+    let root = Root::resolve(&common, context)?;
+    let pattern = args.pattern.as_str();
+    let fixed = args.fixed_strings.unwrap_or(false);
     let matcher = RegexMatcherBuilder::new()
-        .case_insensitive(optional_bool_arg(args, "case_insensitive")?.unwrap_or(false))
+        .case_insensitive(args.case_insensitive.unwrap_or(false))
         .fixed_strings(fixed)
         .build(pattern)
         .map_err(|error| format!("pattern {pattern:?}: {error}"))?;
     let include = include_set(args)?;
-    let max = limit(args)?;
+    let max = limit(&common);
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::quit(0))
@@ -318,7 +360,7 @@ fn grep_blocking(args: &Value, context: &ToolContext, stop: &Stop) -> Result<Val
     let mut skipped = Vec::new();
     let mut truncated = false;
     let mut reader = super::no_follow::Reader::default();
-    'walk: for entry in root.walker(args)?.build() {
+    'walk: for entry in root.walker(&common)?.build() {
         stop.check()?;
         let Ok(entry) = entry else { continue };
         let Some(file_type) = entry.file_type() else {

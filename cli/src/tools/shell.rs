@@ -1,454 +1,64 @@
 //! The `shell` tool: `bash -c COMMAND` in the workspace, checked against the
-//! permission file first, run through [`super::process`] (streamed output,
+//! permission file by the gate, run through [`crate::exec`] (streamed output,
 //! bounded result with the full output kept in a file, process tree stopped
 //! on timeout or cancel).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::Mutex;
 
-use serde_json::{json, Value};
+use runner_proto::tools;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::process::{self, Join, Spec};
-use super::{optional_string_arg, string_arg, CallScope, ToolContext, ToolOutcome};
+use super::command::{outcome, run_finished};
+use super::context::ToolContext;
+use super::tool::{Running, Tool};
+use crate::call::CallScope;
+use crate::gate::CommandLine;
 
-pub fn spec() -> runner_proto::ws::ToolSpec {
-    runner_proto::ws::ToolSpec {
-        name: "shell".into(),
-        description: "Run a command with bash -c in the workspace; output streams as produced, stdout and stderr apart; long output is cut in the middle and kept whole in a file.".into(),
-        input_schema: json!({
-            "type": "object",
-            "required": ["command"],
-            "additionalProperties": false,
-            "properties": {
-                "command": {"type": "string", "description": "Bash script to run"},
-                "workdir": {"type": "string", "description": "Working directory (relative: inside the workspace)"},
-                "env": {"type": "object", "additionalProperties": {"type": "string"}},
-                "stdin": {"type": "string", "description": "Text written to the command's standard input"},
-                "timeout_s": {"type": "integer", "minimum": 1, "description": "Stop the command after this many seconds (at most the call's timeout)"}
-            }
-        }),
-    }
+pub struct Shell;
+
+/// The arguments of `shell`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellArgs {
+    /// Bash script to run
+    pub command: String,
+    /// Working directory (relative: inside the workspace)
+    pub workdir: Option<String>,
+    pub env: Option<HashMap<String, String>>,
+    /// Text written to the command's standard input
+    pub stdin: Option<String>,
+    /// Stop the command after this many seconds (at most the call's timeout)
+    #[schemars(range(min = 1))]
+    pub timeout_s: Option<u64>,
 }
 
-pub async fn run(args: Value, context: &ToolContext, scope: &CallScope) -> ToolOutcome {
-    match run_inner(args, context, scope).await {
-        Ok(outcome) => outcome,
-        Err(message) => ToolOutcome::error(message),
-    }
-}
+impl Tool for Shell {
+    type Args = ShellArgs;
 
-async fn run_inner(
-    args: Value,
-    context: &ToolContext,
-    scope: &CallScope,
-) -> Result<ToolOutcome, String> {
-    let command = string_arg(&args, "command")?;
-    if let Some(permissions) = &context.permissions {
-        let decision = permissions.check(command);
-        if !decision.allowed {
-            return Err(format!(
-                "denied by the runner's permission file: {}",
-                decision.summary()
-            ));
-        }
-    }
-    let workdir = workdir(&args, context)?;
-    let env = process::parse_env(&args)?;
-    if let Some(permissions) = &context.permissions {
-        super::check_env(permissions, &env)?;
-    }
-    let stdin = optional_string_arg(&args, "stdin")?.map(|text| text.as_bytes().to_vec());
-    let scope = scope_with_own_timeout(&args, scope)?;
-    let spec = match direct(command, &workdir, &env) {
-        Some((program, argv, env)) => Spec {
-            program,
-            arg0: argv.first().cloned(),
-            args: argv.into_iter().skip(1).collect(),
-            workdir,
-            env,
-            stdin,
-            join: Join::Wrapper,
-        },
-        None => {
-            // Looked up here, on the call's PATH as `execvp` would: the
-            // child then `exec`s the path instead of failing an `exec` for
-            // every PATH entry before bash's.
-            let (program, arg0) = match find_bash(&env) {
-                Some(path) => (path.into_os_string(), Some("bash".to_owned())),
-                None => ("bash".into(), None),
-            };
-            Spec {
-                program,
-                arg0,
-                args: vec!["-c".to_owned(), command.to_owned()],
-                workdir,
-                env,
-                stdin,
-                join: Join::BashScript,
-            }
-        }
-    };
-    let finished = process::run(spec, context, &scope).await?;
-    Ok(finished.into_outcome(context.boundary.root()))
-}
-
-/// bash's builtins (`compgen -b`, bash 5.2): a plain command naming one
-/// runs in bash, whether or not a program of that name is on PATH.
-const BASH_BUILTINS: &[&str] = &[
-    ".",
-    ":",
-    "[",
-    "alias",
-    "bg",
-    "bind",
-    "break",
-    "builtin",
-    "caller",
-    "cd",
-    "command",
-    "compgen",
-    "complete",
-    "compopt",
-    "continue",
-    "declare",
-    "dirs",
-    "disown",
-    "echo",
-    "enable",
-    "eval",
-    "exec",
-    "exit",
-    "export",
-    "false",
-    "fc",
-    "fg",
-    "getopts",
-    "hash",
-    "help",
-    "history",
-    "jobs",
-    "kill",
-    "let",
-    "local",
-    "logout",
-    "mapfile",
-    "popd",
-    "printf",
-    "pushd",
-    "pwd",
-    "read",
-    "readarray",
-    "readonly",
-    "return",
-    "set",
-    "shift",
-    "shopt",
-    "source",
-    "suspend",
-    "test",
-    "times",
-    "trap",
-    "true",
-    "type",
-    "typeset",
-    "ulimit",
-    "umask",
-    "unalias",
-    "unset",
-    "wait",
-];
-
-/// The program, argv and environment to run `command` without bash, when
-/// that is exactly what `bash -c command` would do: one simple command of
-/// plain words ([`runner_policy::plain_command`]) naming a program on PATH,
-/// which bash would `exec` in place of itself. It saves bash's start-up
-/// (≈ 0.5 ms of a ≈ 1 ms call; where the call gets a cgroup, the `sh`
-/// wrapper that puts the program in it costs about as much again, and the
-/// direct path still starts no slower than bash). Everything else runs in bash: builtins,
-/// paths (relative to the working directory), anything bash would read
-/// first (`BASH_ENV`, exported functions), programs that are not found
-/// (bash's message and 127) or are not binaries or `#!` scripts (bash
-/// runs those itself). The environment gets the variables bash sets on
-/// such an `exec`: `_` (the program's path), `PWD`, and `SHLVL` (0 when
-/// unset; otherwise unchanged, as bash undoes its own increment).
-fn direct(
-    command: &str,
-    workdir: &std::path::Path,
-    env: &HashMap<String, String>,
-) -> Option<(std::ffi::OsString, Vec<String>, HashMap<String, String>)> {
-    let argv = runner_policy::plain_command(command)?;
-    let name = argv.first()?;
-    if name.contains('/') || BASH_BUILTINS.contains(&name.as_str()) {
-        return None;
-    }
-    if runner_env().bash_reads_first || env.keys().any(|key| bash_reads_first(key)) {
-        return None;
-    }
-    let program = process::find_program(name.as_ref(), env)?;
-    let mut magic = [0u8; 4];
-    let read = std::fs::File::open(&program)
-        .and_then(|mut file| std::io::Read::read(&mut file, &mut magic))
-        .ok()?;
-    if !(magic[..read].starts_with(b"\x7fELF") || magic[..read].starts_with(b"#!")) {
-        return None;
-    }
-    let mut env = env.clone();
-    env.insert("_".to_owned(), program.to_str()?.to_owned());
-    env.insert("PWD".to_owned(), workdir.to_str()?.to_owned());
-    if !env.contains_key("SHLVL") && !runner_env().has_shlvl {
-        env.insert("SHLVL".to_owned(), "0".to_owned());
-    }
-    Some((program.into_os_string(), argv, env))
-}
-
-/// bash on the PATH the call's process will have. On the runner's own
-/// PATH (a call that sets none) it is looked up once and then only
-/// checked: the search cost a `statx` for every PATH entry before bash's
-/// on every call (nine on the benchmark machine, 4–5 % of the runner's
-/// CPU for `shell true`: bench/ROUNDS.md, eleventh round). Where the bash
-/// found is gone, it is looked up again; a bash installed later in an
-/// earlier PATH directory is used once the runner restarts, as a
-/// service's interpreter would be.
-fn find_bash(env: &HashMap<String, String>) -> Option<PathBuf> {
-    static FOUND: Mutex<Option<PathBuf>> = Mutex::new(None);
-    let search = || process::find_program("bash".as_ref(), env);
-    if env.contains_key("PATH") {
-        return search();
-    }
-    kept_or_found(&FOUND, search)
-}
-
-/// The program in `kept` while it is still an executable file, else what
-/// `search` finds (kept for the next time).
-fn kept_or_found(
-    kept: &Mutex<Option<PathBuf>>,
-    search: impl FnOnce() -> Option<PathBuf>,
-) -> Option<PathBuf> {
-    let mut kept = kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let still_there = kept.as_deref().is_some_and(super::catalogue::is_executable);
-    if !still_there {
-        *kept = search();
-    }
-    kept.clone()
-}
-
-/// Variables bash reads before running a command: a startup file, and
-/// exported functions (which may shadow any program).
-fn bash_reads_first(key: &str) -> bool {
-    key == "BASH_ENV" || key.starts_with("BASH_FUNC_")
-}
-
-/// What [`direct`] needs from the runner's own environment, which every
-/// call inherits and which does not change while the runner runs: read
-/// once, not on every call.
-struct RunnerEnv {
-    bash_reads_first: bool,
-    has_shlvl: bool,
-}
-
-fn runner_env() -> &'static RunnerEnv {
-    static ENV: std::sync::OnceLock<RunnerEnv> = std::sync::OnceLock::new();
-    ENV.get_or_init(|| RunnerEnv {
-        bash_reads_first: std::env::vars_os()
-            .any(|(key, _)| key.to_str().is_some_and(bash_reads_first)),
-        has_shlvl: std::env::var_os("SHLVL").is_some(),
-    })
-}
-
-/// `workdir` through the boundary; the workspace root by default.
-pub fn workdir(args: &Value, context: &ToolContext) -> Result<std::path::PathBuf, String> {
-    match optional_string_arg(args, "workdir")? {
-        Some(dir) => context
-            .boundary
-            .resolve_existing(dir)
-            .map_err(|error| format!("workdir: {error}")),
-        None => Ok(context.boundary.root().to_path_buf()),
-    }
-}
-
-/// A tool's own `timeout_s` shortens the call's deadline, never extends it.
-pub fn scope_with_own_timeout(args: &Value, scope: &CallScope) -> Result<CallScope, String> {
-    let mut scope = scope.clone();
-    if let Some(seconds) = super::optional_u64_arg(args, "timeout_s")? {
-        scope.timeout = scope
-            .timeout
-            .min(std::time::Duration::from_secs(seconds.max(1)));
-    }
-    Ok(scope)
-}
-
-#[cfg(test)]
-pub(crate) mod tests {
-    use std::sync::Arc;
-
-    use super::*;
-    use crate::tools::process::Isolation;
-    use crate::tools::workspace::Boundary;
-    use crate::tools::Toolbox;
-
-    /// A context allowing every tool, rooted at `root`.
-    pub(crate) fn context(root: &std::path::Path) -> ToolContext {
-        ToolContext {
-            boundary: Boundary::new(root, vec![]).expect("root"),
-            permissions: None,
-            policy: Arc::new(runner_proto::ws::Policy {
-                tools: runner_proto::ws::ToolAccess::All,
-                file_paths: vec![],
-                approval_required: vec![],
-            }),
-            toolbox: Toolbox::empty(),
-            isolation: Isolation::CgroupIfAvailable,
-        }
+    fn name(&self) -> &'static str {
+        tools::SHELL
     }
 
-    /// bash found once is used while it is there, looked up again once it
-    /// is gone or no longer executable.
-    #[test]
-    fn the_bash_found_is_kept_while_it_is_there() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let program = |name: &str| {
-            let path = dir.path().join(name);
-            std::fs::write(&path, "#!/bin/sh\n").expect("write");
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-            path
-        };
-        let (first, second) = (program("first"), program("second"));
-        let kept = Mutex::new(None);
-        assert_eq!(
-            kept_or_found(&kept, || Some(first.clone())),
-            Some(first.clone())
-        );
-        assert_eq!(
-            kept_or_found(&kept, || Some(second.clone())),
-            Some(first.clone()),
-            "no search while it is there"
-        );
-        std::fs::set_permissions(&first, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-        assert_eq!(
-            kept_or_found(&kept, || Some(second.clone())),
-            Some(second.clone())
-        );
-        std::fs::remove_file(&second).expect("remove");
-        assert_eq!(kept_or_found(&kept, || None), None, "gone, and none found");
-        assert_eq!(kept_or_found(&kept, || Some(first.clone())), Some(first));
+    fn description(&self) -> String {
+        "Run a command with bash -c in the workspace; output streams as produced, stdout and stderr apart; long output is cut in the middle and kept whole in a file.".into()
     }
 
-    fn scope() -> CallScope {
-        CallScope {
-            call_id: "same-call".to_owned(),
-            cancel: tokio_util::sync::CancellationToken::new(),
-            timeout: std::time::Duration::from_secs(20),
-            output: None,
-            binary_output: true,
-        }
-    }
-
-    /// What a command printed and how it ended; `env` lines sorted (bash
-    /// builds its own environment order).
-    fn seen(finished: &process::Finished, sort: bool) -> (Option<i32>, String, String) {
-        let mut stdout = finished.stdout.text.clone();
-        if sort {
-            let mut lines: Vec<&str> = stdout.lines().collect();
-            lines.sort_unstable();
-            stdout = lines.join("\n");
-        }
-        (finished.exit_code, stdout, finished.stderr.text.clone())
-    }
-
-    /// Plain commands run without bash, and the program cannot tell: same
-    /// output, environment (`_`, `PWD`, `SHLVL` included), `argv[0]` and
-    /// exit code as under `bash -c`.
-    #[tokio::test]
-    async fn plain_commands_run_without_bash_exactly_as_bash_would_run_them() {
-        let root = tempfile::tempdir().expect("tempdir");
-        let root = root.path().canonicalize().expect("canonical");
-        std::fs::write(root.join("a file"), "x").expect("file");
-        // Created inside a cgroup (where one can be made), through the
-        // `sh` wrapper that joins one, and spawned with no cgroup.
-        for isolation in [
-            Isolation::CgroupIfAvailable,
-            Isolation::CgroupSelfJoin,
-            Isolation::ProcessGroup,
-        ] {
-            let mut context = context(&root);
-            context.isolation = isolation;
-            for (command, env) in [
-                ("env", HashMap::new()),
-                ("env", HashMap::from([("SHLVL".to_owned(), "4".to_owned())])),
-                ("cat /proc/self/cmdline", HashMap::new()),
-                ("ls -a", HashMap::new()),
-                ("cat 'a file' missing", HashMap::new()),
-                ("sh -c 'exit 3'", HashMap::new()),
-            ] {
-                assert!(
-                    direct(command, &root, &env).is_some(),
-                    "{command:?} takes the direct path"
-                );
-                let mut args = serde_json::json!({"command": command});
-                args["env"] = serde_json::to_value(&env).expect("env");
-                let via_tool = run_inner(args, &context, &scope()).await.expect("runs");
-                let bash = Spec {
-                    program: "bash".into(),
-                    arg0: None,
-                    args: vec!["-c".to_owned(), command.to_owned()],
-                    workdir: root.clone(),
-                    env: env.clone(),
-                    stdin: None,
-                    join: Join::BashScript,
-                };
-                let via_bash = process::run(bash, &context, &scope()).await.expect("runs");
-                let direct_run = process::run(
-                    {
-                        let (program, argv, env) = direct(command, &root, &env).expect("direct");
-                        Spec {
-                            program,
-                            arg0: argv.first().cloned(),
-                            args: argv[1..].to_vec(),
-                            workdir: root.clone(),
-                            env,
-                            stdin: None,
-                            join: Join::Wrapper,
-                        }
-                    },
-                    &context,
-                    &scope(),
-                )
-                .await
-                .expect("runs");
-                let sort = command == "env";
-                assert_eq!(
-                    seen(&direct_run, sort),
-                    seen(&via_bash, sort),
-                    "{command:?} {isolation:?}"
-                );
-                assert_eq!(via_tool.exit_code, via_bash.exit_code, "{command:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn everything_else_runs_in_bash() {
-        let root = std::path::Path::new("/");
-        let none = HashMap::new();
-        for command in [
-            "echo hi",
-            "true",
-            "cd /tmp",
-            "FOO=1 env",
-            "./script",
-            "/usr/bin/env",
-            "env | cat",
-            "env $HOME",
-            "no-such-program-here",
-            "",
-        ] {
-            assert!(direct(command, root, &none).is_none(), "{command:?}");
-        }
-        let bash_env = HashMap::from([("BASH_ENV".to_owned(), "/x".to_owned())]);
-        assert!(direct("env", root, &bash_env).is_none());
-        let function = HashMap::from([("BASH_FUNC_ls%%".to_owned(), "() { :; }".to_owned())]);
-        assert!(direct("ls", root, &function).is_none());
+    fn run<'a>(
+        &'a self,
+        args: ShellArgs,
+        context: &'a ToolContext,
+        scope: &'a CallScope,
+    ) -> Running<'a> {
+        Box::pin(async move {
+            let checked = context.gate().command(
+                CommandLine::Script(args.command),
+                "bash",
+                args.env.unwrap_or_default(),
+                args.workdir.as_deref(),
+            );
+            let stdin = args.stdin.map(String::into_bytes);
+            outcome(run_finished(checked, stdin, args.timeout_s, context, scope).await)
+        })
     }
 }

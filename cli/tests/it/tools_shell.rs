@@ -368,7 +368,7 @@ async fn a_timeout_stops_processes_that_left_the_group_and_wiped_their_environme
         // Without a cgroup the `env -i` escapee is out of reach (documented);
         // stop it here so the test leaves nothing behind.
         assert!(killed["cgroup"].is_null(), "{killed}");
-        eprintln!("no writable cgroup v2 here: the env -i escapee is not covered");
+        eprintln!("skipped the cgroup part: this host gives the test no writable cgroup v2 (no cgroup2 mount with its cgroup, or no directory can be made there), so the env -i escapee is out of reach");
         kill_processes_with(&wiped);
         return;
     }
@@ -433,7 +433,7 @@ async fn call_cgroups_false_keeps_to_the_process_group_and_the_marker() {
 #[tokio::test]
 async fn a_cancelled_call_stops_an_env_i_escapee_through_its_cgroup() {
     if !cgroup_v2_writable() {
-        eprintln!("no writable cgroup v2 here: nothing to test");
+        eprintln!("skipped: this host gives the test no writable cgroup v2 (no cgroup2 mount with its cgroup, or no directory can be made there), so a call gets no cgroup to stop an env -i escapee through");
         return;
     }
     // The relay's timeout (504) cancels the call on the runner.

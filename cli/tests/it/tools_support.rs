@@ -36,8 +36,8 @@ pub async fn online_with(
     (environment, runner)
 }
 
-/// The names in `GET /execution-environments/{id}/tools`.
-pub async fn tool_names(relay: &Relay, environment: &str) -> Vec<String> {
+/// The entries of `GET /execution-environments/{id}/tools`.
+pub async fn listed_tools(relay: &Relay, environment: &str) -> Vec<Value> {
     let (status, body) = relay
         .api(
             reqwest::Method::GET,
@@ -46,9 +46,13 @@ pub async fn tool_names(relay: &Relay, environment: &str) -> Vec<String> {
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    body["tools"]
-        .as_array()
-        .expect("tools array")
+    body["tools"].as_array().expect("tools array").clone()
+}
+
+/// The names in `GET /execution-environments/{id}/tools`.
+pub async fn tool_names(relay: &Relay, environment: &str) -> Vec<String> {
+    listed_tools(relay, environment)
+        .await
         .iter()
         .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
         .collect()

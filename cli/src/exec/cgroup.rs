@@ -15,24 +15,23 @@
 //! `None` and the runner keeps to the process group and the marker.
 //!
 //! How a process gets in: it is created there, by `clone3` with
-//! `CLONE_INTO_CGROUP` ([`super::spawn_in_cgroup`]), so it never moves.
+//! `CLONE_INTO_CGROUP` ([`super::spawn`]), so it never moves.
 //! Where that is refused, the process moves itself before it starts
 //! anything: a `bash -c` script gets a first command that writes the
 //! shell's pid into the call's `cgroup.procs` ([`CallGroup::join_then`], no
 //! extra process); any other program runs under a two-line `/bin/sh`
 //! wrapper ([`CallGroup::wrap`]) that does the same and then `exec`s it, at
-//! the cost of one extra `exec` of `sh` (≈ 1 ms; measured in the
-//! `spawn_cost` test of `process`). Moving the child from the runner after
-//! spawning races with its first forks. Every way, every process of the
+//! the cost of one extra `exec` of `sh`. Moving the child from the runner
+//! after spawning races with its first forks. Every way, every process of the
 //! call starts inside the cgroup.
 //!
 //! Stopping: `cgroup.kill` (Linux 5.14+) SIGKILLs every member at once,
 //! new forks included; on older kernels every pid in `cgroup.procs` gets
 //! SIGKILL until none is left. A call cgroup that is empty when its call
 //! ends is kept for a later call ([`POOL`] of them, each for at most
-//! [`REUSE_WITHIN`] after it was made), else removed: making and removing
-//! one was a tenth of the runner's CPU for a `shell` call (bench/ROUNDS.md,
-//! eighth round). One still populated when its call ended normally (a
+//! [`REUSE_WITHIN`] after it was made), else removed, so that a call
+//! neither makes nor removes a directory in the cgroup file system on its
+//! way to the result. One still populated when its call ended normally (a
 //! daemon the command started on purpose) is left and removed by a later
 //! call once it is empty.
 
@@ -47,6 +46,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+
+use super::throttle::{Throttle, HOUSEKEEPING_INTERVAL};
 
 /// Prefix of the call cgroups this runner makes (under its own cgroup).
 pub const NAME_PREFIX: &str = "runner-call-";
@@ -115,7 +116,7 @@ impl Pool {
 
 /// The shell that runs [`JOIN_SCRIPT`] (POSIX: present on every Linux
 /// that has a shell at all).
-const WRAPPER_SHELL: &str = "/bin/sh";
+pub(super) const WRAPPER_SHELL: &str = "/bin/sh";
 /// The wrapper: `$1` is the cgroup's `cgroup.procs`, the rest the command.
 /// A failed write (the cgroup went away) leaves the call to the process
 /// group and the marker rather than failing it.
@@ -151,13 +152,10 @@ pub struct CallGroup {
     handles: Option<Handles>,
 }
 
-/// Files of a call cgroup held open for as long as the cgroup is kept.
-/// Opening them by path is a walk through the cgroup file system each
-/// time: `cgroup.events` read by path (open, stat, two reads, close), once
-/// as a call ended and once as the next began, and the directory opened
-/// for `clone3`, were an eighth of the runner's CPU for a `shell true`
-/// call, all of it between the call's arrival and its result (bench/ROUNDS.md,
-/// eleventh round).
+/// Files of a call cgroup held open for as long as the cgroup is kept, so
+/// that a call does not walk the cgroup file system to open them between
+/// its arrival and its result: `cgroup.events`, read as a call ends and as
+/// the next begins, and the directory `clone3` starts the process in.
 #[derive(Debug)]
 struct Handles {
     /// The directory, for `clone3`'s `CLONE_INTO_CGROUP`.
@@ -187,8 +185,8 @@ impl CallGroup {
     pub fn create() -> Option<CallGroup> {
         static SEQUENCE: AtomicU64 = AtomicU64::new(0);
         let parent = own_cgroup()?;
-        static PRUNED: super::process::Throttle = super::process::Throttle::new();
-        if PRUNED.due(super::process::HOUSEKEEPING_INTERVAL) {
+        static PRUNED: Throttle = Throttle::new();
+        if PRUNED.due(HOUSEKEEPING_INTERVAL) {
             prune(parent);
         }
         if let Some(kept) = IDLE.take() {
@@ -260,8 +258,7 @@ impl CallGroup {
         drop(self.handles.take());
         std::mem::forget(self);
         match tokio::runtime::Handle::try_current() {
-            // In a task of its own: the call's result goes out first (the
-            // `rmdir` is ≈ 20 µs on the benchmark machine).
+            // In a task of its own: the call's result goes out first.
             Ok(runtime) => {
                 runtime.spawn(remove(dir));
             }
@@ -291,12 +288,11 @@ impl CallGroup {
 
     /// `script` for `bash -c`, preceded by a command that moves the shell
     /// into this cgroup: for the `shell` tool, whose bash is there anyway,
-    /// this replaces the extra `exec` of `sh` that [`Self::wrap`] costs
-    /// (≈ 1 ms a call; measured in `process`'s `spawn_cost`). The prefix
-    /// shares the script's first line, so `$LINENO` is unchanged; `builtin`
-    /// keeps a function named `echo` (from `BASH_ENV`) out of it; a failed
-    /// write leaves the call to the process group and the marker, as the
-    /// wrapper does.
+    /// this replaces the extra `exec` of `sh` that [`Self::wrap`] costs. The
+    /// prefix shares the script's first line, so `$LINENO` is unchanged;
+    /// `builtin` keeps a function named `echo` (from `BASH_ENV`) out of it;
+    /// a failed write leaves the call to the process group and the marker,
+    /// as the wrapper does.
     pub fn join_then(&self, script: &str) -> String {
         let procs = self.dir.join("cgroup.procs");
         let quoted = procs.to_string_lossy().replace('\'', r"'\''");
@@ -390,9 +386,40 @@ async fn remove(dir: PathBuf) {
     }
 }
 
+/// For a test that needs a call cgroup: `None` where one can be made,
+/// else why not, which the test prints as it skips.
+#[cfg(test)]
+pub(in crate::exec) fn why_no_call_cgroup() -> Option<String> {
+    let Some(own) = own_cgroup() else {
+        return Some(
+            "this host has no cgroup v2 hierarchy with the test's own cgroup in it (or no /bin/sh for the wrapper)"
+                .to_owned(),
+        );
+    };
+    CallGroup::create().is_none().then(|| {
+        format!(
+            "this host's cgroup v2 lets the test make no cgroup under {}",
+            own.display()
+        )
+    })
+}
+
+/// Prints that `test` skips and why, when no call cgroup can be made here;
+/// true then.
+#[cfg(test)]
+pub(in crate::exec) fn skips_without_call_cgroup(test: &str) -> bool {
+    match why_no_call_cgroup() {
+        Some(why) => {
+            eprintln!("skipped {test}: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
 /// The runner's own cgroup v2 directory, if there is one with a
 /// `cgroup.procs` (found once: it does not move while the runner runs).
-fn own_cgroup() -> Option<&'static Path> {
+pub(super) fn own_cgroup() -> Option<&'static Path> {
     static OWN: OnceLock<Option<PathBuf>> = OnceLock::new();
     OWN.get_or_init(|| {
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
@@ -465,81 +492,12 @@ fn cgroup2_mounts(mountinfo: &str) -> impl Iterator<Item = Cgroup2Mount<'_>> {
 /// Without that option every move of a process into a cgroup (each call's
 /// first process, where `clone3` cannot create it inside) takes the write
 /// side of the kernel's `cgroup_threadgroup_rwsem` the slow way, waiting
-/// for an RCU grace period unless another move came just before: p99 of
-/// back-to-back API `shell true` 15.0 ms without it against 2.6 ms with
-/// it, and ≈ 7 ms more for every call after a pause (BENCHMARKS.md).
+/// for an RCU grace period unless another move came just before, which a
+/// call after a pause always pays (BENCHMARKS.md has the figures).
 pub fn hierarchy(mountinfo: &str) -> Option<(PathBuf, bool)> {
     cgroup2_mounts(mountinfo)
         .next()
         .map(|mount| (PathBuf::from(mount.point), mount.favordynmods))
-}
-
-/// One line on per-call cgroups here, for `runner doctor` and the
-/// runner's start-up log: whether calls get one, whether they start inside
-/// it (a probe: `sh -c :` created in a fresh call cgroup), and, where they
-/// must move in instead, the mount option that makes moving cheap.
-pub async fn describe() -> String {
-    let Some(own) = own_cgroup() else {
-        return "not available (no writable cgroup v2 here): calls are stopped by process group and marker only".to_owned();
-    };
-    let Some(group) = CallGroup::create() else {
-        return format!(
-            "not available (cannot make a cgroup under {}): calls are stopped by process group and marker only",
-            own.display()
-        );
-    };
-    let refused = match start_inside(&group).await {
-        Ok(()) => {
-            return format!(
-                "each call gets one under {}, and starts inside it (clone3)",
-                own.display()
-            )
-        }
-        Err(why) => why,
-    };
-    let hierarchy = std::fs::read_to_string("/proc/self/mountinfo")
-        .ok()
-        .and_then(|mountinfo| hierarchy(&mountinfo));
-    let start = format!(
-        "each call gets one under {}; starting calls inside it was refused ({refused}), so each call moves in",
-        own.display()
-    );
-    match hierarchy {
-        Some((_, true)) => format!("{start} (favordynmods is on: moves are cheap)"),
-        Some((mount, false)) => format!(
-            "{start}, and cgroup2 is mounted without favordynmods, so each move can wait for an RCU grace period (≈ 7 ms a call on the benchmark machine when calls come apart): `mount -o remount,favordynmods {}` as root, at each boot, removes that",
-            mount.display()
-        ),
-        None => start,
-    }
-}
-
-/// Creates a process inside `group` the way calls are started, and waits
-/// for it; the error says why that is not possible here. A refusal of
-/// `clone3` as a whole is remembered, so calls go straight to moving in.
-#[cfg(target_os = "linux")]
-async fn start_inside(group: &CallGroup) -> Result<(), String> {
-    use super::spawn_in_cgroup::{spawn, Request};
-    let request = Request {
-        cgroup: group,
-        program: Path::new(WRAPPER_SHELL),
-        argv: vec!["sh".into(), "-c".into(), ":".into()],
-        env: Vec::new(),
-        workdir: Path::new("/"),
-        stdin: false,
-    };
-    let mut child = spawn(&request).map_err(|error| error.to_string())?;
-    let status = child.wait().await.map_err(|error| error.to_string())?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("the probe `sh -c :` ended with {status}"))
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-async fn start_inside(_: &CallGroup) -> Result<(), String> {
-    Err("not on Linux".to_owned())
 }
 
 /// Removes the empty call cgroups (of any runner) older than
@@ -635,28 +593,6 @@ mod tests {
         assert_eq!(hierarchy("garbage\n- cgroup2\n"), None);
     }
 
-    /// Where this machine lets us make call cgroups, the probe creates a
-    /// process inside one and the description says calls start there.
-    #[tokio::test]
-    async fn the_description_says_how_calls_get_into_their_cgroup() {
-        let description = describe().await;
-        if own_cgroup().is_none() {
-            assert!(description.starts_with("not available"), "{description}");
-            return;
-        }
-        if cfg!(target_arch = "x86_64") {
-            assert!(
-                description.contains("and starts inside it (clone3)"),
-                "{description}"
-            );
-        } else {
-            assert!(
-                description.contains("so each call moves in"),
-                "{description}"
-            );
-        }
-    }
-
     /// A process moved into `group`, asleep until killed.
     fn sleeper_in(group: &CallGroup) -> std::process::Child {
         let sleeper = std::process::Command::new("sleep")
@@ -671,10 +607,20 @@ mod tests {
     /// An empty young call cgroup is kept and handed out again; a
     /// populated one, a killed one, an old one, one beyond the pool's size
     /// and one that became populated while kept are not.
+    /// A test that skips for want of a call cgroup says why, and says so
+    /// exactly where no call cgroup can be made.
+    #[test]
+    fn a_skip_for_want_of_a_cgroup_gives_its_reason() {
+        let why = why_no_call_cgroup();
+        assert_eq!(why.is_none(), CallGroup::create().is_some(), "{why:?}");
+        if let Some(why) = why {
+            assert!(why.contains("cgroup"), "{why}");
+        }
+    }
+
     #[tokio::test]
     async fn only_empty_young_call_cgroups_are_kept_for_later_calls() {
-        if CallGroup::create().is_none() {
-            eprintln!("no writable cgroup v2 here: skipped");
+        if skips_without_call_cgroup("only_empty_young_call_cgroups_are_kept_for_later_calls") {
             return;
         }
         let make = || CallGroup::create().expect("a call cgroup");

@@ -13,11 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use runner_proto::ws::ToolSpec;
-use serde_json::json;
 use tokio::sync::Notify;
 
-use super::{argv, browser, claude, files, http, mcp, search, shell};
+use super::browser::session::Session;
+use super::mcp;
+use crate::exec::program::find_on_path;
+use runner_proto::tools::ARGV_TOOLS;
 
 /// How often PATH is searched again for tool binaries.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(2);
@@ -35,7 +36,7 @@ pub struct Toolbox {
     /// Tool name (`git`, …, `claude`, `browser`) → the binary found.
     found: Mutex<BTreeMap<String, PathBuf>>,
     mcp: Option<Arc<mcp::Manager>>,
-    browser: browser::Session,
+    browser: Session,
     changed: Arc<Notify>,
 }
 
@@ -60,7 +61,7 @@ impl Toolbox {
         let toolbox = Toolbox {
             found: Mutex::new(discover()),
             mcp,
-            browser: browser::Session::default(),
+            browser: Session::default(),
             changed,
         };
         Ok(Arc::new(toolbox))
@@ -80,7 +81,7 @@ impl Toolbox {
         Arc::new(Toolbox {
             found: Mutex::default(),
             mcp: None,
-            browser: browser::Session::default(),
+            browser: Session::default(),
             changed: Arc::new(Notify::new()),
         })
     }
@@ -118,50 +119,15 @@ impl Toolbox {
         self.mcp.as_ref()
     }
 
-    pub fn browser(&self) -> &browser::Session {
+    pub fn browser(&self) -> &Session {
         &self.browser
-    }
-
-    /// The catalogue to announce now.
-    pub fn catalogue(&self) -> Vec<ToolSpec> {
-        let mut tools = vec![
-            ToolSpec {
-                name: "ping".into(),
-                description: "Echo the arguments back without running anything (health probe)."
-                    .into(),
-                input_schema: json!({"type": "object"}),
-            },
-            shell::spec(),
-            files::read_spec(),
-            files::write_spec(),
-            search::list_spec(),
-            search::glob_spec(),
-            search::grep_spec(),
-            http::spec(),
-        ];
-        let found = self.lock().clone();
-        for name in argv::TOOLS {
-            if found.contains_key(name) {
-                tools.push(argv::spec(name));
-            }
-        }
-        if found.contains_key("browser") {
-            tools.push(browser::spec());
-        }
-        if found.contains_key("claude") {
-            tools.extend(claude::specs());
-        }
-        if let Some(mcp) = &self.mcp {
-            tools.extend(mcp.tools());
-        }
-        tools
     }
 }
 
 /// Every tool binary on PATH now.
 fn discover() -> BTreeMap<String, PathBuf> {
     let mut found = BTreeMap::new();
-    for name in argv::TOOLS {
+    for name in ARGV_TOOLS {
         if let Some(path) = find_on_path(name) {
             found.insert(name.to_owned(), path);
         }
@@ -175,23 +141,6 @@ fn discover() -> BTreeMap<String, PathBuf> {
     found
 }
 
-/// The first executable file called `name` in a PATH directory.
-pub fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(name))
-        .find(|candidate| is_executable(candidate))
-}
-
-/// Whether `path` is a file some user may execute.
-pub fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .map(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,13 +149,6 @@ mod tests {
     fn every_catalogue_entry_has_an_object_schema() {
         for tool in Toolbox::empty().catalogue() {
             assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
-        }
-        for name in argv::TOOLS {
-            assert_eq!(argv::spec(name).input_schema["type"], "object");
-        }
-        assert_eq!(browser::spec().input_schema["type"], "object");
-        for spec in claude::specs() {
-            assert_eq!(spec.input_schema["type"], "object", "{}", spec.name);
         }
     }
 

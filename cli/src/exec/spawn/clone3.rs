@@ -2,25 +2,29 @@
 //! `CLONE_INTO_CGROUP` (Linux 5.7), then `execve`, as std's `Command`
 //! does in its own `clone3` path, but with the cgroup given.
 //!
-//! Why not the self-join of [`super::cgroup`] (the process writes its pid
-//! into `cgroup.procs`): a *move* into a cgroup takes the write side of the
+//! The fast path of [`super`]; its plain twin is [`super::command`] (std's
+//! `Command`, the process moving itself into the cgroup), and a test there
+//! starts the same process both ways and compares what it sees. Why it is
+//! worth its `unsafe` (BENCHMARKS.md, "clone3 into the call's cgroup", has
+//! the figures): a *move* into a cgroup takes the write side of the
 //! kernel's `cgroup_threadgroup_rwsem`, and unless cgroup2 is mounted with
 //! `favordynmods` (a host setting most hosts do not have) that waits for an
 //! RCU grace period whenever no other move happened in the last few
 //! milliseconds. An agent's calls come between model turns, so nearly every
-//! call paid it: with 100 ms between calls an API `shell true` took 11.4 ms
-//! moved in and 4.3 ms created inside, against 2.3 ms for a local `bash -c
-//! true` (bench/ROUNDS.md, "Fifth round"). A process *created* in the cgroup
-//! takes only the read side, as every fork does. It also saves the `sh`
-//! wrapper's extra `exec` for programs that are not bash, and the script
-//! prefix for those that are.
+//! call would pay it. A process *created* in the cgroup takes only the read
+//! side, as every fork does. It also saves the `sh` wrapper's extra `exec`
+//! for programs that are not bash, and the script prefix for those that
+//! are. No maintained crate makes this system call: rustix leaves `clone`
+//! and `clone3` out on purpose, nix has only the old `clone`, and std's
+//! `Command` cannot be given a cgroup.
 //!
-//! Where `clone3` is refused (kernels before 5.7, seccomp profiles that
-//! answer `ENOSYS`, as some container runtimes' do) or there is no
-//! trampoline for the architecture (only x86_64 has one), [`spawn`]
-//! answers [`Error::Unavailable`] and the caller self-joins as before.
+//! Built only for x86_64 Linux with the `clone3` feature (on by default;
+//! the trampoline is written for that architecture). Where `clone3` is
+//! refused (kernels before 5.7, seccomp profiles that answer `ENOSYS`, as
+//! some container runtimes' do), [`spawn`] answers [`Error::Unavailable`]
+//! and the caller takes the plain path.
 //!
-//! This is the workspace's one module with `unsafe` (the lint is `deny`,
+//! This is the runner's one module with `unsafe` (the lint is `deny`,
 //! allowed here only; a test keeps it so). Between `clone3` and `execve`
 //! the child shares the runner's memory and runs on a stack of its own
 //! (`CLONE_VM | CLONE_VFORK`, as glibc's `posix_spawn`; the calling thread
@@ -35,7 +39,7 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -51,8 +55,6 @@ use nix::unistd::Pid;
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::net::unix::pipe;
-
-use super::cgroup::CallGroup;
 
 /// From `linux/sched.h` (libc's `CLONE_INTO_CGROUP` is a deprecated `c_int`
 /// too narrow for it).
@@ -71,9 +73,8 @@ const CHILD_STACK: usize = 64 * 1024;
 thread_local! {
     /// A thread's child stack, between its calls: `CLONE_VFORK` holds the
     /// thread until the child is done with it, so one per thread is
-    /// enough. Allocated for every call it was a 64 KiB `malloc`, large
-    /// enough to make glibc consolidate its free lists each time
-    /// (bench/ROUNDS.md, eleventh round).
+    /// enough, and a call does not make a `malloc` large enough for glibc
+    /// to consolidate its free lists.
     static SPARE_STACK: Cell<Vec<u128>> = const { Cell::new(Vec::new()) };
 }
 
@@ -102,21 +103,21 @@ static REFUSED: AtomicBool = AtomicBool::new(false);
 
 /// Whether [`spawn`] may work here (it has not been refused yet).
 pub fn available() -> bool {
-    // The trampoline ([`clone3_into`]) is written for x86_64 only.
-    cfg!(target_arch = "x86_64") && !REFUSED.load(Ordering::Relaxed)
+    !REFUSED.load(Ordering::Relaxed)
 }
 
 /// What to start.
 #[derive(Debug)]
 pub struct Request<'a> {
-    /// The call's cgroup.
-    pub cgroup: &'a CallGroup,
+    /// The call cgroup's directory, open.
+    pub cgroup: BorrowedFd<'a>,
     /// The program's path (with a `/`: no PATH search here).
     pub program: &'a Path,
     /// `argv`, `argv[0]` included.
     pub argv: Vec<OsString>,
     /// The whole environment of the new process, as `NAME=value` entries
-    /// ([`env_entry`]); borrowed where they are the runner's own.
+    /// (`crate::exec::environment::env_entry`); borrowed where they are the
+    /// runner's own.
     pub env: Vec<Cow<'static, CStr>>,
     pub workdir: &'a Path,
     /// A pipe for stdin (else `/dev/null`).
@@ -163,9 +164,8 @@ struct Prepared {
     /// then. Shared memory instead of a close-on-exec pipe, as glibc's
     /// `posix_spawn` does: the parent reads it only after `CLONE_VFORK`
     /// resumed it, which the kernel does once the child has `execve`d or
-    /// exited. The pipe cost a `pipe2`, two `close`s and a blocking `read`
-    /// a call, whose reader then spun on the pipe's lock while `execve`
-    /// released it (4 % of the runner's CPU under back-to-back calls).
+    /// exited: no `pipe2`, `close`s and blocking `read` a call, whose reader
+    /// would spin on the pipe's lock while `execve` released it.
     failure: AtomicI32,
 }
 
@@ -182,11 +182,7 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
     if tokio::runtime::Handle::try_current().is_err() {
         return Err(Error::Unavailable(io::Error::other("no tokio runtime")));
     }
-    // Held open by the cgroup since it was made; one whose files could not
-    // be opened is left to the other way.
-    let cgroup = request.cgroup.dir_fd().ok_or_else(|| {
-        Error::Unavailable(io::Error::other("the call cgroup's directory is not open"))
-    })?;
+    let cgroup = request.cgroup;
 
     let (stdout_read, stdout_write) = output_pipe().map_err(Error::Spawn)?;
     let (stderr_read, stderr_write) = output_pipe().map_err(Error::Spawn)?;
@@ -221,10 +217,9 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
     .map_err(Error::Spawn)?;
 
     // The child shares our memory and runs on a stack of its own until it
-    // `execve`s (`CLONE_VM | CLONE_VFORK`, as glibc's `posix_spawn`): a
-    // `fork`-like clone made `shell true` ≈ 0.5 ms slower a call (copying
-    // the runner's page tables, and the faults after it). This thread waits
-    // meanwhile. The stack is not zeroed: only the child writes it, and
+    // `execve`s (`CLONE_VM | CLONE_VFORK`, as glibc's `posix_spawn`), so
+    // the runner's page tables are not copied for a process that replaces
+    // them at once. This thread waits meanwhile. The stack is not zeroed: only the child writes it, and
     // nothing reads it. It is this thread's, kept for its next call.
     let mut stack = SPARE_STACK.try_with(Cell::take).unwrap_or_default();
     if stack.capacity() < CHILD_STACK / std::mem::size_of::<u128>() {
@@ -382,15 +377,6 @@ fn prepare(request: &Request<'_>, stdio: [(RawFd, RawFd); 3]) -> io::Result<Prep
     })
 }
 
-/// `NAME=value`, as the environment of [`Request`] holds it.
-pub fn env_entry(name: &OsStr, value: &OsStr) -> io::Result<CString> {
-    let mut entry = Vec::with_capacity(name.len() + 1 + value.len());
-    entry.extend_from_slice(name.as_bytes());
-    entry.push(b'=');
-    entry.extend_from_slice(value.as_bytes());
-    c_string(OsStr::from_bytes(&entry))
-}
-
 fn c_string(text: &OsStr) -> io::Result<CString> {
     CString::new(text.as_bytes()).map_err(|_| {
         io::Error::new(
@@ -421,7 +407,6 @@ struct KernelSigaction {
 /// # Safety
 /// `args` must ask for a stack (see [`spawn`]) and `prepared` stay valid
 /// and unchanged until the child has `execve`d or exited.
-#[cfg(target_arch = "x86_64")]
 unsafe fn clone3_into(args: &mut CloneArgs, prepared: *const Prepared) -> libc::c_long {
     let result: libc::c_long;
     std::arch::asm!(
@@ -449,13 +434,6 @@ unsafe fn clone3_into(args: &mut CloneArgs, prepared: *const Prepared) -> libc::
         return -1;
     }
     result
-}
-
-/// Elsewhere the child is not started this way: the self-join is used.
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn clone3_into(_: &mut CloneArgs, _: *const Prepared) -> libc::c_long {
-    Errno::set_raw(libc::ENOSYS);
-    -1
 }
 
 /// The new process, from `clone3` to `execve`, sharing the runner's
@@ -657,12 +635,15 @@ impl Drop for Child {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use tokio::io::AsyncReadExt;
+
+    use super::*;
+    use crate::exec::cgroup::CallGroup;
+    use crate::exec::environment::env_entry;
 
     fn request<'a>(group: &'a CallGroup, workdir: &'a Path, script: &str) -> Request<'a> {
         Request {
-            cgroup: group,
+            cgroup: group.dir_fd().expect("the call cgroup's directory is open"),
             program: Path::new("/bin/sh"),
             argv: vec!["sh".into(), "-c".into(), script.into()],
             env: [("PATH", "/usr/bin:/bin"), ("X", "a b")]
@@ -691,15 +672,11 @@ mod tests {
     }
 
     /// Where this machine lets us make call cgroups (else the test has
-    /// nothing to show: it says so and passes, as `process`'s do).
+    /// nothing to show: it says so and passes, as the process layer's do).
     fn group() -> Option<CallGroup> {
-        if !cfg!(target_arch = "x86_64") {
-            eprintln!("no clone3 trampoline for this architecture: skipped");
-            return None;
-        }
         let group = CallGroup::create();
-        if group.is_none() {
-            eprintln!("no writable cgroup v2 here: skipped");
+        if let Some(why) = crate::exec::cgroup::why_no_call_cgroup() {
+            eprintln!("skipped: {why}");
         }
         group
     }
@@ -808,50 +785,5 @@ mod tests {
             );
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
-    }
-
-    /// `unsafe` is denied in the workspace and allowed in two modules only,
-    /// this one and the relay's `heap.rs` (`malloc_trim`): a new exception
-    /// in any crate must be argued for, not slipped in. The whole workspace
-    /// is scanned from here (source files, not a dependency on the relay).
-    #[test]
-    fn unsafe_code_is_allowed_in_two_modules_only() {
-        fn walk(dir: &Path, found: &mut Vec<String>) {
-            let Ok(entries) = std::fs::read_dir(dir) else {
-                return;
-            };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    walk(&path, found);
-                } else if path.extension().is_some_and(|ext| ext == "rs") {
-                    let text = std::fs::read_to_string(&path).expect("source is UTF-8");
-                    let allows = ["allow", "expect"]
-                        .iter()
-                        .any(|how| text.contains(&format!("{how}(unsafe_code)")));
-                    if allows {
-                        found.push(path.display().to_string());
-                    }
-                }
-            }
-        }
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("cli/ sits in the workspace");
-        let mut found = Vec::new();
-        for krate in ["cli", "relay", "policy", "proto", "bench"] {
-            let root = workspace.join(krate);
-            assert!(root.join("src").is_dir(), "{} is a crate", root.display());
-            for dir in ["src", "tests"] {
-                walk(&root.join(dir), &mut found);
-            }
-        }
-        found.sort();
-        assert_eq!(found.len(), 2, "{found:?}");
-        assert!(
-            found[0].ends_with("cli/src/tools/spawn_in_cgroup.rs"),
-            "{found:?}"
-        );
-        assert!(found[1].ends_with("relay/src/heap.rs"), "{found:?}");
     }
 }

@@ -1,31 +1,6 @@
-//! `browser`: drives the machine's Chromium through the DevTools protocol
-//! (CDP): navigate, read text or HTML, screenshot (PNG as base64), click and
-//! type by CSS selector, evaluate an expression.
-//!
-//! # Why a small CDP client instead of chromiumoxide
-//!
-//! chromiumoxide is the well-kept crate for this, but it compiles the whole
-//! generated protocol (`chromiumoxide_cdp`, every domain and type of CDP).
-//! Measured on this project's 2-core machine (cold `cargo build --timings`
-//! of a scratch crate with `chromiumoxide = { version = "0.9.1",
-//! default-features = false }` and tokio, machine shared with other
-//! builds): 600 s wall; `chromiumoxide_cdp` alone took 357 s and
-//! `chromiumoxide` 140 s, one after the other. That is far over the ~3
-//! minutes of CI time the project can spend on a browser. We use a handful
-//! of CDP methods (`Target.createTarget`, `Target.attachToTarget`,
-//! `Page.navigate`, `Page.captureScreenshot`, `Runtime.evaluate`,
-//! `Input.insertText`, `Emulation.setDeviceMetricsOverride`), so this
-//! module speaks them directly over tokio-tungstenite (already a
-//! dependency for the relay connection) and serde_json.
-//!
-//! # Lifecycle
-//!
-//! The browser starts at the first call (headless, its own throw-away
-//! profile directory, its own process group) and stays up with one page, so
-//! an agent can navigate, then click, then screenshot across calls. Calls
-//! are serialised on that page. If the browser dies, the next call starts a
-//! new one; `{"action": "close"}` stops it. The DevTools URL is read from
-//! Chromium's stderr (`--remote-debugging-port=0` picks a free port).
+//! The machine's Chromium, started on first use and kept with one page,
+//! and the small DevTools-protocol (CDP) client that drives it. See
+//! [`super`] for why it is our own client and how long the browser lives.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -43,10 +18,6 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{
-    optional_bool_arg, optional_string_arg, optional_u64_arg, CallScope, ToolContext, ToolOutcome,
-};
-
 /// Time for Chromium to start and print its DevTools URL.
 pub const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// Time for one CDP command (a screenshot of a big page is the slow one).
@@ -56,194 +27,18 @@ pub const LOAD_TIMEOUT: Duration = Duration::from_secs(30);
 /// Poll interval while waiting for `document.readyState == "complete"`.
 const LOAD_POLL: Duration = Duration::from_millis(50);
 
-pub fn spec() -> runner_proto::ws::ToolSpec {
-    runner_proto::ws::ToolSpec {
-        name: "browser".into(),
-        description: "Drive a headless Chromium on the runner's machine: navigate, text, html, screenshot (PNG base64), click/type by CSS selector, evaluate, close. The page persists between calls.".into(),
-        input_schema: json!({
-            "type": "object",
-            "required": ["action"],
-            "additionalProperties": false,
-            "properties": {
-                "action": {"enum": ["navigate", "text", "html", "screenshot", "click", "type", "evaluate", "close"]},
-                "url": {"type": "string", "description": "navigate: where to; other actions: navigate here first"},
-                "selector": {"type": "string", "description": "CSS selector (click, type; text/html of one element)"},
-                "text": {"type": "string", "description": "type: the text to insert"},
-                "expression": {"type": "string", "description": "evaluate: a JavaScript expression; its JSON value is returned"},
-                "full_page": {"type": "boolean", "description": "screenshot: the whole page, not only the viewport"},
-                "width": {"type": "integer", "minimum": 100, "maximum": 8000},
-                "height": {"type": "integer", "minimum": 100, "maximum": 8000}
-            }
-        }),
-    }
-}
-
 /// The runner's browser, started on first use.
 #[derive(Default)]
 pub struct Session {
-    browser: tokio::sync::Mutex<Option<Browser>>,
-}
-
-pub async fn run(args: Value, context: &ToolContext, scope: &CallScope) -> ToolOutcome {
-    let Some(binary) = context.toolbox.binary("browser") else {
-        return ToolOutcome::error("no Chromium found on this runner's PATH");
-    };
-    let work = async {
-        let mut slot = context.toolbox.browser().browser.lock().await;
-        let action = super::string_arg(&args, "action")?.to_owned();
-        if action == "close" {
-            let was_running = slot.take().is_some();
-            return Ok(json!({"closed": was_running}));
-        }
-        if slot.as_ref().is_some_and(|browser| browser.cdp.closed()) {
-            *slot = None;
-        }
-        if slot.is_none() {
-            *slot = Some(Browser::launch(&binary).await?);
-        }
-        let Some(browser) = slot.as_ref() else {
-            return Err("the browser did not start".to_owned());
-        };
-        let result = act(browser, &action, &args, scope).await;
-        if browser.cdp.closed() {
-            *slot = None;
-        }
-        result
-    };
-    tokio::select! {
-        result = work => ToolOutcome::from_result(result),
-        () = scope.cancel.cancelled() => ToolOutcome::error("cancelled"),
-        () = tokio::time::sleep(scope.timeout) => ToolOutcome::error(format!("timed out after {}s", scope.timeout.as_secs())),
-    }
-}
-
-async fn act(
-    browser: &Browser,
-    action: &str,
-    args: &Value,
-    scope: &CallScope,
-) -> Result<Value, String> {
-    let load_timeout = LOAD_TIMEOUT.min(scope.timeout);
-    if let (Some(width), Some(height)) = (
-        optional_u64_arg(args, "width")?,
-        optional_u64_arg(args, "height")?,
-    ) {
-        browser
-            .page(
-                "Emulation.setDeviceMetricsOverride",
-                json!({
-                    "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false
-                }),
-            )
-            .await?;
-    }
-    let url = optional_string_arg(args, "url")?;
-    if let Some(url) = url {
-        browser.navigate(url, load_timeout).await?;
-    } else if action == "navigate" {
-        return Err("navigate needs a \"url\"".to_owned());
-    }
-    let selector = optional_string_arg(args, "selector")?;
-    let mut result = match action {
-        "navigate" => json!({}),
-        "text" | "html" => {
-            let property = if action == "text" {
-                "innerText"
-            } else {
-                "outerHTML"
-            };
-            let expression = match selector {
-                Some(selector) => format!(
-                    "(() => {{ const el = document.querySelector({}); return el ? el.{property} : null; }})()",
-                    js_string(selector)
-                ),
-                None if action == "text" => "document.body ? document.body.innerText : ''".to_owned(),
-                None => "document.documentElement.outerHTML".to_owned(),
-            };
-            match browser.evaluate(&expression).await? {
-                Value::Null => return Err(no_match(selector)),
-                value => json!({ action: value }),
-            }
-        }
-        "screenshot" => {
-            let full_page = optional_bool_arg(args, "full_page")?.unwrap_or(false);
-            let shot = browser
-                .page(
-                    "Page.captureScreenshot",
-                    json!({"format": "png", "captureBeyondViewport": full_page}),
-                )
-                .await?;
-            let data = shot.get("data").and_then(Value::as_str).unwrap_or_default();
-            json!({"png_base64": data, "encoded_bytes": data.len()})
-        }
-        "click" => {
-            let selector = selector.ok_or("click needs a \"selector\"")?;
-            let expression = format!(
-                "(() => {{ const el = document.querySelector({}); if (!el) return false; el.scrollIntoView({{block: 'center'}}); el.click(); return true; }})()",
-                js_string(selector)
-            );
-            if browser.evaluate(&expression).await? != Value::Bool(true) {
-                return Err(no_match(Some(selector)));
-            }
-            browser.wait_loaded(load_timeout).await?;
-            json!({"clicked": selector})
-        }
-        "type" => {
-            let selector = selector.ok_or("type needs a \"selector\"")?;
-            let text = optional_string_arg(args, "text")?.ok_or("type needs a \"text\"")?;
-            let expression = format!(
-                "(() => {{ const el = document.querySelector({}); if (!el) return false; el.focus(); return true; }})()",
-                js_string(selector)
-            );
-            if browser.evaluate(&expression).await? != Value::Bool(true) {
-                return Err(no_match(Some(selector)));
-            }
-            browser
-                .page("Input.insertText", json!({"text": text}))
-                .await?;
-            json!({"typed": text.chars().count(), "into": selector})
-        }
-        "evaluate" => {
-            let expression = optional_string_arg(args, "expression")?
-                .ok_or("evaluate needs an \"expression\"")?;
-            json!({"value": browser.evaluate(expression).await?})
-        }
-        other => return Err(format!("unknown browser action {other:?}")),
-    };
-    let location = browser
-        .evaluate("JSON.stringify([location.href, document.title])")
-        .await
-        .ok()
-        .and_then(|value| {
-            value
-                .as_str()
-                .and_then(|text| serde_json::from_str::<Value>(text).ok())
-        });
-    if let Some(Value::Array(parts)) = location {
-        result["url"] = parts.first().cloned().unwrap_or(Value::Null);
-        result["title"] = parts.get(1).cloned().unwrap_or(Value::Null);
-    }
-    Ok(result)
-}
-
-fn no_match(selector: Option<&str>) -> String {
-    match selector {
-        Some(selector) => format!("no element matches the selector {selector:?}"),
-        None => "the page has no content".to_owned(),
-    }
-}
-
-/// A JavaScript string literal (JSON's is one).
-fn js_string(text: &str) -> String {
-    Value::String(text.to_owned()).to_string()
+    pub(super) browser: tokio::sync::Mutex<Option<Browser>>,
 }
 
 /// A running Chromium with one attached page.
-struct Browser {
+pub(super) struct Browser {
     /// Killed with its whole process group on drop.
     child: tokio::process::Child,
     _profile: tempfile::TempDir,
-    cdp: Cdp,
+    pub(super) cdp: Cdp,
     session_id: String,
 }
 
@@ -257,13 +52,13 @@ impl Drop for Browser {
 }
 
 impl Browser {
-    async fn launch(binary: &Path) -> Result<Browser, String> {
+    pub(super) async fn launch(binary: &Path) -> Result<Browser, String> {
         let profile = tempfile::Builder::new()
             .prefix("runner-browser-")
             .tempdir()
             .map_err(|error| format!("cannot make a browser profile directory: {error}"))?;
         let mut command = tokio::process::Command::new(binary);
-        super::keep_secrets_from(&mut command);
+        crate::exec::keep_secrets_from(&mut command);
         let mut child = command
             .args([
                 "--headless",
@@ -357,13 +152,13 @@ impl Browser {
     }
 
     /// A command on the page's session.
-    async fn page(&self, method: &str, params: Value) -> Result<Value, String> {
+    pub(super) async fn page(&self, method: &str, params: Value) -> Result<Value, String> {
         self.cdp
             .command(method, params, Some(&self.session_id))
             .await
     }
 
-    async fn evaluate(&self, expression: &str) -> Result<Value, String> {
+    pub(super) async fn evaluate(&self, expression: &str) -> Result<Value, String> {
         let answer = self
             .page(
                 "Runtime.evaluate",
@@ -384,7 +179,7 @@ impl Browser {
             .unwrap_or(Value::Null))
     }
 
-    async fn navigate(&self, url: &str, timeout: Duration) -> Result<(), String> {
+    pub(super) async fn navigate(&self, url: &str, timeout: Duration) -> Result<(), String> {
         let answer = self.page("Page.navigate", json!({"url": url})).await?;
         if let Some(error) = answer.get("errorText").and_then(Value::as_str) {
             if !error.is_empty() {
@@ -395,7 +190,7 @@ impl Browser {
     }
 
     /// Polls `document.readyState` until the page has loaded.
-    async fn wait_loaded(&self, timeout: Duration) -> Result<(), String> {
+    pub(super) async fn wait_loaded(&self, timeout: Duration) -> Result<(), String> {
         let deadline = Instant::now() + timeout;
         loop {
             // Evaluation can fail while a navigation swaps the document.
@@ -423,7 +218,7 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, String>>>>>;
 
 /// A CDP connection: numbered commands, answers matched by id. Events are
 /// not needed (page loads are polled) and are dropped.
-struct Cdp {
+pub(super) struct Cdp {
     sink: tokio::sync::Mutex<WsSink>,
     pending: Pending,
     next_id: AtomicU64,
@@ -498,7 +293,7 @@ impl Cdp {
         })
     }
 
-    fn closed(&self) -> bool {
+    pub(super) fn closed(&self) -> bool {
         self.closed.load(Ordering::Relaxed)
     }
 
@@ -537,16 +332,5 @@ impl Cdp {
                 ))
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn selectors_become_safe_javascript_strings() {
-        assert_eq!(js_string("a[href=\"x\"]"), r#""a[href=\"x\"]""#);
-        assert_eq!(js_string("</script>'"), r#""</script>'""#);
     }
 }

@@ -1,0 +1,11 @@
+//! One call as every layer below the session sees it: its identity,
+//! limits and output channel ([`CallScope`]), the queue its output and
+//! result go out on ([`OutboundQueue`]), and its answer ([`ToolOutcome`]).
+
+pub mod outbound;
+mod outcome;
+mod scope;
+
+pub use outbound::{Outbound, OutboundQueue, OutputSink, QueueClosed, Queued, Room};
+pub use outcome::ToolOutcome;
+pub use scope::{CallScope, CALL_MARKER_VAR};
