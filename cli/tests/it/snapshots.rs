@@ -101,6 +101,11 @@ async fn reports_of_a_real_relay() {
     assert_transcript!("invoke_unknown_environment", &unknown);
     let shown = run(&["env", "show", "prod-box", "--json"]).await;
     assert_transcript!("env_show_json", &shown);
+    // Destructive without a terminal to ask on: refused, pointing at --yes.
+    let revoke = run(&["token", "revoke", "prod-box"]).await;
+    assert_transcript!("token_revoke_unconfirmed", &revoke);
+    let rotated = run(&["token", "rotate", "prod-box", "--json"]).await;
+    assert_eq!(rotated.status.code(), Some(0), "{}", transcript(&rotated));
 }
 
 /// `--require-approval ''` clears the list instead of storing `[""]`.
