@@ -4,7 +4,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::commands::policy::PolicyCommand;
 use crate::env_vars;
 
 /// Run tool calls from AI agents and CI pipelines on this machine.
@@ -658,4 +657,42 @@ mod tests {
             );
         }
     }
+}
+
+// `runner policy` (run by `commands::policy`).
+#[derive(Debug, clap::Subcommand)]
+#[command(defer = true)]
+pub enum PolicyCommand {
+    /// Check one command against a permission file: exit 0 allowed, 1 denied,
+    /// 2 the file was refused
+    Check(CheckArgs),
+    /// Load a permission file and report errors and rules that can never
+    /// decide anything: exit 0 clean, 1 warnings, 2 refused
+    Lint(LintArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The permission file (YAML with a top-level `permission` mapping)
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// Print the decision as one JSON object on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// Read the command from standard input instead of the arguments
+    #[arg(long, conflicts_with = "command")]
+    pub stdin: bool,
+    /// The shell command (several arguments are joined with spaces)
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LintArgs {
+    /// The permission file
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print the result as one JSON object on stdout
+    #[arg(long)]
+    pub json: bool,
 }

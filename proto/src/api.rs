@@ -12,6 +12,8 @@ pub use crate::ws::{Policy, ToolAccess, ToolSpec};
 pub const API_VERSION_HEADER: &str = "x-runner-api-version";
 /// The API version of this build.
 pub const API_VERSION: &str = "1";
+/// Largest request body the relay's API accepts (tool arguments included).
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 /// An execution environment (SPEC §2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,48 +5,12 @@
 //! `lint` 0 clean, 1 warnings, 2 refused.
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use runner_policy::{Decision, PermissionSet};
 
-#[derive(Debug, clap::Subcommand)]
-#[command(defer = true)]
-pub enum PolicyCommand {
-    /// Check one command against a permission file: exit 0 allowed, 1 denied,
-    /// 2 the file was refused
-    Check(CheckArgs),
-    /// Load a permission file and report errors and rules that can never
-    /// decide anything: exit 0 clean, 1 warnings, 2 refused
-    Lint(LintArgs),
-}
-
-#[derive(Debug, clap::Args)]
-pub struct CheckArgs {
-    /// The permission file (YAML with a top-level `permission` mapping)
-    #[arg(long, value_name = "FILE")]
-    pub config: PathBuf,
-    /// Print the decision as one JSON object on stdout
-    #[arg(long)]
-    pub json: bool,
-    /// Read the command from standard input instead of the arguments
-    #[arg(long, conflicts_with = "command")]
-    pub stdin: bool,
-    /// The shell command (several arguments are joined with spaces)
-    #[arg(last = true, value_name = "COMMAND")]
-    pub command: Vec<String>,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct LintArgs {
-    /// The permission file
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
-    /// Print the result as one JSON object on stdout
-    #[arg(long)]
-    pub json: bool,
-}
+pub use crate::args::{CheckArgs, LintArgs, PolicyCommand};
 
 const ALLOWED: u8 = 0;
 const DENIED: u8 = 1;

@@ -26,8 +26,7 @@ use tracing::Instrument;
 use self::error::ApiError;
 use crate::state::AppState;
 
-/// Largest request body accepted (tool arguments included).
-pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+pub use runner_proto::api::MAX_BODY_BYTES;
 
 pub const ENVIRONMENTS: &str = "/execution-environments";
 pub const ENVIRONMENT: &str = "/execution-environments/{id}";

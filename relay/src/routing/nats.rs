@@ -92,7 +92,7 @@ pub const STORE_TIMEOUT: Duration = Duration::from_secs(5);
 const CALL_ENVELOPE_BYTES: usize = 64 * 1024;
 /// Largest call a holder reassembles: the relay's invoke body limit, and
 /// room for the envelope.
-pub const MAX_CALL_BYTES: usize = crate::http::MAX_BODY_BYTES + CALL_ENVELOPE_BYTES;
+pub const MAX_CALL_BYTES: usize = runner_proto::api::MAX_BODY_BYTES + CALL_ENVELOPE_BYTES;
 /// Largest reply (output chunk or result) a caller reassembles: a runner's
 /// largest frame, and room for the envelope.
 pub const MAX_REPLY_BYTES: usize = runner_proto::MAX_FRAME_BYTES + CALL_ENVELOPE_BYTES;
