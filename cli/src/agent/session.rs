@@ -701,7 +701,7 @@ impl Calls {
                         target: CALL_LOG,
                         %call_id,
                         %tool,
-                        ?exit_code,
+                        exit_code,
                         elapsed_ms,
                         "call finished"
                     ),

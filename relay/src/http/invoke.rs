@@ -642,7 +642,7 @@ fn error_body(code: &str, message: &str, call_id: &str) -> StreamEvent {
 fn finished(result: &CallResult, started: Instant) {
     tracing::info!(
         target: ACCESS_LOG,
-        exit_code = ?result.exit_code,
+        exit_code = result.exit_code,
         failed = result.error.is_some(),
         ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         "call finished"

@@ -82,7 +82,7 @@ async fn authenticate_limited(
                 let limited = state.failures.check(key, ratelimit::PER_ADDRESS, now);
                 state.failures.record_failure(key, now);
                 if let Err(retry_after) = limited {
-                    tracing::debug!(peer = ?peer, reason = %error, "registration token refused (address rate limited)");
+                    tracing::debug!(peer = peer.map(tracing::field::display), reason = %error, "registration token refused (address rate limited)");
                     return Err(too_many(retry_after));
                 }
             }
@@ -92,7 +92,7 @@ async fn authenticate_limited(
                 _ => None,
             };
             tracing::warn!(
-                peer = ?peer,
+                peer = peer.map(tracing::field::display),
                 environment_id = environment.as_deref().unwrap_or("-"),
                 reason = %error,
                 "registration token refused"
@@ -115,7 +115,11 @@ async fn authenticate_limited(
 
 /// A connect turned away by admission control: 503, retry shortly.
 fn busy(peer: Option<std::net::SocketAddr>, refused: Refused) -> Response {
-    tracing::debug!(peer = ?peer, ?refused, "too many runner handshakes in progress; asking to retry");
+    tracing::debug!(
+        peer = peer.map(tracing::field::display),
+        ?refused,
+        "too many runner handshakes in progress; asking to retry"
+    );
     let message = match refused {
         Refused::EnvironmentBusy => {
             "too many runners of this environment are connecting at once; retry shortly"
