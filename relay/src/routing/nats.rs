@@ -660,14 +660,14 @@ impl NatsRouter {
             };
             let answer = match request {
                 SessionRequest::Probe { call_id } => SessionAnswer::Known {
-                    // A call whose result is in may still be forwarding
-                    // output the caller has not granted credit for yet, or
-                    // sending its result in parts.
-                    known: self.local.has_call(&environment_id, &call_id)
-                        || self.forwarding(&environment_id, &call_id)
-                        || self
-                            .answering()
-                            .contains(&format!("{environment_id}/{call_id}")),
+                    // A forwarded call stays known from its start until its
+                    // result has left: after the result is in, it may still
+                    // be forwarding output the caller has not granted
+                    // credit for yet, or sending its result in parts.
+                    known: self
+                        .answering()
+                        .contains(&format!("{environment_id}/{call_id}"))
+                        || self.local.has_call(&environment_id, &call_id),
                 },
                 SessionRequest::Call {
                     mut call,
@@ -791,13 +791,6 @@ impl NatsRouter {
         let key = format!("{environment_id}/{call_id}");
         self.credits().insert(key.clone(), sender);
         CreditGate { key, granted }
-    }
-
-    /// Holder side: whether a call's output is still being forwarded under
-    /// credit.
-    fn forwarding(&self, environment_id: &str, call_id: &str) -> bool {
-        self.credits()
-            .contains_key(&format!("{environment_id}/{call_id}"))
     }
 
     /// Holder side: more credit for a forwarded call (never less: credits
