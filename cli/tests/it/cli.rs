@@ -155,19 +155,26 @@ async fn invoke_failures_have_distinct_exit_codes_and_hints() {
     assert_eq!(code, Some(65), "{stderr}");
 }
 
-#[tokio::test]
-async fn register_with_a_bad_token_fails_without_storing_anything() {
-    let relay = Relay::spawn().await;
-    let runner_home = tempfile::tempdir().expect("tempdir");
+/// `runner register` with a token the relay does not know, in `home`: its
+/// exit code and stderr.
+async fn register_bad_token(relay: &Relay, home: &std::path::Path) -> (Option<i32>, String) {
     let output = tokio::process::Command::new(runner_bin())
-        .env("RUNNER_CONFIG_DIR", runner_home.path())
+        .env("RUNNER_CONFIG_DIR", home)
         .env("RUNNER_TOKEN", "rnrt_not-a-real-token-at-all")
         .args(["register", "--url", &relay.url])
         .output()
         .await
         .expect("runs");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(65), "{stderr}");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code(), stderr)
+}
+
+#[tokio::test]
+async fn register_with_a_bad_token_fails_without_storing_anything() {
+    let relay = Relay::spawn().await;
+    let runner_home = tempfile::tempdir().expect("tempdir");
+    let (code, stderr) = register_bad_token(&relay, runner_home.path()).await;
+    assert_eq!(code, Some(65), "{stderr}");
     assert!(
         !stderr.contains("not-a-real-token"),
         "token echoed: {stderr}"
@@ -181,23 +188,12 @@ async fn register_with_a_bad_token_fails_without_storing_anything() {
 async fn register_past_the_failed_attempt_limit_says_it_is_rate_limited() {
     let relay = Relay::spawn().await;
     let runner_home = tempfile::tempdir().expect("tempdir");
-    let attempt = || async {
-        let output = tokio::process::Command::new(runner_bin())
-            .env("RUNNER_CONFIG_DIR", runner_home.path())
-            .env("RUNNER_TOKEN", "rnrt_not-a-real-token-at-all")
-            .args(["register", "--url", &relay.url])
-            .output()
-            .await
-            .expect("runs");
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        (output.status.code(), stderr)
-    };
     // The relay's per-address limit (runner_relay::ratelimit::PER_ADDRESS).
     for _ in 0..10 {
-        let (code, stderr) = attempt().await;
+        let (code, stderr) = register_bad_token(&relay, runner_home.path()).await;
         assert_eq!(code, Some(65), "{stderr}");
     }
-    let (code, stderr) = attempt().await;
+    let (code, stderr) = register_bad_token(&relay, runner_home.path()).await;
     assert_eq!(code, Some(73), "{stderr}");
     assert!(
         stderr.contains("hint: too many failed attempts"),
