@@ -328,7 +328,22 @@ async fn serve_binds_first_and_owns_its_sqlite_store() {
         "{listening:?}"
     );
 
-    let (code, stderr) = failing(&["serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir]);
+    // Bounded: without the lock this relay would start and serve, and the
+    // test must fail rather than wait for it.
+    let second = tokio::process::Command::new(binary)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir])
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let second = tokio::time::timeout(crate::support::DEADLINE, second)
+        .await
+        .expect("a second relay on the same store exits at once")
+        .expect("the relay runs");
+    let (code, stderr) = (
+        second.status.code(),
+        String::from_utf8_lossy(&second.stderr).into_owned(),
+    );
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.starts_with(&format!(
