@@ -118,7 +118,7 @@ pub struct EnvironmentList {
 }
 
 /// Live status of an environment's runner (SPEC §6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Never connected.
@@ -410,6 +410,10 @@ pub struct InvokeResponse {
     pub exit_code: Option<i32>,
     #[serde(default)]
     pub error: Option<String>,
+    /// Something the caller should know about where the call ran (a
+    /// session's degraded environment); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
 }
 
 /// Where a call is in its journal (`GET /invocations/{call_id}`).

@@ -42,6 +42,8 @@ mod tests {
             name: "m".into(),
             is_admin,
             teams: teams.iter().map(|t| (*t).to_owned()).collect(),
+            kind: crate::store::MemberKind::Person,
+            default_environment: None,
         }
     }
 

@@ -22,6 +22,8 @@ pub const ENV_INSTANCE_ID: &str = "RUNNER_RELAY_INSTANCE_ID";
 pub const ENV_DRAIN_GRACE: &str = "RUNNER_RELAY_DRAIN_GRACE";
 pub const ENV_STREAM_KEEP_ALIVE: &str = "RUNNER_RELAY_STREAM_KEEP_ALIVE";
 pub const ENV_OUTPUT_STALL_TIMEOUT: &str = "RUNNER_RELAY_OUTPUT_STALL_TIMEOUT";
+/// `--session-idle-timeout`.
+pub const ENV_SESSION_IDLE_TIMEOUT: &str = "RUNNER_RELAY_SESSION_IDLE_TIMEOUT";
 /// `--max-handshakes`.
 pub const ENV_MAX_HANDSHAKES: &str = "RUNNER_RELAY_MAX_HANDSHAKES";
 /// Env var of `--releases-dir`.
@@ -133,6 +135,13 @@ pub struct ServeArgs {
     #[arg(long, env = ENV_OUTPUT_STALL_TIMEOUT, default_value_t = 5,
           value_parser = positive_seconds, value_name = "SECONDS")]
     pub output_stall_timeout: u64,
+    /// Seconds a work session (`POST /sessions`) may stay unused before it
+    /// expires; its calls then fail with `session_expired` (410). Counted
+    /// from the last call, with up to 10 s of grace.
+    #[arg(long, env = ENV_SESSION_IDLE_TIMEOUT,
+          default_value_t = crate::sessions::DEFAULT_IDLE_TIMEOUT_S,
+          value_parser = positive_seconds, value_name = "SECONDS")]
+    pub session_idle_timeout: u64,
     /// Runner connections allowed between their request and their
     /// `welcome` at once; more wait up to 5 s for a slot (at most 64 per
     /// slot), else are answered 503 with Retry-After (runners retry with
@@ -175,6 +184,24 @@ pub enum AdminCommand {
         /// The member's display name.
         #[arg(long, default_value = "member")]
         name: String,
+        /// Make the member an agent (an API client acting for its teams,
+        /// e.g. a coding agent or a CI pipeline) rather than a person.
+        #[arg(long, conflicts_with = "admin")]
+        agent: bool,
+    },
+    /// Add an existing member to a team (no-op if already in it).
+    AddToTeam {
+        /// The team.
+        team: String,
+        /// Member id, or a name only one member has.
+        member: String,
+    },
+    /// Remove a member from a team.
+    RemoveFromTeam {
+        /// The team.
+        team: String,
+        /// Member id, or a name only one member has.
+        member: String,
     },
     /// Create a team (no-op if it exists).
     CreateTeam {

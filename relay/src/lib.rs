@@ -30,6 +30,8 @@ pub mod routing;
 pub mod runner_connection;
 pub mod secret;
 pub mod seen;
+pub mod session_usage;
+pub mod sessions;
 pub mod state;
 pub mod status;
 pub mod store;
@@ -79,9 +81,10 @@ where
     let connections = state.connections.clone();
     let flushing = flush_seen_periodically(&state, shutdown.clone());
     let trimming = heap::trim_after_bursts(state.admission.clone(), shutdown.clone());
-    let (journal, seen, store) = (
+    let (journal, seen, sessions, store) = (
         state.journal.clone(),
         state.seen.clone(),
+        state.sessions.clone(),
         state.store.clone(),
     );
     // Runner sessions drain for up to `drain_grace`; requests waiting on
@@ -120,23 +123,32 @@ where
     }
     journal.flush().await;
     seen.flush(store.as_ref()).await;
+    sessions.flush(store.as_ref()).await;
     Ok(())
 }
 
-/// Writes dirty last-seen times every [`seen::SEEN_FLUSH_INTERVAL`] until
-/// shutdown.
+/// Writes dirty last-seen times every [`seen::SEEN_FLUSH_INTERVAL`] and
+/// work sessions' last uses every [`session_usage::USE_FLUSH_INTERVAL`]
+/// until shutdown.
 fn flush_seen_periodically(
     state: &AppState,
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
-    let (seen, store) = (state.seen.clone(), state.store.clone());
+    let (seen, sessions, store) = (
+        state.seen.clone(),
+        state.sessions.clone(),
+        state.store.clone(),
+    );
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(seen::SEEN_FLUSH_INTERVAL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut seen_tick = tokio::time::interval(seen::SEEN_FLUSH_INTERVAL);
+        seen_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut use_tick = tokio::time::interval(session_usage::USE_FLUSH_INTERVAL);
+        use_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => return,
-                _ = tick.tick() => seen.flush(store.as_ref()).await,
+                _ = seen_tick.tick() => seen.flush(store.as_ref()).await,
+                _ = use_tick.tick() => sessions.flush(store.as_ref()).await,
             }
         }
     })

@@ -3,7 +3,7 @@
 
 use crate::clock::Clock;
 use crate::secret::{Secret, API_KEY_PREFIX};
-use crate::store::{Member, NewMember, Store, StoreError};
+use crate::store::{Member, MemberKind, NewMember, Store, StoreError};
 
 /// Errors creating a member.
 #[derive(Debug, thiserror::Error)]
@@ -12,6 +12,33 @@ pub enum MemberError {
     Randomness(getrandom::Error),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Why [`find`] found no one member.
+#[derive(Debug, thiserror::Error)]
+pub enum FindError {
+    #[error("no member {0:?} (give a member id or name)")]
+    NotFound(String),
+    #[error("{count} members are named {name:?}: give the member id")]
+    Ambiguous { name: String, count: usize },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A member by id, or by a name only one member has.
+pub async fn find(store: &dyn Store, text: &str) -> Result<Member, FindError> {
+    if let Some(member) = store.member(text).await? {
+        return Ok(member);
+    }
+    let mut named = store.members_named(text).await?;
+    match named.len() {
+        0 => Err(FindError::NotFound(text.to_owned())),
+        1 => Ok(named.remove(0)),
+        count => Err(FindError::Ambiguous {
+            name: text.to_owned(),
+            count,
+        }),
+    }
 }
 
 /// Creates a member with a fresh API key; the key's plaintext exists only in
@@ -41,6 +68,7 @@ pub async fn bootstrap_admin(
         name: "admin".to_owned(),
         is_admin: true,
         teams: Vec::new(),
+        kind: MemberKind::Person,
     };
     let (member, key) = create_with_key(store, clock, &admin).await?;
     tracing::info!(member_id = %member.id, "created the first organisation admin");

@@ -12,10 +12,11 @@
 //! * every change this relay makes to an environment (update, delete, token
 //!   revocation, a name filled from a runner's hostname) drops its copy
 //!   before answering, so a restriction applies to the very next call;
-//! * members change only through `runner-relay admin` (another process),
-//!   which only adds members and keys: a copy can be stale only in ways no
-//!   command produces today. [`MEMBER_TTL`] bounds it anyway; only keys
-//!   that exist are kept, so unknown keys cannot fill the cache;
+//! * members change through the API (team membership, default
+//!   environments: each drops every copy before answering) and through
+//!   `runner-relay admin` (another process), whose changes a copy can miss
+//!   for at most [`MEMBER_TTL`]; only keys that exist are kept, so unknown
+//!   keys cannot fill the cache;
 //! * only checks that use an environment (invoke, journal reads) read the
 //!   copy; anything that writes an environment back reads the store.
 
@@ -147,6 +148,14 @@ impl ReadCache {
                 value: Arc::clone(environment),
             },
         );
+    }
+
+    /// Team membership or a default environment changed: every member is
+    /// read from the store again.
+    pub fn forget_members(&self) {
+        if self.enabled {
+            locked(&self.members).clear();
+        }
     }
 
     /// The environment changed or is gone: the next read goes to the store.

@@ -17,6 +17,8 @@ use crate::environment::EnvironmentRecord;
 use crate::registration;
 use crate::routing::{CallRouter, JournalWriter, JournaledRouter, LocalRouter, NatsRouter};
 use crate::seen::SeenTracker;
+use crate::session_usage::SessionUsage;
+use crate::sessions::DEFAULT_IDLE_TIMEOUT_S;
 use crate::status::{self, CallHealth};
 use crate::store::{Store, StoreError};
 
@@ -105,6 +107,11 @@ pub struct AppState {
     pub releases: Option<Arc<LatestVersion>>,
     /// Failed registration-token attempts, per source and environment.
     pub failures: Arc<FailureLimiter>,
+    /// Work sessions' last uses (and, single relay, copies).
+    pub sessions: Arc<SessionUsage>,
+    /// Seconds a new work session may stay unused before it expires
+    /// (`serve --session-idle-timeout`).
+    pub session_idle_timeout_s: u64,
 }
 
 impl AppState {
@@ -113,6 +120,7 @@ impl AppState {
         let local = Arc::new(LocalRouter::with_output_stall(config.streams.output_stall));
         let journal = Arc::new(JournalWriter::new(config.store.clone()));
         let reads = Arc::new(ReadCache::new(!config.store.shared()));
+        let sessions = Arc::new(SessionUsage::new(!config.store.shared()));
         let router = Arc::new(JournaledRouter::new(
             local.clone(),
             config.store.clone(),
@@ -137,7 +145,15 @@ impl AppState {
             connections: TaskTracker::new(),
             releases: None,
             failures: Arc::new(FailureLimiter::default()),
+            sessions,
+            session_idle_timeout_s: DEFAULT_IDLE_TIMEOUT_S,
         }
+    }
+
+    /// New work sessions expire after `seconds` unused.
+    pub fn with_session_idle_timeout(mut self, seconds: u64) -> Self {
+        self.session_idle_timeout_s = seconds;
+        self
     }
 
     /// Serve the release mirror in `dir` and offer its latest version.
@@ -152,6 +168,7 @@ impl AppState {
         self.relay_id = cluster.relay_id().into();
         // Other relays change the store: nothing read from it is kept.
         self.reads = Arc::new(ReadCache::new(false));
+        self.sessions = Arc::new(SessionUsage::new(false));
         self.router = Arc::new(JournaledRouter::new(
             cluster.clone(),
             self.store.clone(),

@@ -22,7 +22,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::environment::{default_policy, new_environment_id, EnvironmentRecord, Scope};
 use crate::secret::{hash_secret, hashes_match, Secret};
 use crate::state::{AppState, RelayConfig, StreamTimings};
-use crate::store::{NewMember, Store};
+use crate::store::{MemberKind, NewMember, Store};
 use crate::{members, registration};
 
 /// Name of the environment `dev` creates.
@@ -285,6 +285,7 @@ async fn admin_key(store: &dyn Store, clock: &dyn Clock, dir: &Path) -> anyhow::
         name: "dev".to_owned(),
         is_admin: true,
         teams: Vec::new(),
+        kind: MemberKind::Person,
     };
     let (_, key) = members::create_with_key(store, clock, &admin)
         .await

@@ -66,7 +66,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         say(&format!("admin API key (shown once): {}", key.expose()))?;
     }
     let shutdown = CancellationToken::new();
-    let mut state = AppState::new(config.clone()).with_max_handshakes(args.max_handshakes);
+    let mut state = AppState::new(config.clone())
+        .with_max_handshakes(args.max_handshakes)
+        .with_session_idle_timeout(args.session_idle_timeout);
     state.drain_grace = Duration::from_secs(args.drain_grace);
     if let Some(nats_url) = &args.nats_url {
         let cluster = ClusterConfig {
@@ -142,6 +144,15 @@ fn prune_journal(store: Arc<dyn Store>, clock: Arc<dyn Clock>, shutdown: Cancell
                 Ok(Ok(pruned)) => tracing::info!(pruned, "pruned finished calls from the journal"),
                 Ok(Err(error)) => tracing::warn!(%error, "could not prune the call journal"),
                 Err(_elapsed) => tracing::warn!("pruning the call journal timed out"),
+            }
+            // Ended and expired sessions stay readable as long as their calls.
+            match tokio::time::timeout(JOURNAL_PRUNE_TIMEOUT, store.prune_work_sessions(before))
+                .await
+            {
+                Ok(Ok(0)) => {}
+                Ok(Ok(pruned)) => tracing::info!(pruned, "pruned ended and expired sessions"),
+                Ok(Err(error)) => tracing::warn!(%error, "could not prune sessions"),
+                Err(_elapsed) => tracing::warn!("pruning sessions timed out"),
             }
         }
     });

@@ -72,8 +72,9 @@ pub enum Intent {
     Manage,
 }
 
-/// Loads an environment the caller may act on: 404 if it does not exist or
-/// the caller cannot see it, 403 if they see it but may not do this.
+/// Loads an environment, by id or by name, the caller may act on: 404 if it
+/// does not exist or the caller cannot see it, 403 if they see it but may
+/// not do this.
 pub async fn environment_for(
     state: &AppState,
     caller: &Member,
@@ -94,7 +95,11 @@ pub async fn environment_for(
             if let Some(environment) = &read {
                 state.reads.keep_environment(generation, environment);
             }
-            read
+            match read {
+                Some(environment) => Some(environment),
+                // Names are unique, so a path may name one instead of an id.
+                None => state.store.environment_by_name(id).await?.map(Arc::new),
+            }
         }
     };
     let environment = environment

@@ -17,7 +17,7 @@ use crate::enforcement;
 use crate::environment::{
     default_policy, new_environment_id, validate_labels, validate_name, EnvironmentRecord, Scope,
 };
-use crate::routing::CallRouter;
+use crate::routing::{announced_tools, CallRouter};
 use crate::state::AppState;
 
 fn invalid(error: crate::environment::InvalidField) -> ApiError {
@@ -185,12 +185,24 @@ pub async fn tools(
     Path(id): Path<String>,
 ) -> Result<Json<ToolList>, ApiError> {
     let environment = environment_for(&state, &caller, &id, Intent::Read).await?;
-    let presence = state.router.presence(&environment.id).await;
+    if let Some(presence) = state.router.presence(&environment.id).await {
+        return Ok(Json(ToolList {
+            environment_id: environment.id.clone(),
+            runner_connected: true,
+            tools: enforcement::visible_tools(&environment.policy, &presence.tools),
+        }));
+    }
+    // Offline: the catalogue its runner announced last (calls still fail
+    // with 503), so agents and people can see what the machine offers.
+    let announced = state
+        .store
+        .session(&environment.id)
+        .await?
+        .and_then(|session| announced_tools(&session.presence))
+        .unwrap_or_default();
     Ok(Json(ToolList {
         environment_id: environment.id.clone(),
-        runner_connected: presence.is_some(),
-        tools: presence
-            .map(|presence| enforcement::visible_tools(&environment.policy, &presence.tools))
-            .unwrap_or_default(),
+        runner_connected: false,
+        tools: enforcement::visible_tools(&environment.policy, &announced),
     }))
 }

@@ -42,8 +42,10 @@ use tracing::Instrument;
 use super::auth::{environment_for, Caller, Intent};
 use super::error::{ApiError, RawBody};
 use crate::enforcement::{self, Refusal};
-use crate::routing::{CallRouter, JournaledRouter, OutputChunk, RouteError};
+use crate::environment::EnvironmentRecord;
+use crate::routing::{CallRouter, JournaledRouter, OutputChunk, Presence, RouteError};
 use crate::state::AppState;
+use crate::store::Member;
 
 /// The tracing target of the access log: the `request` and `call` spans
 /// and their lines ("answered", "call finished"), at info, only with
@@ -202,9 +204,36 @@ pub async fn invoke(
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
     let environment = environment_for(&state, &caller, &id, Intent::Use).await?;
-    let request = parse_request(&body)?;
-    let timeout_s = request.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
     let presence = state.router.presence(&environment.id).await;
+    run_call(
+        &state,
+        &caller,
+        &environment,
+        presence,
+        &headers,
+        &body,
+        started,
+        None,
+    )
+    .await
+}
+
+/// Checks and relays one call to an environment the caller may use, whose
+/// presence (if connected) the caller looked up. `notice` goes into the
+/// answer (a session's degraded environment).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn run_call(
+    state: &AppState,
+    caller: &Member,
+    environment: &EnvironmentRecord,
+    presence: Option<Arc<Presence>>,
+    headers: &HeaderMap,
+    body: &[u8],
+    started: Instant,
+    notice: Option<Arc<str>>,
+) -> Result<Response, ApiError> {
+    let request = parse_request(body)?;
+    let timeout_s = request.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
     let workspace = presence
         .as_ref()
         .map(|presence| presence.host.workspace.as_str())
@@ -239,7 +268,7 @@ pub async fn invoke(
             format!("{} (tool {:?})", error, request.tool_name),
         )
     })?;
-    let stream = stream_format(&headers);
+    let stream = stream_format(headers);
 
     let call_id = request
         .call_id
@@ -257,30 +286,22 @@ pub async fn invoke(
         member = %caller.id,
         timeout_s
     );
-    if let Some(format) = stream {
-        return stream_call(
-            &state,
-            &environment.id,
-            &call_id,
-            request,
-            timeout_s,
-            format,
-            started,
-        )
-        .instrument(span)
-        .await;
-    }
-    relay_call(
-        &state,
-        &environment.id,
-        &call_id,
-        request,
+    let call = Relayed {
+        environment_id: &environment.id,
+        call_id: &call_id,
         timeout_s,
         started,
-    )
-    .instrument(span)
-    .await
-    .map(IntoResponse::into_response)
+        notice,
+    };
+    if let Some(format) = stream {
+        return stream_call(state, call, request, format)
+            .instrument(span)
+            .await;
+    }
+    relay_call(state, call, request)
+        .instrument(span)
+        .await
+        .map(IntoResponse::into_response)
 }
 
 /// Sends the call to the runner; the guard cancels it there unless disarmed.
@@ -340,14 +361,28 @@ async fn journal_given_up(state: &AppState, guard: &CancelOnDrop, tool: &str) {
     }
 }
 
-async fn relay_call(
-    state: &AppState,
-    environment_id: &str,
-    call_id: &str,
-    request: InvokeRequest,
+/// A checked call on its way to the runner.
+struct Relayed<'a> {
+    environment_id: &'a str,
+    call_id: &'a str,
     timeout_s: u64,
     started: Instant,
+    /// For the answer: see [`InvokeResponse::notice`].
+    notice: Option<Arc<str>>,
+}
+
+async fn relay_call(
+    state: &AppState,
+    call: Relayed<'_>,
+    request: InvokeRequest,
 ) -> Result<Json<InvokeResponse>, ApiError> {
+    let Relayed {
+        environment_id,
+        call_id,
+        timeout_s,
+        started,
+        notice,
+    } = call;
     let tool = request.tool_name.clone();
     let (handle, mut guard) =
         start(state, environment_id, call_id, request, timeout_s, false).await?;
@@ -361,6 +396,7 @@ async fn relay_call(
                 result: result.result,
                 exit_code: result.exit_code,
                 error: result.error,
+                notice: notice.as_deref().map(str::to_owned),
             }))
         }
         Ok(Err(_closed)) => {
@@ -398,6 +434,7 @@ struct Streaming {
     tool: String,
     timeout_s: u64,
     started: Instant,
+    notice: Option<Arc<str>>,
     done: bool,
 }
 
@@ -436,6 +473,7 @@ impl Streaming {
                             result: result.result,
                             exit_code: result.exit_code,
                             error: result.error,
+                            notice: self.notice.as_deref().map(str::to_owned),
                         })
                     }
                     Err(_closed) => {
@@ -483,13 +521,17 @@ enum StreamFormat {
 /// stream owns the cancel guard: a caller that goes away cancels the call.
 async fn stream_call(
     state: &AppState,
-    environment_id: &str,
-    call_id: &str,
+    call: Relayed<'_>,
     request: InvokeRequest,
-    timeout_s: u64,
     format: StreamFormat,
-    started: Instant,
 ) -> Result<Response, ApiError> {
+    let Relayed {
+        environment_id,
+        call_id,
+        timeout_s,
+        started,
+        notice,
+    } = call;
     let tool = request.tool_name.clone();
     let (handle, guard) = start(state, environment_id, call_id, request, timeout_s, true).await?;
     let streaming = Streaming {
@@ -503,6 +545,7 @@ async fn stream_call(
         tool,
         timeout_s,
         started,
+        notice,
         done: false,
     };
     Ok(match format {

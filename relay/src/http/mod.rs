@@ -11,6 +11,7 @@ pub mod openapi;
 mod runner;
 #[cfg(test)]
 mod self_wake;
+mod sessions;
 mod tokens;
 pub mod websocket;
 
@@ -18,7 +19,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
 use runner_proto::api::{API_VERSION, API_VERSION_HEADER};
 use tracing::Instrument;
@@ -37,8 +38,15 @@ pub const REVOKE_TOKEN: &str = "/execution-environments/{id}/revoke-token";
 pub const TOOLS: &str = "/execution-environments/{id}/tools";
 pub const INVOKE_TOOL: &str = "/execution-environments/{id}/invoke-tool";
 pub const INVOCATION: &str = "/invocations/{call_id}";
+pub const SESSIONS: &str = "/sessions";
+pub const SESSION: &str = "/sessions/{id}";
+pub const SESSION_INVOKE_TOOL: &str = "/sessions/{id}/invoke-tool";
 pub const TEAMS: &str = "/teams";
+pub const TEAM: &str = "/teams/{name}";
+pub const TEAM_MEMBERS: &str = "/teams/{name}/members";
+pub const TEAM_MEMBER: &str = "/teams/{name}/members/{member}";
 pub const MEMBERS: &str = "/members";
+pub const MEMBER: &str = "/members/{id}";
 pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
 pub const OPENAPI: &str = "/openapi.json";
@@ -59,10 +67,22 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::GET, TOOLS),
     (Method::POST, INVOKE_TOOL),
     (Method::GET, INVOCATION),
+    (Method::POST, SESSIONS),
+    (Method::GET, SESSIONS),
+    (Method::GET, SESSION),
+    (Method::DELETE, SESSION),
+    (Method::POST, SESSION_INVOKE_TOOL),
     (Method::POST, runner_proto::RUNNER_REGISTER_PATH),
     (Method::GET, runner_proto::RUNNER_CONNECT_PATH),
     (Method::POST, TEAMS),
+    (Method::GET, TEAMS),
+    (Method::GET, TEAM),
+    (Method::PATCH, TEAM),
+    (Method::POST, TEAM_MEMBERS),
+    (Method::DELETE, TEAM_MEMBER),
     (Method::POST, MEMBERS),
+    (Method::GET, MEMBER),
+    (Method::PATCH, MEMBER),
     (Method::GET, HEALTHZ),
     (Method::GET, READYZ),
     (Method::GET, OPENAPI),
@@ -88,10 +108,20 @@ pub fn router(state: AppState) -> Router {
         .route(TOOLS, get(environments::tools))
         .route(INVOKE_TOOL, post(invoke::invoke))
         .route(INVOCATION, get(invocations::get))
+        .route(SESSIONS, post(sessions::create).get(sessions::list))
+        .route(SESSION, get(sessions::get).delete(sessions::end))
+        .route(SESSION_INVOKE_TOOL, post(sessions::invoke))
         .route(runner_proto::RUNNER_REGISTER_PATH, post(runner::register))
         .route(runner_proto::RUNNER_CONNECT_PATH, get(runner::connect))
-        .route(TEAMS, post(members::create_team))
+        .route(TEAMS, post(members::create_team).get(members::list_teams))
+        .route(TEAM, get(members::get_team).patch(members::update_team))
+        .route(TEAM_MEMBERS, post(members::add_team_member))
+        .route(TEAM_MEMBER, delete(members::remove_team_member))
         .route(MEMBERS, post(members::create_member))
+        .route(
+            MEMBER,
+            get(members::get_member).patch(members::update_member),
+        )
         .route(HEALTHZ, get(healthz))
         .route(READYZ, get(readyz))
         .route(OPENAPI, get(openapi_document))

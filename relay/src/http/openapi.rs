@@ -1,7 +1,128 @@
-//! The OpenAPI 3.1 description of the HTTP API, written by hand next to the
-//! route table (a test checks that every route of the router is in it).
+//! The OpenAPI 3.1 description of the HTTP API, next to the route table (a
+//! test checks that every route of the router is in it). The older routes'
+//! schemas are written by hand; those of sessions, members and teams are
+//! generated from their types ([`generated_schemas`]), so they cannot drift.
 
-use serde_json::{json, Value};
+use runner_proto::members::{AddTeamMember, MemberView, SetDefaultEnvironment, TeamList, TeamView};
+use runner_proto::sessions::{CreateSession, Session, SessionList};
+use schemars::generate::SchemaSettings;
+use serde_json::{json, Map, Value};
+
+/// The schemas of the types the newer routes take and answer, with their
+/// references pointing into `#/components/schemas`.
+fn generated_schemas() -> Map<String, Value> {
+    let mut generator = SchemaSettings::draft2020_12()
+        .with(|settings| settings.definitions_path = "/components/schemas".into())
+        .into_generator();
+    generator.subschema_for::<CreateSession>();
+    generator.subschema_for::<Session>();
+    generator.subschema_for::<SessionList>();
+    generator.subschema_for::<MemberView>();
+    generator.subschema_for::<TeamView>();
+    generator.subschema_for::<TeamList>();
+    generator.subschema_for::<SetDefaultEnvironment>();
+    generator.subschema_for::<AddTeamMember>();
+    generator.take_definitions(true)
+}
+
+fn name_parameter() -> Value {
+    json!({ "name": "name", "in": "path", "required": true, "schema": { "type": "string" } })
+}
+
+/// The session, member and team routes.
+fn session_and_member_paths(unauthorized: &Value) -> Value {
+    let session_not_found =
+        error_response("session_not_found: no such session, or not the caller's");
+    json!({
+        "/sessions": {
+            "post": {
+                "summary": "Start a session: `auto`, `sandbox` or an environment (id or name); absent: the agent's default, else its team's, else auto. The first call locks the environment",
+                "requestBody": json_body("CreateSession"),
+                "responses": {
+                    "201": json_response("the session (not locked yet)", "Session"),
+                    "400": error_response("bad tags or body"),
+                    "401": unauthorized,
+                    "403": error_response("the environment or agent is not the caller's to use"),
+                    "404": error_response("no such environment or agent_not_found"),
+                    "409": error_response("default_environment_deleted: the agent's or team's default environment was deleted"),
+                    "503": error_response("no_sandbox_provider")
+                }
+            },
+            "get": {
+                "summary": "Sessions the caller created or works for (every session for organisation admins), newest first",
+                "parameters": [{ "name": "state", "in": "query", "required": false, "schema": { "enum": ["open", "ended", "expired"] } }],
+                "responses": { "200": json_response("the sessions", "SessionList"), "401": unauthorized }
+            }
+        },
+        "/sessions/{id}": {
+            "parameters": [id_parameter()],
+            "get": {
+                "summary": "A session: its state, the environment it is locked to and that environment's status now, why it was chosen, who created it, when it was last used and expires",
+                "responses": { "200": json_response("the session", "Session"), "401": unauthorized, "404": session_not_found.clone() }
+            },
+            "delete": {
+                "summary": "End a session; later calls answer 410 session_ended",
+                "responses": { "204": { "description": "ended" }, "401": unauthorized, "404": session_not_found.clone() }
+            }
+        },
+        "/sessions/{id}/invoke-tool": {
+            "parameters": [id_parameter()],
+            "post": {
+                "summary": "Run one tool where the session is locked (the first call picks and locks the environment); body and answers as invoke-tool, plus a `notice` when the environment is degraded and the x-runner-environment header",
+                "requestBody": json_body("InvokeRequest"),
+                "responses": {
+                    "200": json_response("the tool ran", "InvokeResponse"),
+                    "400": error_response("malformed body"),
+                    "401": unauthorized,
+                    "403": error_response("not the session's creator or agent, or the policy refused"),
+                    "404": session_not_found,
+                    "410": error_response("session_ended, session_expired or session_environment_deleted"),
+                    "503": error_response("session_environment_unavailable (never moved to another machine), environment_not_selectable, no_usable_runner or no_sandbox_provider"),
+                    "504": error_response("timeout")
+                }
+            }
+        },
+        "/teams/{name}": {
+            "parameters": [name_parameter()],
+            "get": {
+                "summary": "A team: members and default environment (admins and the team's members)",
+                "responses": { "200": json_response("the team", "TeamView"), "401": unauthorized, "404": error_response("team_not_found") }
+            },
+            "patch": {
+                "summary": "Set or clear the team's default environment (shared or the team's own)",
+                "requestBody": json_body("SetDefaultEnvironment"),
+                "responses": { "200": json_response("the team", "TeamView"), "400": error_response("environment not usable by the team"), "401": unauthorized, "404": error_response("team_not_found or environment not found") }
+            }
+        },
+        "/teams/{name}/members": {
+            "parameters": [name_parameter()],
+            "post": {
+                "summary": "Add an existing member to the team (organisation admins)",
+                "requestBody": json_body("AddTeamMember"),
+                "responses": { "200": json_response("already in it", "TeamView"), "201": json_response("added", "TeamView"), "401": unauthorized, "403": error_response("not an organisation admin"), "404": error_response("team_not_found or member_not_found") }
+            }
+        },
+        "/teams/{name}/members/{member}": {
+            "parameters": [name_parameter(), { "name": "member", "in": "path", "required": true, "schema": { "type": "string" } }],
+            "delete": {
+                "summary": "Remove a member (id or unique name) from the team (organisation admins)",
+                "responses": { "204": { "description": "removed" }, "401": unauthorized, "403": error_response("not an organisation admin"), "404": error_response("team_not_found, member_not_found or not_a_member") }
+            }
+        },
+        "/members/{id}": {
+            "parameters": [id_parameter()],
+            "get": {
+                "summary": "A member: kind, teams, default environment and whether it still has runner tools (itself, admins, and an agent's teammates)",
+                "responses": { "200": json_response("the member", "MemberView"), "401": unauthorized, "404": error_response("member_not_found") }
+            },
+            "patch": {
+                "summary": "Set or clear the member's default environment (one it may use)",
+                "requestBody": json_body("SetDefaultEnvironment"),
+                "responses": { "200": json_response("the member", "MemberView"), "400": error_response("environment not usable by the member"), "401": unauthorized, "404": error_response("member_not_found or environment not found") }
+            }
+        }
+    })
+}
 
 fn error_response(description: &str) -> Value {
     json!({
@@ -30,6 +151,20 @@ fn id_parameter() -> Value {
 
 /// The document served at `/openapi.json`.
 pub fn document() -> Value {
+    let mut document = hand_written();
+    let unauthorized = error_response("missing or invalid API key");
+    if let Value::Object(paths) = session_and_member_paths(&unauthorized) {
+        if let Some(Value::Object(into)) = document.get_mut("paths") {
+            into.extend(paths);
+        }
+    }
+    if let Some(Value::Object(schemas)) = document.pointer_mut("/components/schemas") {
+        schemas.extend(generated_schemas());
+    }
+    document
+}
+
+fn hand_written() -> Value {
     let unauthorized = error_response("missing or invalid API key");
     let not_found = error_response("no such environment, or not visible to the caller");
     let forbidden = error_response("visible, but the caller may not do this");
@@ -329,6 +464,10 @@ pub fn document() -> Value {
                 }
             },
             "/teams": {
+                "get": {
+                    "summary": "Teams the caller may manage (all for organisation admins)",
+                    "responses": { "200": json_response("team names", "TeamList"), "401": unauthorized }
+                },
                 "post": {
                     "summary": "Create a team (organisation admins)",
                     "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" } } } } } },
@@ -338,7 +477,7 @@ pub fn document() -> Value {
             "/members": {
                 "post": {
                     "summary": "Create a member with an API key, shown once (organisation admins)",
-                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" }, "admin": { "type": "boolean" }, "teams": { "type": "array", "items": { "type": "string" } } } } } } },
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" }, "admin": { "type": "boolean" }, "teams": { "type": "array", "items": { "type": "string" } }, "kind": { "enum": ["person", "agent"] } } } } } },
                     "responses": { "201": { "description": "the member and its API key" }, "400": error_response("bad name or unknown team"), "401": unauthorized, "403": error_response("not an organisation admin") }
                 }
             },

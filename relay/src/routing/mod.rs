@@ -32,7 +32,8 @@ pub use catalogue::{Catalogue, CatalogueInterner};
 pub use journal::{JournalWriter, JournaledRouter};
 pub use local::{Attachment, Delivery, Kick, LocalRouter};
 pub use nats::{
-    announcement_json, ClusterConfig, NatsRouter, ServingGuard, DEFAULT_SUBJECT_PREFIX,
+    announced_tools, announcement_json, ClusterConfig, NatsRouter, ServingGuard,
+    DEFAULT_SUBJECT_PREFIX,
 };
 
 /// What the relay knows about a connected runner.

@@ -236,6 +236,14 @@ pub fn announcement_json(presence: &Presence) -> String {
     serde_json::to_string(&Announcement::of(presence)).unwrap_or_default()
 }
 
+/// The tools of a stored announcement (the catalogue a runner announced
+/// last), `None` if it cannot be read.
+pub fn announced_tools(announcement: &str) -> Option<Vec<ToolSpec>> {
+    serde_json::from_str::<Announcement>(announcement)
+        .ok()
+        .map(|announcement| announcement.tools)
+}
+
 /// A session as looked up in the store.
 enum Lookup {
     /// Held by `holder` with a fresh lease: (holder, epoch, presence).

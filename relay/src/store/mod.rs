@@ -27,6 +27,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::environment::EnvironmentRecord;
+use crate::sessions::{Lock, MemberName, WorkSession};
 
 pub use backend::Backend;
 pub use postgres::{PostgresBackend, PostgresStore};
@@ -62,6 +63,32 @@ pub enum StoreError {
     Database(#[from] sqlx::Error),
 }
 
+/// Whether a member is a person or an agent (an API client that acts for
+/// its team, e.g. a coding agent or a CI pipeline).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MemberKind {
+    #[default]
+    Person,
+    Agent,
+}
+
+impl MemberKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Person => "person",
+            Self::Agent => "agent",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "person" => Some(Self::Person),
+            "agent" => Some(Self::Agent),
+            _ => None,
+        }
+    }
+}
+
 /// An organisation member, as authenticated by an API key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
@@ -71,6 +98,10 @@ pub struct Member {
     pub is_admin: bool,
     /// Names of the teams the member belongs to.
     pub teams: Vec<String>,
+    pub kind: MemberKind,
+    /// Where the member's sessions go when they name no environment (an
+    /// environment id, kept when that environment is deleted).
+    pub default_environment: Option<String>,
 }
 
 /// A member to create.
@@ -79,6 +110,26 @@ pub struct NewMember {
     pub name: String,
     pub is_admin: bool,
     pub teams: Vec<String>,
+    pub kind: MemberKind,
+}
+
+/// A team and its members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Team {
+    pub name: String,
+    /// See [`Member::default_environment`].
+    pub default_environment: Option<String>,
+    /// By name, then id.
+    pub members: Vec<MemberName>,
+}
+
+/// Whose default environment to set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefaultFor<'a> {
+    /// A member, by id.
+    Member(&'a str),
+    /// A team, by name.
+    Team(&'a str),
 }
 
 /// A registration token, minus its plaintext.
@@ -217,6 +268,26 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         &self,
         key_hash: &str,
     ) -> Result<Option<(Member, String)>, StoreError>;
+    /// One member by id.
+    async fn member(&self, id: &str) -> Result<Option<Member>, StoreError>;
+    /// The members with this name (names need not be unique).
+    async fn members_named(&self, name: &str) -> Result<Vec<Member>, StoreError>;
+    /// One team with its members.
+    async fn team(&self, name: &str) -> Result<Option<Team>, StoreError>;
+    /// Every team name, sorted.
+    async fn list_teams(&self) -> Result<Vec<String>, StoreError>;
+    /// Adds a member to a team; false if it was in it already. Fails with
+    /// [`StoreError::UnknownTeam`] or [`StoreError::NotFound`] (member).
+    async fn add_team_member(&self, team: &str, member_id: &str) -> Result<bool, StoreError>;
+    /// Removes a member from a team; false if it was not in it.
+    async fn remove_team_member(&self, team: &str, member_id: &str) -> Result<bool, StoreError>;
+    /// Sets or clears a member's or team's default environment; false if
+    /// the member or team does not exist.
+    async fn set_default_environment(
+        &self,
+        target: DefaultFor<'_>,
+        environment_id: Option<&str>,
+    ) -> Result<bool, StoreError>;
 
     /// Inserts an environment; [`StoreError::NameTaken`] on a name clash.
     async fn insert_environment(&self, environment: &EnvironmentRecord) -> Result<(), StoreError>;
@@ -315,6 +386,37 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn invocation(&self, call_id: &str) -> Result<Option<InvocationRecord>, StoreError>;
     /// Deletes entries done before `before`; returns how many.
     async fn prune_invocations(&self, before: OffsetDateTime) -> Result<u64, StoreError>;
+
+    /// Records a new work session.
+    async fn insert_work_session(&self, session: &WorkSession) -> Result<(), StoreError>;
+    /// One work session.
+    async fn work_session(&self, id: &str) -> Result<Option<WorkSession>, StoreError>;
+    /// Work sessions created by `member_id` or working for it (every
+    /// session with `None`), newest first, at most `limit`.
+    async fn list_work_sessions(
+        &self,
+        member_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<WorkSession>, StoreError>;
+    /// Locks a session to an environment unless it is locked already, and
+    /// returns the session as it is afterwards (so of two first calls
+    /// racing, both see the one lock that won); `None` if it does not exist.
+    async fn lock_work_session(
+        &self,
+        id: &str,
+        lock: &Lock,
+    ) -> Result<Option<WorkSession>, StoreError>;
+    /// Ends a session; false if it does not exist or had ended.
+    async fn end_work_session(&self, id: &str, at: OffsetDateTime) -> Result<bool, StoreError>;
+    /// Moves sessions' last-use times forward (never back), in one
+    /// transaction.
+    async fn touch_work_sessions(
+        &self,
+        uses: &[(String, OffsetDateTime)],
+    ) -> Result<(), StoreError>;
+    /// Deletes sessions ended, or idle past their timeout, before `before`;
+    /// returns how many.
+    async fn prune_work_sessions(&self, before: OffsetDateTime) -> Result<u64, StoreError>;
 }
 
 /// Opens the store a database URL names and brings its schema up to date.

@@ -6,9 +6,10 @@
 use runner_proto::api::{InvocationState, Tier};
 use sqlx::FromRow;
 
-use super::{InvocationRecord, SessionRecord, StoreError, TokenRecord};
+use super::{InvocationRecord, Member, MemberKind, SessionRecord, StoreError, TokenRecord};
 use crate::clock::from_unix;
 use crate::environment::{EnvironmentRecord, Scope};
+use crate::sessions::{Lock, MemberName, Requested, RequestedFrom, WorkSession};
 
 /// A stored value that cannot be read back as what it should be.
 pub fn corrupt(table: &'static str, message: impl std::fmt::Display) -> StoreError {
@@ -82,7 +83,99 @@ pub struct MemberRow {
     pub id: String,
     pub name: String,
     pub is_admin: bool,
+    pub kind: String,
+    pub default_environment: Option<String>,
+}
+
+impl MemberRow {
+    /// Qualified by `m.`, the alias every member query gives `members`.
+    pub const COLUMNS: &str = "m.id, m.name, m.is_admin, m.kind, m.default_environment";
+
+    /// The member, with the team names read separately.
+    pub fn into_member(self, teams: Vec<String>) -> Result<Member, StoreError> {
+        Ok(Member {
+            kind: MemberKind::parse(&self.kind)
+                .ok_or_else(|| corrupt("members", format!("unknown kind {:?}", self.kind)))?,
+            id: self.id,
+            name: self.name,
+            is_admin: self.is_admin,
+            teams,
+            default_environment: self.default_environment,
+        })
+    }
+}
+
+/// A member found by API key, with the key's stored hash.
+#[derive(FromRow)]
+pub struct KeyedMemberRow {
+    #[sqlx(flatten)]
+    pub member: MemberRow,
     pub key_hash: String,
+}
+
+/// A row of `work_sessions`.
+#[derive(FromRow)]
+pub struct WorkSessionRow {
+    id: String,
+    created_by: String,
+    created_by_name: String,
+    agent_id: Option<String>,
+    agent_name: Option<String>,
+    requested: String,
+    requested_from: String,
+    tags: String,
+    environment_id: Option<String>,
+    environment_name: Option<String>,
+    selection_reason: Option<String>,
+    locked_at: Option<i64>,
+    created_at: i64,
+    last_used_at: i64,
+    idle_timeout_s: i64,
+    ended_at: Option<i64>,
+}
+
+impl WorkSessionRow {
+    pub const COLUMNS: &str = "id, created_by, created_by_name, agent_id, agent_name, \
+         requested, requested_from, tags, environment_id, environment_name, selection_reason, \
+         locked_at, created_at, last_used_at, idle_timeout_s, ended_at";
+}
+
+impl TryFrom<WorkSessionRow> for WorkSession {
+    type Error = StoreError;
+
+    fn try_from(row: WorkSessionRow) -> Result<Self, StoreError> {
+        let table = "work_sessions";
+        let lock = match (row.environment_id, row.locked_at) {
+            (Some(environment_id), Some(at)) => Some(Lock {
+                environment_id,
+                environment_name: row.environment_name.unwrap_or_default(),
+                reason: row.selection_reason.unwrap_or_default(),
+                at: from_unix(at),
+            }),
+            _ => None,
+        };
+        Ok(WorkSession {
+            id: row.id,
+            created_by: MemberName {
+                id: row.created_by,
+                name: row.created_by_name,
+            },
+            agent: row.agent_id.map(|id| MemberName {
+                id,
+                name: row.agent_name.unwrap_or_default(),
+            }),
+            requested: Requested::parse(&row.requested),
+            requested_from: RequestedFrom::parse(&row.requested_from).ok_or_else(|| {
+                corrupt(table, format!("unknown origin {:?}", row.requested_from))
+            })?,
+            tags: from_json(table, &row.tags)?,
+            lock,
+            created_at: from_unix(row.created_at),
+            last_used_at: from_unix(row.last_used_at),
+            idle_timeout_s: u64::try_from(row.idle_timeout_s).unwrap_or(0),
+            ended_at: row.ended_at.map(from_unix),
+        })
+    }
 }
 
 /// A row of `environments`.

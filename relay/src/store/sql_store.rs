@@ -14,13 +14,14 @@ use time::OffsetDateTime;
 use super::backend::{Backend, Column};
 use super::rows::{
     corrupt, epoch_from_db, epoch_to_db, json_text, tier_text, EnvironmentRow, InvocationRow,
-    MemberRow, SessionRow, TokenRow,
+    KeyedMemberRow, MemberRow, SessionRow, TokenRow, WorkSessionRow,
 };
 use super::{
-    InvocationRecord, JournalWrite, LeaseRefresh, Member, NewMember, SeenRecord, SessionRecord,
-    Store, StoreError, TokenRecord,
+    DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh, Member, NewMember, SeenRecord,
+    SessionRecord, Store, StoreError, Team, TokenRecord,
 };
 use crate::environment::EnvironmentRecord;
+use crate::sessions::{Lock, MemberName, WorkSession};
 
 /// The store on database backend `B`.
 #[derive(Debug, Clone)]
@@ -42,6 +43,28 @@ fn name_taken<T>(result: Result<T, sqlx::Error>, name: &str) -> Result<T, StoreE
             error.into()
         }
     })
+}
+
+impl<B, DB> SqlStore<B>
+where
+    B: Backend<Db = DB>,
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    usize: ColumnIndex<DB::Row>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    String: Column<DB>,
+{
+    /// A member row with its team names.
+    async fn with_teams(&self, row: MemberRow) -> Result<Member, StoreError> {
+        let teams: Vec<String> = sqlx::query_scalar(
+            "SELECT team_name FROM team_members WHERE member_id = $1 ORDER BY team_name",
+        )
+        .bind(row.id.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        row.into_member(teams)
+    }
 }
 
 #[async_trait]
@@ -98,13 +121,16 @@ where
     ) -> Result<Member, StoreError> {
         let id = format!("mem_{}", uuid::Uuid::new_v4().simple());
         let mut tx = self.pool.begin().await?;
-        sqlx::query("INSERT INTO members (id, name, is_admin, created_at) VALUES ($1, $2, $3, $4)")
-            .bind(id.as_str())
-            .bind(member.name.as_str())
-            .bind(member.is_admin)
-            .bind(at.unix_timestamp())
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "INSERT INTO members (id, name, is_admin, created_at, kind) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(id.as_str())
+        .bind(member.name.as_str())
+        .bind(member.is_admin)
+        .bind(at.unix_timestamp())
+        .bind(member.kind.as_str())
+        .execute(&mut *tx)
+        .await?;
         sqlx::query(
             "INSERT INTO api_keys (id, member_id, key_hash, hint, created_at) \
              VALUES ($1, $2, $3, $4, $5)",
@@ -143,6 +169,8 @@ where
             name: member.name.clone(),
             is_admin: member.is_admin,
             teams,
+            kind: member.kind,
+            default_environment: None,
         })
     }
 
@@ -150,27 +178,255 @@ where
         &self,
         key_hash: &str,
     ) -> Result<Option<(Member, String)>, StoreError> {
-        let row: Option<MemberRow> = sqlx::query_as(
-            "SELECT m.id, m.name, m.is_admin, k.key_hash FROM api_keys k \
+        let row: Option<KeyedMemberRow> = sqlx::query_as(&format!(
+            "SELECT {}, k.key_hash FROM api_keys k \
              JOIN members m ON m.id = k.member_id WHERE k.key_hash = $1",
-        )
+            MemberRow::COLUMNS
+        ))
         .bind(key_hash)
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
-        let teams: Vec<String> = sqlx::query_scalar(
-            "SELECT team_name FROM team_members WHERE member_id = $1 ORDER BY team_name",
-        )
-        .bind(row.id.as_str())
+        let member = self.with_teams(row.member).await?;
+        Ok(Some((member, row.key_hash)))
+    }
+
+    async fn member(&self, id: &str) -> Result<Option<Member>, StoreError> {
+        let row: Option<MemberRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM members m WHERE m.id = $1",
+            MemberRow::COLUMNS
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => Ok(Some(self.with_teams(row).await?)),
+            None => Ok(None),
+        }
+    }
+
+    async fn members_named(&self, name: &str) -> Result<Vec<Member>, StoreError> {
+        let rows: Vec<MemberRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM members m WHERE m.name = $1 ORDER BY m.id",
+            MemberRow::COLUMNS
+        ))
+        .bind(name)
         .fetch_all(&self.pool)
         .await?;
-        let member = Member {
-            id: row.id,
-            name: row.name,
-            is_admin: row.is_admin,
-            teams,
+        let mut members = Vec::with_capacity(rows.len());
+        for row in rows {
+            members.push(self.with_teams(row).await?);
+        }
+        Ok(members)
+    }
+
+    async fn team(&self, name: &str) -> Result<Option<Team>, StoreError> {
+        let row: Option<(String, Option<String>)> =
+            sqlx::query_as("SELECT name, default_environment FROM teams WHERE name = $1")
+                .bind(name)
+                .fetch_optional(&self.pool)
+                .await?;
+        let Some((name, default_environment)) = row else {
+            return Ok(None);
         };
-        Ok(Some((member, row.key_hash)))
+        let members: Vec<(String, String)> = sqlx::query_as(
+            "SELECT m.id, m.name FROM team_members t JOIN members m ON m.id = t.member_id \
+             WHERE t.team_name = $1 ORDER BY m.name, m.id",
+        )
+        .bind(name.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(Some(Team {
+            name,
+            default_environment,
+            members: members
+                .into_iter()
+                .map(|(id, name)| MemberName { id, name })
+                .collect(),
+        }))
+    }
+
+    async fn list_teams(&self) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar("SELECT name FROM teams ORDER BY name")
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    async fn add_team_member(&self, team: &str, member_id: &str) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let team_exists: Option<String> =
+            sqlx::query_scalar("SELECT name FROM teams WHERE name = $1")
+                .bind(team)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if team_exists.is_none() {
+            return Err(StoreError::UnknownTeam(team.to_owned()));
+        }
+        let member_exists: Option<String> =
+            sqlx::query_scalar("SELECT id FROM members WHERE id = $1")
+                .bind(member_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if member_exists.is_none() {
+            return Err(StoreError::NotFound);
+        }
+        let done = sqlx::query(
+            "INSERT INTO team_members (team_name, member_id) VALUES ($1, $2) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(team)
+        .bind(member_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(B::rows_affected(&done) > 0)
+    }
+
+    async fn remove_team_member(&self, team: &str, member_id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM team_members WHERE team_name = $1 AND member_id = $2")
+            .bind(team)
+            .bind(member_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(B::rows_affected(&done) > 0)
+    }
+
+    async fn set_default_environment(
+        &self,
+        target: DefaultFor<'_>,
+        environment_id: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let (statement, key) = match target {
+            DefaultFor::Member(id) => (
+                "UPDATE members SET default_environment = $1 WHERE id = $2",
+                id,
+            ),
+            DefaultFor::Team(name) => (
+                "UPDATE teams SET default_environment = $1 WHERE name = $2",
+                name,
+            ),
+        };
+        let done = sqlx::query(statement)
+            .bind(environment_id)
+            .bind(key)
+            .execute(&self.pool)
+            .await?;
+        Ok(B::rows_affected(&done) > 0)
+    }
+
+    async fn insert_work_session(&self, session: &WorkSession) -> Result<(), StoreError> {
+        let lock = session.lock.as_ref();
+        sqlx::query(&format!(
+            "INSERT INTO work_sessions ({}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+            WorkSessionRow::COLUMNS
+        ))
+        .bind(session.id.as_str())
+        .bind(session.created_by.id.as_str())
+        .bind(session.created_by.name.as_str())
+        .bind(session.agent.as_ref().map(|agent| agent.id.as_str()))
+        .bind(session.agent.as_ref().map(|agent| agent.name.as_str()))
+        .bind(session.requested.as_str())
+        .bind(session.requested_from.as_str())
+        .bind(json_text("work_sessions", &session.tags)?)
+        .bind(lock.map(|lock| lock.environment_id.as_str()))
+        .bind(lock.map(|lock| lock.environment_name.as_str()))
+        .bind(lock.map(|lock| lock.reason.as_str()))
+        .bind(lock.map(|lock| lock.at.unix_timestamp()))
+        .bind(session.created_at.unix_timestamp())
+        .bind(session.last_used_at.unix_timestamp())
+        .bind(i64::try_from(session.idle_timeout_s).unwrap_or(i64::MAX))
+        .bind(session.ended_at.map(OffsetDateTime::unix_timestamp))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn work_session(&self, id: &str) -> Result<Option<WorkSession>, StoreError> {
+        let row: Option<WorkSessionRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM work_sessions WHERE id = $1",
+            WorkSessionRow::COLUMNS
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(WorkSession::try_from).transpose()
+    }
+
+    async fn list_work_sessions(
+        &self,
+        member_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<WorkSession>, StoreError> {
+        let rows: Vec<WorkSessionRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM work_sessions \
+             WHERE $1 IS NULL OR created_by = $1 OR agent_id = $1 \
+             ORDER BY created_at DESC, id LIMIT $2",
+            WorkSessionRow::COLUMNS
+        ))
+        .bind(member_id)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(WorkSession::try_from).collect()
+    }
+
+    async fn lock_work_session(
+        &self,
+        id: &str,
+        lock: &Lock,
+    ) -> Result<Option<WorkSession>, StoreError> {
+        sqlx::query(
+            "UPDATE work_sessions SET environment_id = $1, environment_name = $5, \
+             selection_reason = $2, locked_at = $3 WHERE id = $4 AND environment_id IS NULL",
+        )
+        .bind(lock.environment_id.as_str())
+        .bind(lock.reason.as_str())
+        .bind(lock.at.unix_timestamp())
+        .bind(id)
+        .bind(lock.environment_name.as_str())
+        .execute(&self.pool)
+        .await?;
+        self.work_session(id).await
+    }
+
+    async fn end_work_session(&self, id: &str, at: OffsetDateTime) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE work_sessions SET ended_at = $1 WHERE id = $2 AND ended_at IS NULL",
+        )
+        .bind(at.unix_timestamp())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(B::rows_affected(&done) > 0)
+    }
+
+    async fn touch_work_sessions(
+        &self,
+        uses: &[(String, OffsetDateTime)],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for (id, at) in uses {
+            sqlx::query(
+                "UPDATE work_sessions SET last_used_at = $1 WHERE id = $2 AND last_used_at < $1",
+            )
+            .bind(at.unix_timestamp())
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn prune_work_sessions(&self, before: OffsetDateTime) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM work_sessions WHERE ended_at < $1 OR last_used_at + idle_timeout_s < $1",
+        )
+        .bind(before.unix_timestamp())
+        .execute(&self.pool)
+        .await?;
+        Ok(B::rows_affected(&done))
     }
 
     async fn insert_environment(&self, env: &EnvironmentRecord) -> Result<(), StoreError> {

@@ -14,6 +14,7 @@ mod invoke;
 mod journal;
 mod openapi;
 mod protocol;
+mod sessions;
 mod status;
 mod store;
 mod streaming;

@@ -5,9 +5,10 @@
 
 use runner_proto::api::{InvocationState, RunnerInfo, Tier};
 use runner_relay::environment::{default_policy, EnvironmentRecord, Scope};
+use runner_relay::sessions::{Lock, MemberName, Requested, RequestedFrom, WorkSession};
 use runner_relay::store::{
-    self, InvocationRecord, JournalWrite, LeaseRefresh, NewMember, SeenRecord, Store, StoreError,
-    TokenRecord,
+    self, DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh, MemberKind, NewMember,
+    SeenRecord, Store, StoreError, TokenRecord,
 };
 use serde_json::json;
 use time::OffsetDateTime;
@@ -70,6 +71,7 @@ async fn members_and_teams(store: &dyn Store) {
         name: "ada".to_owned(),
         is_admin: true,
         teams: vec!["web".to_owned(), "ops".to_owned(), "ops".to_owned()],
+        kind: MemberKind::Person,
     };
     let created = store
         .create_member(&ada, "key-hash-ada", "rnr_…ada", at(0))
@@ -82,6 +84,7 @@ async fn members_and_teams(store: &dyn Store) {
         name: "bob".to_owned(),
         is_admin: false,
         teams: vec!["nope".to_owned()],
+        kind: MemberKind::Person,
     };
     let unknown = store
         .create_member(&stranger, "key-hash-bob", "rnr_…bob", at(0))
@@ -106,7 +109,210 @@ async fn members_and_teams(store: &dyn Store) {
         .await
         .expect("lookup")
         .expect("ada's key");
-    assert_eq!((member, hash.as_str()), (created, "key-hash-ada"));
+    assert_eq!((member, hash.as_str()), (created.clone(), "key-hash-ada"));
+    team_membership_and_defaults(store, &created.id).await;
+}
+
+/// Agents, team membership and default environments.
+async fn team_membership_and_defaults(store: &dyn Store, ada: &str) {
+    let bot = NewMember {
+        name: "bot".to_owned(),
+        is_admin: false,
+        teams: vec![],
+        kind: MemberKind::Agent,
+    };
+    let bot = store
+        .create_member(&bot, "key-hash-bot", "rnr_…bot", at(1))
+        .await
+        .expect("an agent");
+    assert_eq!(bot.kind, MemberKind::Agent);
+    assert_eq!(
+        store.member(&bot.id).await.expect("read"),
+        Some(bot.clone())
+    );
+    assert_eq!(
+        store.members_named("bot").await.expect("read"),
+        vec![bot.clone()]
+    );
+    assert!(store.add_team_member("ops", &bot.id).await.expect("add"));
+    assert!(
+        !store.add_team_member("ops", &bot.id).await.expect("again"),
+        "already in it"
+    );
+    assert!(matches!(
+        store.add_team_member("nope", &bot.id).await,
+        Err(StoreError::UnknownTeam(_))
+    ));
+    assert!(matches!(
+        store.add_team_member("ops", "mem_nobody").await,
+        Err(StoreError::NotFound)
+    ));
+    let ops = store.team("ops").await.expect("read").expect("ops");
+    let names: Vec<&str> = ops.members.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["ada", "bot"]);
+    assert_eq!(store.list_teams().await.expect("list"), ["ops", "web"]);
+    assert!(store
+        .set_default_environment(DefaultFor::Member(&bot.id), Some("env_x"))
+        .await
+        .expect("set"));
+    assert!(store
+        .set_default_environment(DefaultFor::Team("ops"), Some("env_y"))
+        .await
+        .expect("set"));
+    assert!(!store
+        .set_default_environment(DefaultFor::Team("nope"), Some("env_y"))
+        .await
+        .expect("no such team"));
+    let read = store.member(&bot.id).await.expect("read").expect("bot");
+    assert_eq!(read.default_environment.as_deref(), Some("env_x"));
+    assert_eq!(read.teams, ["ops"]);
+    assert_eq!(
+        store
+            .team("ops")
+            .await
+            .expect("read")
+            .expect("ops")
+            .default_environment
+            .as_deref(),
+        Some("env_y")
+    );
+    assert!(store
+        .set_default_environment(DefaultFor::Member(&bot.id), None)
+        .await
+        .expect("clear"));
+    assert!(store
+        .remove_team_member("ops", &bot.id)
+        .await
+        .expect("remove"));
+    assert!(!store
+        .remove_team_member("ops", &bot.id)
+        .await
+        .expect("again"));
+    let read = store.member(&bot.id).await.expect("read").expect("bot");
+    assert_eq!((read.default_environment, read.teams), (None, vec![]));
+    assert!(store.member(ada).await.expect("read").is_some());
+}
+
+fn work_session(id: &str, created: i64) -> WorkSession {
+    WorkSession {
+        id: id.to_owned(),
+        created_by: MemberName {
+            id: "mem_ada".to_owned(),
+            name: "ada".to_owned(),
+        },
+        agent: Some(MemberName {
+            id: "mem_bot".to_owned(),
+            name: "bot".to_owned(),
+        }),
+        requested: Requested::Auto,
+        requested_from: RequestedFrom::Team,
+        tags: vec!["gpu".to_owned()],
+        lock: None,
+        created_at: at(created),
+        last_used_at: at(created),
+        idle_timeout_s: 60,
+        ended_at: None,
+    }
+}
+
+/// Work sessions: the first lock wins, uses only move forward, ends stick.
+async fn work_sessions(store: &dyn Store) {
+    let first = work_session("ses_1", 100);
+    store.insert_work_session(&first).await.expect("insert");
+    let mut other = work_session("ses_2", 101);
+    other.created_by.id = "mem_carl".to_owned();
+    other.agent = None;
+    other.requested = Requested::Environment("env_b".to_owned());
+    store.insert_work_session(&other).await.expect("insert");
+    assert_eq!(
+        store.work_session("ses_1").await.expect("read"),
+        Some(first.clone())
+    );
+    assert_eq!(store.work_session("ses_none").await.expect("read"), None);
+
+    let lock = |environment: &str, at_s: i64| Lock {
+        environment_id: environment.to_owned(),
+        environment_name: format!("{environment}-name"),
+        reason: format!("chose {environment}"),
+        at: at(at_s),
+    };
+    let locked = store
+        .lock_work_session("ses_1", &lock("env_b", 110))
+        .await
+        .expect("lock")
+        .expect("exists");
+    assert_eq!(locked.lock, Some(lock("env_b", 110)));
+    let again = store
+        .lock_work_session("ses_1", &lock("env_c", 111))
+        .await
+        .expect("lock")
+        .expect("exists");
+    assert_eq!(again.lock, Some(lock("env_b", 110)), "the first lock stays");
+    assert_eq!(
+        store
+            .lock_work_session("ses_none", &lock("env_b", 1))
+            .await
+            .expect("lock"),
+        None
+    );
+
+    store
+        .touch_work_sessions(&[("ses_1".to_owned(), at(150)), ("ses_2".to_owned(), at(90))])
+        .await
+        .expect("touch");
+    let read = store
+        .work_session("ses_1")
+        .await
+        .expect("read")
+        .expect("ses_1");
+    assert_eq!(read.last_used_at, at(150));
+    let read = store
+        .work_session("ses_2")
+        .await
+        .expect("read")
+        .expect("ses_2");
+    assert_eq!(read.last_used_at, at(101), "last use never moves back");
+
+    let mine = store
+        .list_work_sessions(Some("mem_bot"), 10)
+        .await
+        .expect("list");
+    assert_eq!(
+        mine.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        ["ses_1"]
+    );
+    let all = store.list_work_sessions(None, 10).await.expect("list");
+    assert_eq!(
+        all.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        ["ses_2", "ses_1"],
+        "newest first"
+    );
+    assert_eq!(
+        store.list_work_sessions(None, 1).await.expect("list").len(),
+        1
+    );
+
+    assert!(store.end_work_session("ses_2", at(160)).await.expect("end"));
+    assert!(!store
+        .end_work_session("ses_2", at(170))
+        .await
+        .expect("again"));
+    let read = store
+        .work_session("ses_2")
+        .await
+        .expect("read")
+        .expect("ses_2");
+    assert_eq!(read.ended_at, Some(at(160)));
+
+    // ses_2 ended at 160; ses_1 is idle past 150 + 60.
+    assert_eq!(store.prune_work_sessions(at(160)).await.expect("prune"), 0);
+    assert_eq!(store.prune_work_sessions(at(161)).await.expect("prune"), 1);
+    assert_eq!(store.prune_work_sessions(at(210)).await.expect("prune"), 0);
+    assert_eq!(store.prune_work_sessions(at(211)).await.expect("prune"), 1);
+    assert_eq!(
+        store.list_work_sessions(None, 10).await.expect("list"),
+        vec![]
+    );
 }
 
 async fn environments(store: &dyn Store) {
@@ -518,6 +724,7 @@ async fn the_store_keeps_its_contract(store: &dyn Store) {
     tokens(store).await;
     sessions(store).await;
     invocations(store).await;
+    work_sessions(store).await;
     deletion_cascades(store).await;
 }
 

@@ -13,7 +13,7 @@ use runner_proto::ws::{
 };
 use runner_relay::clock::ManualClock;
 use runner_relay::state::StreamTimings;
-use runner_relay::store::{NewMember, Store};
+use runner_relay::store::{MemberKind, NewMember, Store};
 use runner_relay::{members, AppState, RelayConfig};
 use serde_json::{json, Value};
 use time::OffsetDateTime;
@@ -171,6 +171,20 @@ impl TestRelay {
 
     /// Creates a member; teams are created as needed. Returns the API key.
     pub async fn member(&self, is_admin: bool, teams: &[&str]) -> String {
+        self.new_member("someone", is_admin, teams, MemberKind::Person)
+            .await
+            .1
+    }
+
+    /// Creates a member of `kind`; teams are created as needed. Returns its
+    /// id and API key.
+    pub async fn new_member(
+        &self,
+        name: &str,
+        is_admin: bool,
+        teams: &[&str],
+        kind: MemberKind,
+    ) -> (String, String) {
         for team in teams {
             self.store
                 .create_team(team, self.clock_now())
@@ -178,14 +192,16 @@ impl TestRelay {
                 .expect("team");
         }
         let member = NewMember {
-            name: "someone".into(),
+            name: name.into(),
             is_admin,
             teams: teams.iter().map(|t| (*t).to_owned()).collect(),
+            kind,
         };
-        let (_, key) = members::create_with_key(self.store.as_ref(), self.clock.as_ref(), &member)
-            .await
-            .expect("member");
-        key.expose().to_owned()
+        let (member, key) =
+            members::create_with_key(self.store.as_ref(), self.clock.as_ref(), &member)
+                .await
+                .expect("member");
+        (member.id, key.expose().to_owned())
     }
 
     fn clock_now(&self) -> OffsetDateTime {
