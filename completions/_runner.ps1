@@ -36,6 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('login', 'login', [CompletionResultType]::ParameterValue, 'Store the relay URL and an API key for the admin commands')
             [CompletionResult]::new('env', 'env', [CompletionResultType]::ParameterValue, 'Create, list, show, update and delete execution environments')
             [CompletionResult]::new('token', 'token', [CompletionResultType]::ParameterValue, 'Generate, inspect and revoke an environment''s registration token')
+            [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Start, list, show and end sessions: calls that stay on one machine')
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List the tools an environment offers (its runner''s catalogue, filtered by policy)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show an environment''s status, or with --local this machine''s runner as it sees itself')
             [CompletionResult]::new('invoke', 'invoke', [CompletionResultType]::ParameterValue, 'Run a tool on an environment''s runner and print its output')
@@ -343,6 +344,106 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
         'runner;token;help;help' {
             break
         }
+        'runner;session' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Start a session and print its id (alone: `$(runner session create)`)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List your sessions (every session for organisation admins)')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show a session: its environment and that environment''s status now, why it was chosen, last use and expiry')
+            [CompletionResult]::new('end', 'end', [CompletionResultType]::ParameterValue, 'End a session; later calls through it fail')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'runner;session;create' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, '`auto` (an online runner you may use), `sandbox`, or an environment id or name. Default: the agent''s default environment, else its team''s, else `auto`')
+            [CompletionResult]::new('--tag', '--tag', [CompletionResultType]::ParameterName, 'Tag `auto` prefers (an environment carrying all of them wins); repeat for several')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (member id or name) the session works for, whose default environment applies')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;session;list' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'Only sessions in this state')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;session;show' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;session;end' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;session;help' {
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Start a session and print its id (alone: `$(runner session create)`)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List your sessions (every session for organisation admins)')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show a session: its environment and that environment''s status now, why it was chosen, last use and expiry')
+            [CompletionResult]::new('end', 'end', [CompletionResultType]::ParameterValue, 'End a session; later calls through it fail')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'runner;session;help;create' {
+            break
+        }
+        'runner;session;help;list' {
+            break
+        }
+        'runner;session;help;show' {
+            break
+        }
+        'runner;session;help;end' {
+            break
+        }
+        'runner;session;help;help' {
+            break
+        }
         'runner;tools' {
             [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
@@ -378,6 +479,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
             [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Run the tool where this session runs its calls (the first call of a session picks the machine). Default: RUNNER_SESSION')
             [CompletionResult]::new('--arg', '--arg', [CompletionResultType]::ParameterName, 'Argument as KEY=VALUE (a string) or KEY:=JSON (a number, bool, list…)')
             [CompletionResult]::new('--args-json', '--args-json', [CompletionResultType]::ParameterName, 'All arguments as one JSON object (merged under --arg)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Seconds before the relay gives up and cancels the call (1–3600)')
@@ -636,6 +738,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('login', 'login', [CompletionResultType]::ParameterValue, 'Store the relay URL and an API key for the admin commands')
             [CompletionResult]::new('env', 'env', [CompletionResultType]::ParameterValue, 'Create, list, show, update and delete execution environments')
             [CompletionResult]::new('token', 'token', [CompletionResultType]::ParameterValue, 'Generate, inspect and revoke an environment''s registration token')
+            [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Start, list, show and end sessions: calls that stay on one machine')
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List the tools an environment offers (its runner''s catalogue, filtered by policy)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show an environment''s status, or with --local this machine''s runner as it sees itself')
             [CompletionResult]::new('invoke', 'invoke', [CompletionResultType]::ParameterValue, 'Run a tool on an environment''s runner and print its output')
@@ -695,6 +798,25 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             break
         }
         'runner;help;token;revoke' {
+            break
+        }
+        'runner;help;session' {
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Start a session and print its id (alone: `$(runner session create)`)')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List your sessions (every session for organisation admins)')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show a session: its environment and that environment''s status now, why it was chosen, last use and expiry')
+            [CompletionResult]::new('end', 'end', [CompletionResultType]::ParameterValue, 'End a session; later calls through it fail')
+            break
+        }
+        'runner;help;session;create' {
+            break
+        }
+        'runner;help;session;list' {
+            break
+        }
+        'runner;help;session;show' {
+            break
+        }
+        'runner;help;session;end' {
             break
         }
         'runner;help;tools' {

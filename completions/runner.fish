@@ -39,6 +39,7 @@ complete -c runner -n "__fish_runner_needs_command" -f -a "run" -d 'Connect to t
 complete -c runner -n "__fish_runner_needs_command" -f -a "login" -d 'Store the relay URL and an API key for the admin commands'
 complete -c runner -n "__fish_runner_needs_command" -f -a "env" -d 'Create, list, show, update and delete execution environments'
 complete -c runner -n "__fish_runner_needs_command" -f -a "token" -d 'Generate, inspect and revoke an environment\'s registration token'
+complete -c runner -n "__fish_runner_needs_command" -f -a "session" -d 'Start, list, show and end sessions: calls that stay on one machine'
 complete -c runner -n "__fish_runner_needs_command" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
 complete -c runner -n "__fish_runner_needs_command" -f -a "status" -d 'Show an environment\'s status, or with --local this machine\'s runner as it sees itself'
 complete -c runner -n "__fish_runner_needs_command" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
@@ -270,6 +271,75 @@ complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_sub
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show the token\'s age, last use and days to expiry (never the token)'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner (asks first, as `env delete` does; --yes for scripts)'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand session; and not __fish_seen_subcommand_from create list show end help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and not __fish_seen_subcommand_from create list show end help" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and not __fish_seen_subcommand_from create list show end help" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and not __fish_seen_subcommand_from create list show end help" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand session; and not __fish_seen_subcommand_from create list show end help" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand session; and not __fish_seen_subcommand_from create list show end help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c runner -n "__fish_runner_using_subcommand session; and not __fish_seen_subcommand_from create list show end help" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand session; and not __fish_seen_subcommand_from create list show end help" -f -a "create" -d 'Start a session and print its id (alone: `$(runner session create)`)'
+complete -c runner -n "__fish_runner_using_subcommand session; and not __fish_seen_subcommand_from create list show end help" -f -a "list" -d 'List your sessions (every session for organisation admins)'
+complete -c runner -n "__fish_runner_using_subcommand session; and not __fish_seen_subcommand_from create list show end help" -f -a "show" -d 'Show a session: its environment and that environment\'s status now, why it was chosen, last use and expiry'
+complete -c runner -n "__fish_runner_using_subcommand session; and not __fish_seen_subcommand_from create list show end help" -f -a "end" -d 'End a session; later calls through it fail'
+complete -c runner -n "__fish_runner_using_subcommand session; and not __fish_seen_subcommand_from create list show end help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l env -d '`auto` (an online runner you may use), `sandbox`, or an environment id or name. Default: the agent\'s default environment, else its team\'s, else `auto`' -r
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l tag -d 'Tag `auto` prefers (an environment carrying all of them wins); repeat for several' -r
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l agent -d 'The agent (member id or name) the session works for, whose default environment applies' -r
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from list" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from list" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from list" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from list" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from list" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from list" -l state -d 'Only sessions in this state' -r -f -a "open\t''
+ended\t''
+expired\t''"
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from list" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from list" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from show" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from show" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from show" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from show" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from show" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from show" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from show" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from show" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from end" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from end" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from end" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from end" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from end" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from end" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from end" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from end" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from end" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "create" -d 'Start a session and print its id (alone: `$(runner session create)`)'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "list" -d 'List your sessions (every session for organisation admins)'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "show" -d 'Show a session: its environment and that environment\'s status now, why it was chosen, last use and expiry'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "end" -d 'End a session; later calls through it fail'
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c runner -n "__fish_runner_using_subcommand tools" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand tools" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand tools" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -300,6 +370,7 @@ complete -c runner -n "__fish_runner_using_subcommand invoke" -l insecure-skip-t
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l session -d 'Run the tool where this session runs its calls (the first call of a session picks the machine). Default: RUNNER_SESSION' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l arg -d 'Argument as KEY=VALUE (a string) or KEY:=JSON (a number, bool, list…)' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l args-json -d 'All arguments as one JSON object (merged under --arg)' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l timeout -d 'Seconds before the relay gives up and cancels the call (1–3600)' -r
@@ -469,21 +540,22 @@ json\t''"
 complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l out -d 'Repository root to write into' -r -F
 complete -c runner -n "__fish_runner_using_subcommand generate-assets" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand generate-assets" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "register" -d 'Check a registration token against the relay and store it for `runner run`'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "unregister" -d 'Remove the stored registration (config and token)'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "run" -d 'Connect to the relay and execute tool calls until stopped'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "login" -d 'Store the relay URL and an API key for the admin commands'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "env" -d 'Create, list, show, update and delete execution environments'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "token" -d 'Generate, inspect and revoke an environment\'s registration token'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "status" -d 'Show an environment\'s status, or with --local this machine\'s runner as it sees itself'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "doctor" -d 'Explain what is wrong when the runner can\'t connect'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "service" -d 'Install, start, stop and inspect the runner as a system service'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "update" -d 'Update this binary from the release mirror (default: the registered relay)'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "policy" -d 'Check commands against a permission file and lint permission files'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "generate-assets" -d 'Regenerate completions/ and man/ from these definitions (for developers)'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token tools status invoke doctor service update policy generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "register" -d 'Check a registration token against the relay and store it for `runner run`'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "unregister" -d 'Remove the stored registration (config and token)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "run" -d 'Connect to the relay and execute tool calls until stopped'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "login" -d 'Store the relay URL and an API key for the admin commands'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "env" -d 'Create, list, show, update and delete execution environments'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "token" -d 'Generate, inspect and revoke an environment\'s registration token'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "session" -d 'Start, list, show and end sessions: calls that stay on one machine'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "status" -d 'Show an environment\'s status, or with --local this machine\'s runner as it sees itself'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "doctor" -d 'Explain what is wrong when the runner can\'t connect'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "service" -d 'Install, start, stop and inspect the runner as a system service'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "update" -d 'Update this binary from the release mirror (default: the registered relay)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "policy" -d 'Check commands against a permission file and lint permission files'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "generate-assets" -d 'Regenerate completions/ and man/ from these definitions (for developers)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "create" -d 'Create an environment'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "list" -d 'List the environments you can see'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "show" -d 'Show one environment'
@@ -492,6 +564,10 @@ complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subc
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "generate" -d 'Generate a new token (the previous one keeps working for the grace period); `rotate` is the same command'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "status" -d 'Show the token\'s age, last use and days to expiry (never the token)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner (asks first, as `env delete` does; --yes for scripts)'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "create" -d 'Start a session and print its id (alone: `$(runner session create)`)'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "list" -d 'List your sessions (every session for organisation admins)'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "show" -d 'Show a session: its environment and that environment\'s status now, why it was chosen, last use and expiry'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "end" -d 'End a session; later calls through it fail'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "install" -d 'Write the service definition and /etc/runner/env, create the user, enable and start it'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "uninstall" -d 'Stop and remove the service (keeps /etc/runner/env unless --purge)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "start" -d 'Start the service'

@@ -112,6 +112,23 @@ pub enum Command {
     #[command(subcommand)]
     Token(TokenCommand),
 
+    /// Start, list, show and end sessions: calls that stay on one machine.
+    ///
+    /// A session's first call picks the environment (`auto`: an online
+    /// runner you may use, preferring --tag; or the one named) and every
+    /// later call goes to the same machine, or fails if it is gone; it is
+    /// never moved. For CI, hold one session across steps:
+    ///
+    ///   export RUNNER_SESSION=$(runner session create --tag linux)
+    ///   runner invoke shell --arg command='make test'
+    ///   runner session end "$RUNNER_SESSION"
+    #[command(
+        subcommand,
+        verbatim_doc_comment,
+        about = "Start, list, show and end sessions: calls that stay on one machine"
+    )]
+    Session(SessionCommand),
+
     /// List the tools an environment offers (its runner's catalogue, filtered by policy).
     Tools(EnvTarget),
 
@@ -583,13 +600,75 @@ pub struct TokenGenerateArgs {
     pub api: ApiArgs,
 }
 
+#[derive(Debug, Subcommand)]
+#[command(defer = true)]
+pub enum SessionCommand {
+    /// Start a session and print its id (alone: `$(runner session create)`).
+    Create(SessionCreateArgs),
+    /// List your sessions (every session for organisation admins).
+    List(SessionListArgs),
+    /// Show a session: its environment and that environment's status now,
+    /// why it was chosen, last use and expiry.
+    Show(SessionTarget),
+    /// End a session; later calls through it fail.
+    End(SessionTarget),
+}
+
+#[derive(Debug, Args)]
+pub struct SessionCreateArgs {
+    /// `auto` (an online runner you may use), `sandbox`, or an environment
+    /// id or name. Default: the agent's default environment, else its
+    /// team's, else `auto`.
+    #[arg(long, value_name = "auto|sandbox|ENV")]
+    pub env: Option<String>,
+    /// Tag `auto` prefers (an environment carrying all of them wins);
+    /// repeat for several.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// The agent (member id or name) the session works for, whose default
+    /// environment applies.
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SessionStateArg {
+    Open,
+    Ended,
+    Expired,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionListArgs {
+    /// Only sessions in this state.
+    #[arg(long, value_enum)]
+    pub state: Option<SessionStateArg>,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionTarget {
+    /// Session id (`ses_…`).
+    pub session: String,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
 #[derive(Debug, Args)]
 pub struct InvokeArgs {
     /// The environment (id or name), then the tool (e.g. shell, file_read,
-    /// kubectl). With RUNNER_ENV set, the tool alone: the environment
-    /// defaults to RUNNER_ENV (dev mode's dev.env sets it).
+    /// kubectl). The tool alone with --session (or RUNNER_SESSION), or
+    /// with RUNNER_ENV set (dev mode's dev.env sets it): a named
+    /// environment wins over both variables.
     #[arg(value_names = ["ENV", "TOOL"], num_args = 1..=2, required = true)]
     pub target: Vec<String>,
+    /// Run the tool where this session runs its calls (the first call of a
+    /// session picks the machine). Default: RUNNER_SESSION.
+    #[arg(long, value_name = "SESSION")]
+    pub session: Option<String>,
     /// Argument as KEY=VALUE (a string) or KEY:=JSON (a number, bool, list…).
     #[arg(long = "arg", value_name = "KEY=VALUE")]
     pub args: Vec<String>,

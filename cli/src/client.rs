@@ -276,6 +276,10 @@ pub fn status_error(status: StatusCode, body: &[u8]) -> ExitError {
             Some("an admin can change the environment's policy (`runner env update`)".to_owned()),
         ),
         StatusCode::NOT_FOUND => (exit::NOT_FOUND, None),
+        StatusCode::GONE => (
+            exit::NOT_FOUND,
+            Some("start a new session: `runner session create`".to_owned()),
+        ),
         StatusCode::SERVICE_UNAVAILABLE => (
             exit::NO_RUNNER,
             Some("start the runner on that machine (`runner run` or its service)".to_owned()),

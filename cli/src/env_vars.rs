@@ -10,6 +10,8 @@ pub const URL: &str = "RUNNER_URL";
 pub const API_KEY: &str = "RUNNER_API_KEY";
 /// The environment admin commands act on when none is named.
 pub const ENV: &str = "RUNNER_ENV";
+/// Session `runner invoke TOOL` runs in when no environment is named.
+pub const SESSION: &str = "RUNNER_SESSION";
 pub const TOKEN: &str = "RUNNER_TOKEN";
 /// The variables that carry a secret of the runner's: never passed on to
 /// the processes tools start ([`crate::exec::keep_secrets_from`]).

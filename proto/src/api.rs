@@ -45,6 +45,9 @@ pub struct Environment {
     /// RFC 3339 time of the last heartbeat, if any.
     #[serde(default)]
     pub last_seen: Option<String>,
+    /// Live status (in lists and single reads; SPEC §6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
 }
 
 fn default_type() -> String {

@@ -102,6 +102,7 @@ impl EnvironmentRecord {
             policy: self.policy.clone(),
             created_at: rfc3339(self.created_at),
             last_seen: self.last_seen.map(rfc3339),
+            status: None,
         }
     }
 

@@ -2,7 +2,9 @@
 
 use anyhow::Result;
 use reqwest::Method;
-use runner_proto::api::{CreateEnvironment, Environment, EnvironmentList, Tier, UpdateEnvironment};
+use runner_proto::api::{
+    CreateEnvironment, Environment, EnvironmentList, Status, Tier, UpdateEnvironment,
+};
 use runner_proto::ws::{Policy, ToolAccess};
 use serde_json::Value;
 
@@ -54,13 +56,17 @@ pub async fn run(dirs: &Dirs, command: EnvCommand) -> Result<()> {
                         vec![
                             env.id.clone(),
                             env.name.clone(),
+                            env.status.map_or("-", Status::as_str).to_owned(),
                             tier_name(env.tier).to_owned(),
                             env.scope.clone(),
                             env.last_seen.clone().unwrap_or_else(|| "never".to_owned()),
                         ]
                     })
                     .collect();
-                output::table(&["ID", "NAME", "TIER", "SCOPE", "LAST SEEN"], &rows)?;
+                output::table(
+                    &["ID", "NAME", "STATUS", "TIER", "SCOPE", "LAST SEEN"],
+                    &rows,
+                )?;
             }
         }
         EnvCommand::Show(target) => {

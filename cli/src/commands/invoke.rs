@@ -22,22 +22,31 @@ use crate::output;
 const TIMEOUT_MARGIN: Duration = Duration::from_secs(15);
 
 pub async fn run(dirs: &Dirs, args: InvokeArgs) -> Result<u8> {
-    let (env, tool) = env_and_tool(&args.target, std::env::var(env_vars::ENV).ok())?;
+    let target = Target::of(
+        &args.target,
+        args.session.as_deref(),
+        std::env::var(env_vars::SESSION).ok(),
+        std::env::var(env_vars::ENV).ok(),
+    )?;
     let tool_args = build_args(&args.args, args.args_json.as_deref())?;
     let client = ApiClient::from_args(dirs, &args.api).await?;
-    let request = InvokeRequest {
-        tool_name: tool,
-        args: tool_args,
-        timeout_s: args.timeout,
-        call_id: None,
+    let (env, tool) = match target {
+        Target::Session { session, tool } => {
+            let request = invoke_request(tool, tool_args, &args);
+            let path = format!("/sessions/{session}/invoke-tool");
+            return invoke(&client, &path, &args, &request).await;
+        }
+        Target::Environment { env, tool } => (env, tool),
     };
+    let request = invoke_request(tool, tool_args, &args);
+    let path = |id: &str| format!("/execution-environments/{id}/invoke-tool");
     // An id goes straight into the invoke (one request, not two); only a
     // name needs looking up first.
     if !env.starts_with("env_") {
         let found = client.resolve_env(&env).await?;
-        return invoke(&client, &found.id, &args, &request).await;
+        return invoke(&client, &path(&found.id), &args, &request).await;
     }
-    match invoke(&client, &env, &args, &request).await {
+    match invoke(&client, &path(&env), &args, &request).await {
         Err(error) if exit_code(&error) == Some(exit::NOT_FOUND) => {
             // Nothing ran. A name that merely looks like an id, or an
             // unknown tool: the lookup tells which.
@@ -45,9 +54,65 @@ pub async fn run(dirs: &Dirs, args: InvokeArgs) -> Result<u8> {
             if found.id == env {
                 return Err(error);
             }
-            invoke(&client, &found.id, &args, &request).await
+            invoke(&client, &path(&found.id), &args, &request).await
         }
         other => other,
+    }
+}
+
+fn invoke_request(tool: String, args: Value, flags: &InvokeArgs) -> InvokeRequest {
+    InvokeRequest {
+        tool_name: tool,
+        args,
+        timeout_s: flags.timeout,
+        call_id: None,
+    }
+}
+
+/// Where a call goes.
+#[derive(Debug, PartialEq, Eq)]
+enum Target {
+    Environment { env: String, tool: String },
+    Session { session: String, tool: String },
+}
+
+impl Target {
+    /// `ENV TOOL`; or `TOOL` with `--session`, else `RUNNER_SESSION`, else
+    /// `RUNNER_ENV`. A named environment wins over both variables;
+    /// `--session` with a named environment is a contradiction.
+    fn of(
+        target: &[String],
+        session_flag: Option<&str>,
+        session_var: Option<String>,
+        env_var: Option<String>,
+    ) -> Result<Target> {
+        let set = |value: Option<String>| value.filter(|value| !value.trim().is_empty());
+        match (target, session_flag) {
+            ([env, _], Some(session)) => Err(ExitError::new(
+                exit::USAGE,
+                format!("both a session ({session}) and an environment ({env:?}) were given"),
+            )
+            .with_hint("a session's calls run where the session runs: drop ENV or --session")
+            .into()),
+            ([tool], Some(session)) => Ok(Target::Session {
+                session: session.to_owned(),
+                tool: tool.clone(),
+            }),
+            ([tool], None) => {
+                if let Some(session) = set(session_var) {
+                    return Ok(Target::Session {
+                        session,
+                        tool: tool.clone(),
+                    });
+                }
+                let (env, tool) = env_and_tool(target, set(env_var))?;
+                Ok(Target::Environment { env, tool })
+            }
+            _ => {
+                let (env, tool) = env_and_tool(target, None)?;
+                Ok(Target::Environment { env, tool })
+            }
+        }
     }
 }
 
@@ -80,20 +145,20 @@ fn exit_code(error: &anyhow::Error) -> Option<u8> {
     error.downcast_ref::<ExitError>().map(|error| error.code)
 }
 
-/// One `invoke-tool` request, printed as asked.
+/// One `invoke-tool` request (of an environment or a session), printed as
+/// asked.
 async fn invoke(
     client: &ApiClient,
-    env_id: &str,
+    path: &str,
     args: &InvokeArgs,
     request: &InvokeRequest,
 ) -> Result<u8> {
     let wait = Duration::from_secs(args.timeout.unwrap_or(DEFAULT_TIMEOUT_S)) + TIMEOUT_MARGIN;
-    let path = format!("/execution-environments/{env_id}/invoke-tool");
     if args.stream {
-        return stream(client, &path, request, wait, args.api.json).await;
+        return stream(client, path, request, wait, args.api.json).await;
     }
     let response: InvokeResponse = client
-        .request(Method::POST, &path, Some(request), wait)
+        .request(Method::POST, path, Some(request), wait)
         .await?;
     answer(&response, args.api.json)
 }
@@ -104,6 +169,9 @@ fn answer(response: &InvokeResponse, json: bool) -> Result<u8> {
     if json {
         output::json(response)?;
     } else {
+        if let Some(notice) = &response.notice {
+            output::note(notice);
+        }
         print_result(response)?;
     }
     Ok(exit_code_of(response))
@@ -361,6 +429,46 @@ mod tests {
                 .unwrap_or_default()
                 .contains("RUNNER_ENV"));
         }
+    }
+
+    #[test]
+    fn the_session_flag_then_a_named_environment_then_the_variables() {
+        let words = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        let session = |id: &str| Target::Session {
+            session: id.to_owned(),
+            tool: "shell".to_owned(),
+        };
+        let env = |name: &str| Target::Environment {
+            env: name.to_owned(),
+            tool: "shell".to_owned(),
+        };
+        let of = |target: &[&str], flag: Option<&str>, var: Option<&str>, env_var: Option<&str>| {
+            Target::of(
+                &words(target),
+                flag,
+                var.map(str::to_owned),
+                env_var.map(str::to_owned),
+            )
+        };
+        assert_eq!(
+            of(&["shell"], Some("ses_f"), Some("ses_v"), Some("dev")).expect("flag"),
+            session("ses_f")
+        );
+        assert_eq!(
+            of(&["shell"], None, Some("ses_v"), Some("dev")).expect("variable"),
+            session("ses_v")
+        );
+        assert_eq!(
+            of(&["box", "shell"], None, Some("ses_v"), None).expect("named wins"),
+            env("box")
+        );
+        assert_eq!(
+            of(&["shell"], None, Some(" "), Some("dev")).expect("blank is unset"),
+            env("dev")
+        );
+        let error = of(&["box", "shell"], Some("ses_f"), None, None).expect_err("both");
+        let error = error.downcast_ref::<ExitError>().expect("an exit error");
+        assert_eq!(error.code, exit::USAGE);
     }
 
     #[test]

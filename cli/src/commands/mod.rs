@@ -8,6 +8,7 @@ pub mod policy;
 pub mod register;
 pub mod run;
 pub mod service;
+pub mod session;
 pub mod status;
 pub mod token;
 pub mod tools;

@@ -321,3 +321,96 @@ async fn login_stores_the_key_privately_and_commands_use_it() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("environments"), "{stdout}");
 }
+
+/// A CI job's session: created once, used by later steps through
+/// RUNNER_SESSION or --session, shown, listed and ended; a call after the
+/// end fails with "not found" (67) and says what to do.
+#[tokio::test]
+async fn a_session_holds_calls_on_one_machine_across_commands() {
+    let relay = Relay::spawn().await;
+    let (env, _runner) = Runner::online(
+        &relay,
+        json!({"name": "ci-box", "tier": "development", "tags": ["linux"]}),
+    )
+    .await;
+
+    let mut command = admin(&relay);
+    command.args(["session", "create", "--tag", "linux"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let session = stdout.trim().to_owned();
+    assert!(
+        session.starts_with("ses_"),
+        "the id alone on stdout: {stdout:?}"
+    );
+    assert!(stderr.contains("RUNNER_SESSION"), "{stderr}");
+
+    let mut command = admin(&relay);
+    command
+        .args(["invoke", "shell", "--arg", "command=echo in-session"])
+        .env("RUNNER_SESSION", &session)
+        .env("RUNNER_ENV", "no-such-env");
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "in-session\n", "the session wins over RUNNER_ENV");
+
+    let mut command = admin(&relay);
+    command.args([
+        "invoke",
+        "--session",
+        &session,
+        "ping",
+        "--arg",
+        "n:=3",
+        "--json",
+    ]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let body: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(body["result"]["n"], 3);
+
+    let mut command = admin(&relay);
+    command.args(["invoke", "--session", &session, "ci-box", "ping"]);
+    let (code, _stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(2), "both a session and an environment: {stderr}");
+
+    let mut command = admin(&relay);
+    command.args(["session", "show", &session, "--json"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let shown: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(shown["environment"]["id"], env.as_str());
+    assert_eq!(shown["environment"]["status"], "online");
+    assert_eq!(shown["state"], "open");
+
+    let mut command = admin(&relay);
+    command.args(["session", "list"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&session) && stdout.contains("ci-box (online)"),
+        "{stdout}"
+    );
+
+    let mut command = admin(&relay);
+    command.args(["env", "list"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("STATUS") && stdout.contains("online"),
+        "{stdout}"
+    );
+
+    let mut command = admin(&relay);
+    command.args(["session", "end", &session]);
+    let (code, _stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut command = admin(&relay);
+    command.args(["invoke", "--session", &session, "ping"]);
+    let (code, _stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(67), "{stderr}");
+    assert!(
+        stderr.contains("was ended") && stderr.contains("runner session create"),
+        "{stderr}"
+    );
+}

@@ -19,6 +19,7 @@ use crate::environment::{
 };
 use crate::routing::{announced_tools, CallRouter};
 use crate::state::AppState;
+use crate::status;
 
 fn invalid(error: crate::environment::InvalidField) -> ApiError {
     ApiError::bad_request(error.message)
@@ -28,18 +29,28 @@ pub async fn list(
     State(state): State<AppState>,
     Caller(caller): Caller,
 ) -> Result<Json<EnvironmentList>, ApiError> {
-    let environments = state
-        .store
-        .list_environments()
-        .await?
-        .into_iter()
-        .filter(|environment| access::can_see(&caller, environment))
-        .map(|mut environment| {
+    let mut environments = Vec::new();
+    for mut environment in state.store.list_environments().await? {
+        if access::can_see(&caller, &environment) {
             state.seen.apply(&mut environment);
-            environment.to_api()
-        })
-        .collect();
+            environments.push(with_status(&state, &environment).await);
+        }
+    }
     Ok(Json(EnvironmentList { environments }))
+}
+
+/// The API's view of an environment, with its live status.
+async fn with_status(state: &AppState, environment: &EnvironmentRecord) -> Environment {
+    let presence = state.router.presence(&environment.id).await;
+    let (status, _) = status::compute(
+        environment,
+        presence.as_deref(),
+        &state.health,
+        state.clock.now(),
+    );
+    let mut view = environment.to_api();
+    view.status = Some(status);
+    view
 }
 
 pub async fn create(
@@ -86,7 +97,7 @@ pub async fn get(
     let mut environment =
         Arc::unwrap_or_clone(environment_for(&state, &caller, &id, Intent::Read).await?);
     state.seen.apply(&mut environment);
-    Ok(Json(environment.to_api()))
+    Ok(Json(with_status(&state, &environment).await))
 }
 
 pub async fn update(
