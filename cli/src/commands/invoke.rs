@@ -510,6 +510,7 @@ mod tests {
             result: Value::Null,
             exit_code,
             error: error.map(str::to_owned),
+            notice: None,
         };
         assert_eq!(exit_code_of(&response(Some(3), None)), 3);
         assert_eq!(exit_code_of(&response(Some(300), None)), 255);
