@@ -1299,3 +1299,67 @@ async fn timeouts_through_different_relays_make_one_streak() {
     }
     eprintln!("cluster: one timeout streak across three relays: degraded, then online everywhere");
 }
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn a_session_started_on_one_relay_is_used_and_ended_through_others() {
+    let cluster = Cluster::start().await;
+    let (env, _balancer, _runner) = cluster.runner_on_b("session-box").await;
+    let (status, session) = cluster
+        .post(cluster.url(0), "/sessions", json!({"environment": "auto"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{session}");
+    let id = session["id"].as_str().expect("id").to_owned();
+    let call = format!("/sessions/{id}/invoke-tool");
+
+    // The first call, through relay C, locks the environment (runner on B).
+    let (status, body) = cluster
+        .post(
+            cluster.url(2),
+            &call,
+            json!({"tool_name": "ping", "args": {"n": 7}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"]["n"], 7);
+    // Every relay sees the lock.
+    for index in 0..3 {
+        let (status, seen) = cluster
+            .get(cluster.url(index), &format!("/sessions/{id}"))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{seen}");
+        assert_eq!(
+            seen["environment"]["id"],
+            env.as_str(),
+            "relay {index}: {seen}"
+        );
+    }
+    // A later call through A goes to the same machine.
+    let (status, body) = cluster
+        .post(
+            cluster.url(0),
+            &call,
+            json!({"tool_name": "ping", "args": {"n": 8}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["result"]["n"], 8);
+
+    // Ended through B: refused through A and C at once.
+    let (status, _) = cluster
+        .request(
+            reqwest::Method::DELETE,
+            &format!("{}/sessions/{id}", cluster.url(1)),
+            None,
+        )
+        .await
+        .expect("request");
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    for index in [0, 2] {
+        let (status, error) = cluster
+            .post(cluster.url(index), &call, json!({"tool_name": "ping"}))
+            .await;
+        assert_eq!(status, StatusCode::GONE, "relay {index}: {error}");
+        assert_eq!(error["error"]["code"], "session_ended");
+    }
+}
