@@ -46,7 +46,9 @@ fn release_key() {
     println!("cargo:rerun-if-changed=build.rs");
 
     let test_key = match std::fs::read_to_string(TEST_KEY_FILE) {
-        Ok(text) => decode(&text).unwrap_or_else(|reason| fail(&format!("{TEST_KEY_FILE}: {reason}"))),
+        Ok(text) => {
+            decode(&text).unwrap_or_else(|reason| fail(&format!("{TEST_KEY_FILE}: {reason}")))
+        }
         Err(error) => fail(&format!("cannot read {TEST_KEY_FILE}: {error}")),
     };
     let test_build = std::env::var_os("CARGO_FEATURE_TEST_RELEASE_KEY").is_some();
@@ -77,9 +79,13 @@ fn release_key() {
         },
         test_key,
     );
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_else(|| fail("OUT_DIR is not set")));
+    let out =
+        PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_else(|| fail("OUT_DIR is not set")));
     if let Err(error) = std::fs::write(out.join("release_key.rs"), source) {
-        fail(&format!("cannot write {}: {error}", out.join("release_key.rs").display()));
+        fail(&format!(
+            "cannot write {}: {error}",
+            out.join("release_key.rs").display()
+        ));
     }
 }
 
@@ -87,8 +93,12 @@ fn decode(text: &str) -> Result<[u8; 32], String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|error| format!("not base64 of a raw Ed25519 public key: {error}"))?;
-    <[u8; 32]>::try_from(bytes.as_slice())
-        .map_err(|_| format!("decodes to {} bytes; a raw Ed25519 public key has 32", bytes.len()))
+    <[u8; 32]>::try_from(bytes.as_slice()).map_err(|_| {
+        format!(
+            "decodes to {} bytes; a raw Ed25519 public key has 32",
+            bytes.len()
+        )
+    })
 }
 
 fn fail(message: &str) -> ! {

@@ -161,7 +161,10 @@ fn self_update(
     }
     match update::signature::trust_root() {
         Ok(trust) if trust.is_off() => {
-            tracing::warn!("automatic updates are off: self-update is {}", trust.describe());
+            tracing::warn!(
+                "automatic updates are off: self-update is {}",
+                trust.describe()
+            );
             return (None, probation);
         }
         Ok(_) => {}

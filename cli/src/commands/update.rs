@@ -34,7 +34,10 @@ pub async fn run(dirs: &Dirs, args: UpdateArgs) -> Result<u8> {
         return service_step(dirs, &args).await;
     }
     if trust.is_off() && !args.check {
-        return Err(failed(UpdateError::NoReleaseKey, "cannot update this binary"));
+        return Err(failed(
+            UpdateError::NoReleaseKey,
+            "cannot update this binary",
+        ));
     }
     let mirror = Mirror::new(&mirror_url(dirs, &args)?)
         .map_err(|error| failed(error, "no usable mirror"))?;

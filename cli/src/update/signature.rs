@@ -193,7 +193,10 @@ mod tests {
     /// header, then the 32-byte seed).
     fn repository_test_key() -> SigningKey {
         let pem = include_str!("../../../installers/test-keys/release-test.key");
-        let body: String = pem.lines().filter(|line| !line.starts_with("-----")).collect();
+        let body: String = pem
+            .lines()
+            .filter(|line| !line.starts_with("-----"))
+            .collect();
         let der = base64::engine::general_purpose::STANDARD
             .decode(body)
             .expect("PEM body is base64");
@@ -228,8 +231,8 @@ mod tests {
         let release = SigningKey::from_bytes(&[9; 32]).verifying_key().to_bytes();
         let root = decide(Some(release), false);
         assert_eq!(root, TrustRoot::Release(release));
-        let error = verify(&root.key().expect("key"), sums, &signature, "9.9.9")
-            .expect_err("refused");
+        let error =
+            verify(&root.key().expect("key"), sums, &signature, "9.9.9").expect_err("refused");
         assert!(matches!(error, UpdateError::BadSignature { .. }), "{error}");
 
         // Only a test build accepts it (so the refusals above are the key's doing).
