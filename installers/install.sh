@@ -22,11 +22,14 @@
 #   MIRROR            release mirror (default: URL, the relay serves the mirror)
 #   VERSION           install this version instead of the mirror's latest
 #   PREFIX            install prefix (default /usr/local): PREFIX/bin/runner
-#   INSTALL_PUBKEY_PEM  path to the release public key (PEM); when set, the
-#                     ed25519 signature over SHA256SUMS is verified with
-#                     openssl before the checksum. Without it the script checks
-#                     the SHA-256 only; `runner update` always checks the
-#                     signature with the key built into the binary.
+#   INSTALL_PUBKEY_PEM  path to the release public key (PEM), or
+#   INSTALL_PUBKEY    the raw 32-byte key in base64: the key the release must be
+#                     signed with. Default: the key scripts/make-release.sh
+#                     wrote into this script when it published it. Either way
+#                     the ed25519 signature over SHA256SUMS is verified with
+#                     OpenSSL 3 before anything is downloaded or run; without a
+#                     key or without OpenSSL 3 nothing is installed.
+#   OPENSSL           the openssl program to use (default: openssl on PATH)
 #   ROOT              prefix for every path this script writes (default empty),
 #                     for tests and image builds; with ROOT set the script
 #                     never calls systemctl, launchctl or useradd.
@@ -37,6 +40,10 @@
 set -euo pipefail
 
 SERVICE_NAME=runner
+# The release public key (raw 32 bytes, base64), written here by
+# scripts/make-release.sh when it publishes this script. Empty in the
+# repository's copy: that one needs INSTALL_PUBKEY or INSTALL_PUBKEY_PEM.
+embedded_public_key=""
 
 say() { printf 'install.sh: %s\n' "$*" >&2; }
 die() {
@@ -54,9 +61,10 @@ usage: TOKEN=... URL=https://relay.example.com [RUN_AS=user] bash install.sh [FL
   --purge         like --uninstall, and remove /etc/runner and /var/lib/runner
 
 Environment: URL, TOKEN, RUN_AS, MIRROR (default: URL), VERSION (default: the
-mirror's latest), PREFIX (default /usr/local), INSTALL_PUBKEY_PEM (verify the
-release signature with openssl), ROOT (prefix for every path written; no
-systemctl/useradd when set).
+mirror's latest), PREFIX (default /usr/local), INSTALL_PUBKEY (base64) or
+INSTALL_PUBKEY_PEM (file): the release key (default: the one written in by
+make-release.sh), OPENSSL (OpenSSL 3 verifies the signature), ROOT (prefix for
+every path written; no systemctl/useradd when set).
 EOF
 }
 
@@ -148,20 +156,61 @@ installed_version() {
   "$bin" --version 2>/dev/null | awk 'NR == 1 {print $2}' || true
 }
 
-verify_signature() {
-  local sums="$1" sig="$2" raw
-  command -v openssl >/dev/null 2>&1 ||
-    die "INSTALL_PUBKEY_PEM is set but openssl is not installed to verify the signature"
-  [ -r "$INSTALL_PUBKEY_PEM" ] || die "INSTALL_PUBKEY_PEM '$INSTALL_PUBKEY_PEM' is not a readable file"
-  raw="$sig.raw"
-  # SHA256SUMS.sig is the 64-byte ed25519 signature, base64 on one line.
-  openssl base64 -d -A -in "$sig" -out "$raw" 2>/dev/null ||
-    die "SHA256SUMS.sig of $version is not base64"
-  if ! openssl pkeyutl -verify -pubin -inkey "$INSTALL_PUBKEY_PEM" -rawin \
-    -in "$sums" -sigfile "$raw" >/dev/null 2>&1; then
-    die "the signature over SHA256SUMS of $version does not verify with $INSTALL_PUBKEY_PEM: refusing to install"
+# OpenSSL 3 (or newer) verifies Ed25519 over a whole file (`pkeyutl -rawin`);
+# LibreSSL and OpenSSL 1.x cannot.
+check_openssl() {
+  openssl="${OPENSSL:-openssl}"
+  command -v "$openssl" >/dev/null 2>&1 ||
+    die "openssl is not installed: OpenSSL 3 is needed to verify the release signature (set OPENSSL=/path/to/openssl)"
+  case "$("$openssl" version 2>/dev/null)" in
+    "OpenSSL 3"* | "OpenSSL 4"*) ;;
+    *) die "$("$openssl" version 2>/dev/null || echo "$openssl") cannot verify Ed25519 signatures; install OpenSSL 3 and set OPENSSL=/path/to/openssl (macOS: brew install openssl@3)" ;;
+  esac
+}
+
+# release_key FILE: writes the release public key to FILE (DER), from
+# INSTALL_PUBKEY_PEM, INSTALL_PUBKEY or the embedded key, in that order.
+release_key() {
+  local der="$1" raw="$1.raw" b64
+  if [ -n "${INSTALL_PUBKEY_PEM:-}" ]; then
+    [ -r "$INSTALL_PUBKEY_PEM" ] || die "INSTALL_PUBKEY_PEM '$INSTALL_PUBKEY_PEM' is not a readable file"
+    "$openssl" pkey -pubin -in "$INSTALL_PUBKEY_PEM" -outform DER -out "$der" 2>/dev/null ||
+      die "INSTALL_PUBKEY_PEM '$INSTALL_PUBKEY_PEM' is not a public key (PEM)"
+    key_source="INSTALL_PUBKEY_PEM"
+    return 0
   fi
-  say "signature over SHA256SUMS verified"
+  b64="${INSTALL_PUBKEY:-$embedded_public_key}"
+  key_source="the key this script was published with"
+  [ -z "${INSTALL_PUBKEY:-}" ] || key_source="INSTALL_PUBKEY"
+  [ -n "$b64" ] ||
+    die "no release public key: this install.sh was not published by make-release.sh; set INSTALL_PUBKEY (base64) or INSTALL_PUBKEY_PEM (file) to the key releases are signed with"
+  case "$b64" in
+    *[!A-Za-z0-9+/=]*) die "the release public key '$b64' is not base64" ;;
+  esac
+  printf '%s' "$b64" | "$openssl" base64 -d -A -out "$raw" 2>/dev/null ||
+    die "the release public key is not base64"
+  [ "$(wc -c <"$raw" | tr -d ' ')" = 32 ] || die "the release public key is not 32 bytes (raw Ed25519, base64)"
+  # SubjectPublicKeyInfo of an Ed25519 key: this 12-byte header, then the key.
+  {
+    printf '\060\052\060\005\006\003\053\145\160\003\041\000'
+    cat "$raw"
+  } >"$der"
+}
+
+# verify_signature SUMS SIG: the ed25519 signature SIG (base64 of 64 raw
+# bytes, one line) over the exact bytes of SUMS, by the release key.
+verify_signature() {
+  local sums="$1" sig="$2" raw="$2.raw" key="$temp_dir/release-key.der"
+  release_key "$key"
+  "$openssl" base64 -d -A -in "$sig" -out "$raw" 2>/dev/null ||
+    die "SHA256SUMS.sig of $version is not base64: refusing to install"
+  [ "$(wc -c <"$raw" | tr -d ' ')" = 64 ] ||
+    die "SHA256SUMS.sig of $version is not a 64-byte Ed25519 signature: refusing to install"
+  if ! "$openssl" pkeyutl -verify -pubin -keyform DER -inkey "$key" -rawin \
+    -in "$sums" -sigfile "$raw" >/dev/null 2>&1; then
+    die "the signature over SHA256SUMS of $version does not verify with $key_source: refusing to install"
+  fi
+  say "signature over SHA256SUMS verified ($key_source)"
 }
 
 # --- service -----------------------------------------------------------------
@@ -281,14 +330,15 @@ install() {
     say "runner is already at $version ($bin); nothing to download"
   else
     local base="$mirror/releases/download/$version"
+    check_openssl
+    # The signed list first: a release that fails it costs two small files,
+    # and no byte of the binary is run before its hash is vouched for.
+    fetch "$base/SHA256SUMS" "$temp_dir/SHA256SUMS" || die "cannot download $base/SHA256SUMS"
+    fetch "$base/SHA256SUMS.sig" "$temp_dir/SHA256SUMS.sig" ||
+      die "cannot download $base/SHA256SUMS.sig: refusing an unsigned release"
+    verify_signature "$temp_dir/SHA256SUMS" "$temp_dir/SHA256SUMS.sig"
     say "downloading runner $version for $os/$arch from $mirror"
     fetch "$base/$asset" "$temp_dir/$asset" || die "cannot download $base/$asset"
-    fetch "$base/SHA256SUMS" "$temp_dir/SHA256SUMS" || die "cannot download $base/SHA256SUMS"
-    if [ -n "${INSTALL_PUBKEY_PEM:-}" ]; then
-      fetch "$base/SHA256SUMS.sig" "$temp_dir/SHA256SUMS.sig" ||
-        die "cannot download $base/SHA256SUMS.sig: refusing an unsigned release"
-      verify_signature "$temp_dir/SHA256SUMS" "$temp_dir/SHA256SUMS.sig"
-    fi
 
     local expected actual
     expected="$(awk -v name="$asset" '$2 == name || $2 == "*" name {print $1; exit}' "$temp_dir/SHA256SUMS")"

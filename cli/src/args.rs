@@ -190,6 +190,9 @@ pub enum Command {
     ///
     /// `runner update --check` exits 0 when up to date and 11 when an update
     /// is available; `runner update --rollback` puts runner.previous back.
+    /// A build made without a release key (RUNNER_RELEASE_PUBKEY given to
+    /// cargo, as scripts/make-release.sh does) has self-update off:
+    /// `runner update` exits 14 and `runner doctor` says so.
     Update(UpdateArgs),
 
     /// Check commands against a permission file and lint permission files.

@@ -28,8 +28,14 @@ pub const LOG: &str = "RUNNER_LOG";
 pub const CA_FILE: &str = "RUNNER_CA_FILE";
 pub const INSECURE_SKIP_TLS_VERIFY: &str = "RUNNER_INSECURE_SKIP_TLS_VERIFY";
 pub const UPDATE_MIRROR: &str = "RUNNER_UPDATE_MIRROR";
-/// Debug builds only: overrides the built-in release key (tests).
-pub const RELEASE_PUBKEY: &str = "RUNNER_RELEASE_PUBKEY";
+/// Test builds only (feature `test-release-key`): replaces the release key
+/// they trust, or `off` to run as a build without one. Every other build
+/// ignores it; their key is fixed at build time (`RUNNER_RELEASE_PUBKEY`
+/// given to cargo, docs/self-update.md).
+pub const TEST_RELEASE_PUBKEY: &str = "RUNNER_TEST_RELEASE_PUBKEY";
+/// `true`: `http_local` may reach link-local and cloud metadata addresses
+/// (refused by default, `tools/link_local.rs`).
+pub const HTTP_ALLOW_LINK_LOCAL: &str = "RUNNER_HTTP_ALLOW_LINK_LOCAL";
 pub const HEALTH_ADDR: &str = "RUNNER_HEALTH_ADDR";
 pub const AUTO_UPDATE: &str = "RUNNER_AUTO_UPDATE";
 pub const CALL_CGROUPS: &str = "RUNNER_CALL_CGROUPS";

@@ -27,6 +27,9 @@ pub const UPDATE_FAILED: u8 = 12;
 /// `runner run` installed a verified update and exits for the service
 /// manager to start the new binary (by hand it re-executes instead).
 pub const RESTART_FOR_UPDATE: u8 = 13;
+/// `update`: self-update is off because this build trusts no release key
+/// (it was built without `RUNNER_RELEASE_PUBKEY`); nothing was downloaded.
+pub const UPDATE_OFF: u8 = 14;
 /// The relay refused the request as malformed (HTTP 400).
 pub const BAD_REQUEST: u8 = 64;
 /// No or a bad API key / token (HTTP 401).
@@ -87,6 +90,7 @@ pub const TABLE: &[(u8, &str)] = &[
     (UPDATE_AVAILABLE, "`update --check`: a newer release is available"),
     (UPDATE_FAILED, "`update`: the release failed verification or could not be installed; the installed binary is unchanged"),
     (RESTART_FOR_UPDATE, "`run` under a service manager: a verified update is ready; exits to be restarted into it (`run` started by hand re-executes itself instead)"),
+    (UPDATE_OFF, "`update`: self-update is off: this build trusts no release key (built without RUNNER_RELEASE_PUBKEY); update with the install script or a package instead"),
     (BAD_REQUEST, "the relay refused the request as malformed (HTTP 400)"),
     (UNAUTHORIZED, "missing or bad API key or token (HTTP 401)"),
     (FORBIDDEN, "refused by the environment's policy or needs approval (HTTP 403)"),

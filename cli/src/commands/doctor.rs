@@ -535,6 +535,7 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
         ),
     }
     service_check(&mut doctor);
+    self_update_check(&mut doctor);
     if cfg!(target_os = "linux") {
         doctor.ok("call cgroups", machine, crate::exec::describe().await);
     }
@@ -787,6 +788,38 @@ fn service_check(doctor: &mut Doctor) {
             format!("installed, {state}"),
             Some("`runner service start`; `runner service logs` shows why it stopped".to_owned()),
         );
+    }
+}
+
+/// Which release key this build trusts; a build without one cannot update
+/// itself, and a test build must never be installed for real.
+fn self_update_check(doctor: &mut Doctor) {
+    use crate::update::signature::{trust_root, TrustRoot};
+    match trust_root() {
+        Ok(trust @ TrustRoot::Release(_)) => doctor.ok("self-update", "machine", trust.describe()),
+        Ok(trust @ TrustRoot::Test(_)) => doctor.add(
+            "self-update",
+            "machine",
+            Outcome::Warn,
+            trust.describe(),
+            Some("install a release made by scripts/make-release.sh with your own key".to_owned()),
+        ),
+        Ok(trust @ TrustRoot::Off) => doctor.add(
+            "self-update",
+            "machine",
+            Outcome::Warn,
+            trust.describe(),
+            Some(
+                "`runner update` exits 14; install new versions with install.sh, or build with RUNNER_RELEASE_PUBKEY (scripts/make-release.sh)"
+                    .to_owned(),
+            ),
+        ),
+        Err(error) => doctor.fail(
+            "self-update",
+            "machine",
+            error.to_string(),
+            "fix the release key this build is given",
+        ),
     }
 }
 

@@ -159,6 +159,20 @@ fn self_update(
         tracing::info!("automatic updates are off (--auto-update false)");
         return (None, probation);
     }
+    match update::signature::trust_root() {
+        Ok(trust) if trust.is_off() => {
+            tracing::warn!(
+                "automatic updates are off: self-update is {}",
+                trust.describe()
+            );
+            return (None, probation);
+        }
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(error = %client::error_chain(&error), "automatic updates are off: no usable release key");
+            return (None, probation);
+        }
+    }
     let mirror = std::env::var(env_vars::UPDATE_MIRROR)
         .ok()
         .map(|m| m.trim().to_owned())

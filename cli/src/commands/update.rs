@@ -4,6 +4,9 @@
 //! [`exit::UPDATE_AVAILABLE`] when a newer release exists (with or without
 //! `--json`, whose document says the same); a release that fails verification
 //! exits [`exit::UPDATE_FAILED`]; an unreachable mirror [`exit::UNREACHABLE`].
+//! A build that trusts no release key has self-update off: `update` exits
+//! [`exit::UPDATE_OFF`] before contacting the mirror, and `--check` still
+//! compares versions but says that it is off.
 
 use std::io::IsTerminal;
 
@@ -21,8 +24,20 @@ pub async fn run(dirs: &Dirs, args: UpdateArgs) -> Result<u8> {
     if args.rollback {
         return rollback(&args);
     }
+    let trust = update::signature::trust_root()
+        .map_err(|error| failed(error, "cannot tell which release key to trust"))?;
     if args.service_step {
+        if trust.is_off() {
+            tracing::info!("service step: self-update is off ({})", trust.describe());
+            return Ok(exit::OK);
+        }
         return service_step(dirs, &args).await;
+    }
+    if trust.is_off() && !args.check {
+        return Err(failed(
+            UpdateError::NoReleaseKey,
+            "cannot update this binary",
+        ));
     }
     let mirror = Mirror::new(&mirror_url(dirs, &args)?)
         .map_err(|error| failed(error, "no usable mirror"))?;
@@ -41,7 +56,13 @@ pub async fn run(dirs: &Dirs, args: UpdateArgs) -> Result<u8> {
                 "latest_version": latest,
                 "update_available": newer,
                 "mirror": mirror.base(),
+                "self_update": !trust.is_off(),
             }))?;
+        } else if newer && trust.is_off() {
+            output::note(&format!(
+                "a newer version is available: {CURRENT_VERSION} -> {latest}; self-update is {}, so install it with install.sh or your package manager",
+                trust.describe()
+            ));
         } else if newer {
             output::note(&format!(
                 "an update is available: {CURRENT_VERSION} -> {latest} (run `runner update`)"
@@ -211,6 +232,10 @@ fn failed(error: UpdateError, summary: &str) -> anyhow::Error {
             Some("`runner update` keeps the binary it replaces; there was none to restore"),
         ),
         UpdateError::BadMirror(_) => (exit::CONFIG, Some("use the form https://relay.example.com")),
+        UpdateError::NoReleaseKey => (
+            exit::UPDATE_OFF,
+            Some("install new versions with install.sh or your package manager, or build runner with RUNNER_RELEASE_PUBKEY (scripts/make-release.sh does)"),
+        ),
         error if error.is_unreachable() => (exit::UNREACHABLE, None),
         UpdateError::NotFound { .. } => (
             exit::UNREACHABLE,

@@ -16,6 +16,7 @@ pub mod command;
 pub mod context;
 pub mod files;
 pub mod http;
+pub mod link_local;
 pub mod mcp;
 pub mod mcp_http;
 pub mod no_follow;

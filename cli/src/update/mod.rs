@@ -3,8 +3,9 @@
 //!
 //! # Trust chain
 //!
-//! The release key's public half is built into the binary
-//! ([`signature::RELEASE_PUBLIC_KEY`]). `SHA256SUMS.sig` must verify
+//! The release key's public half is given to the build and baked into the
+//! binary ([`signature::trust_root`]); a build given none has self-update
+//! off ([`UpdateError::NoReleaseKey`]). `SHA256SUMS.sig` must verify
 //! (ed25519, `verify_strict`) over the exact bytes of `SHA256SUMS`; the line
 //! for `runner-<os>-<arch>` in that file gives the SHA-256 the downloaded
 //! binary must have. The mirror itself (often the relay) is not trusted: a
@@ -126,6 +127,8 @@ pub enum UpdateError {
     BadSignature { version: String, reason: String },
     #[error("release key is unusable: {0}")]
     BadKey(String),
+    #[error("self-update is off: this build of runner trusts no release key (it was built without RUNNER_RELEASE_PUBKEY)")]
+    NoReleaseKey,
     #[error("SHA256SUMS of release {version} is malformed: {reason}")]
     BadSums { version: String, reason: String },
     #[error("SHA256SUMS of release {version} has no line for '{asset}' (no build for this OS and architecture)")]
@@ -207,10 +210,10 @@ pub async fn apply_update(
     exe: &Path,
     progress: Progress,
 ) -> Result<Applied, UpdateError> {
+    let key = signature::release_key()?;
     if !version::is_valid(version) {
         return Err(UpdateError::BadVersion(version.chars().take(64).collect()));
     }
-    let key = signature::release_key()?;
     let asset = asset_name();
     let base = format!("releases/download/{version}");
 

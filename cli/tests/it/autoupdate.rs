@@ -69,7 +69,7 @@ impl Copy {
             .env_remove("RUNNER_URL")
             .env_remove("RUNNER_TOKEN")
             .env_remove("RUNNER_UPDATE_MIRROR")
-            .env_remove("RUNNER_RELEASE_PUBKEY")
+            .env_remove("RUNNER_TEST_RELEASE_PUBKEY")
             .env_remove("RUNNER_AUTO_UPDATE")
             .env_remove("INVOCATION_ID")
             .kill_on_drop(true);
@@ -226,7 +226,7 @@ async fn service_step(copy: &Copy, state: &Path, mirror: Option<&str>) -> Value 
         .env("RUNNER_STATE_DIR", state)
         .env("RUNNER_CONFIG_DIR", state.join("config"))
         .env_remove("RUNNER_URL")
-        .env_remove("RUNNER_RELEASE_PUBKEY")
+        .env_remove("RUNNER_TEST_RELEASE_PUBKEY")
         .env_remove("RUNNER_UPDATE_MIRROR");
     if let Some(mirror) = mirror {
         command.env("RUNNER_UPDATE_MIRROR", mirror);

@@ -55,8 +55,25 @@ pub fn text(output: &Output) -> (Option<i32>, String, String) {
     )
 }
 
-/// Runs `scripts/make-release.sh VERSION OUT --binary BINARY --key KEY`.
+/// Runs `scripts/make-release.sh VERSION OUT --binary BINARY --key KEY`,
+/// with `--test-key` when KEY is the repository's test key.
 pub fn make_release(version: &str, out: &Path, binary: &Path, key: &Path) {
+    let mut args = vec![];
+    if key == test_private_key() {
+        args.push("--test-key");
+    }
+    let (code, stdout, stderr) = run_make_release(version, out, binary, key, &args);
+    assert_eq!(code, Some(0), "make-release.sh failed:\n{stdout}\n{stderr}");
+}
+
+/// `scripts/make-release.sh VERSION OUT --binary BINARY --key KEY EXTRA...`.
+pub fn run_make_release(
+    version: &str,
+    out: &Path,
+    binary: &Path,
+    key: &Path,
+    extra: &[&str],
+) -> (Option<i32>, String, String) {
     let output = Command::new("bash")
         .arg(repo_root().join("scripts/make-release.sh"))
         .arg(version)
@@ -65,10 +82,10 @@ pub fn make_release(version: &str, out: &Path, binary: &Path, key: &Path) {
         .arg(binary)
         .arg("--key")
         .arg(key)
+        .args(extra)
         .output()
         .expect("run make-release.sh");
-    let (code, stdout, stderr) = text(&output);
-    assert_eq!(code, Some(0), "make-release.sh failed:\n{stdout}\n{stderr}");
+    text(&output)
 }
 
 /// A fresh Ed25519 key pair made with openssl: (private PEM, public PEM,
@@ -261,12 +278,21 @@ impl Fixture {
         self.root().join("usr/local/bin/runner")
     }
 
-    /// `bash install.sh ARGS` with ROOT and MIRROR set and nothing inherited
-    /// that the script reads.
+    /// `bash install.sh ARGS` (the copy the mirror serves, as users get it)
+    /// with ROOT and MIRROR set and nothing inherited that the script reads.
     fn install(&self, args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+        self.install_script(&self.mirror().join("install.sh"), args, env)
+    }
+
+    fn install_script(
+        &self,
+        script: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> (Option<i32>, String, String) {
         let mut command = Command::new("bash");
         command
-            .arg(repo_root().join("installers/install.sh"))
+            .arg(script)
             .args(args)
             .env("ROOT", self.root())
             .env("MIRROR", &self.server.url)
@@ -280,6 +306,8 @@ impl Fixture {
             "PREFIX",
             "VERSION",
             "INSTALL_PUBKEY_PEM",
+            "INSTALL_PUBKEY",
+            "OPENSSL",
             "RUNNER_URL",
             "RUNNER_TOKEN",
         ] {
@@ -329,9 +357,19 @@ fn make_release_lays_out_a_signed_release() {
         std::fs::read_to_string(out.join("releases/latest")).expect("latest"),
         "1.2.3\n"
     );
+    // install.sh is the repository's, with the signing key's public half
+    // written into its one `embedded_public_key=""` line.
+    let public_b64 =
+        std::fs::read_to_string(repo_root().join("installers/test-keys/release-test.pub.b64"))
+            .expect("pub.b64");
+    let source =
+        std::fs::read_to_string(repo_root().join("installers/install.sh")).expect("source");
     assert_eq!(
-        std::fs::read(out.join("install.sh")).expect("install.sh"),
-        std::fs::read(repo_root().join("installers/install.sh")).expect("source")
+        std::fs::read_to_string(out.join("install.sh")).expect("install.sh"),
+        source.replace(
+            "\nembedded_public_key=\"\"\n",
+            &format!("\nembedded_public_key=\"{}\"\n", public_b64.trim())
+        )
     );
     let release = out.join("releases/download/1.2.3");
     let binary = std::fs::read(release.join(asset_name())).expect("binary");
@@ -344,9 +382,9 @@ fn make_release_lays_out_a_signed_release() {
 
     // The runner's own verifier (embedded key) accepts it...
     let signature = std::fs::read(release.join("SHA256SUMS.sig")).expect("sig");
-    let key =
-        ed25519_dalek::VerifyingKey::from_bytes(&runner_cli::update::signature::RELEASE_PUBLIC_KEY)
-            .expect("embedded key");
+    let key = runner_cli::update::signature::built_in()
+        .key()
+        .expect("test builds trust the test key");
     runner_cli::update::signature::verify(&key, &sums, &signature, "1.2.3")
         .expect("signature verifies");
     // ...and so does openssl with the public PEM.
@@ -455,6 +493,134 @@ fn install_upgrades_to_a_newer_release_and_keeps_the_previous_binary() {
 }
 
 #[test]
+fn make_release_needs_a_key_and_refuses_the_test_key_unless_told() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("mirror");
+    let output = Command::new("bash")
+        .arg(repo_root().join("scripts/make-release.sh"))
+        .arg("1.2.3")
+        .arg(&out)
+        .arg("--binary")
+        .arg(runner_bin())
+        .output()
+        .expect("run make-release.sh");
+    let (code, _, stderr) = text(&output);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--key PRIVATE_KEY_PEM is required"),
+        "{stderr}"
+    );
+
+    let (code, _, stderr) =
+        run_make_release("1.2.3", &out, &runner_bin(), &test_private_key(), &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("TEST key"), "{stderr}");
+    assert!(stderr.contains("--test-key"), "{stderr}");
+    assert!(!out.join("releases").exists(), "nothing published");
+
+    // Another key is fine, and the binary not trusting it is said.
+    let (other_private, _, other_public_b64) = other_key_pair(dir.path());
+    let (code, _, stderr) = run_make_release("1.2.3", &out, &runner_bin(), &other_private, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("does not trust this signing key"),
+        "{stderr}"
+    );
+    let script = std::fs::read_to_string(out.join("install.sh")).expect("install.sh");
+    assert!(
+        script.contains(&format!("\nembedded_public_key=\"{other_public_b64}\"\n")),
+        "the published install.sh trusts the signing key"
+    );
+}
+
+#[test]
+fn install_refuses_a_release_not_signed_by_the_key_it_was_published_with() {
+    let fixture = Fixture::new();
+    let (code, _, stderr) = fixture.install(&["--no-service"], &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "signature over SHA256SUMS verified (the key this script was published with)"
+        ),
+        "{stderr}"
+    );
+    std::fs::remove_file(fixture.installed()).expect("remove");
+
+    // The mirror's binary and SHA256SUMS swapped for a consistent pair
+    // (the checksum alone would pass) that nobody signed.
+    let release = fixture
+        .mirror()
+        .join(format!("releases/download/{BUILT_VERSION}"));
+    let mut forged = std::fs::read(runner_bin()).expect("runner");
+    forged.extend_from_slice(b"\0forged\n");
+    std::fs::write(release.join(asset_name()), &forged).expect("write");
+    std::fs::write(
+        release.join("SHA256SUMS"),
+        format!("{}  {}\n", sha256_hex(&forged), asset_name()),
+    )
+    .expect("write");
+    let (code, _, stderr) = fixture.install(&["--no-service"], &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("does not verify"), "{stderr}");
+    assert!(
+        !stderr.contains("downloading"),
+        "the binary is not even fetched: {stderr}"
+    );
+    assert!(!fixture.installed().exists());
+
+    // Unsigned: refused.
+    std::fs::remove_file(release.join("SHA256SUMS.sig")).expect("remove");
+    let (code, _, stderr) = fixture.install(&["--no-service"], &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("refusing an unsigned release"), "{stderr}");
+    assert!(!fixture.installed().exists());
+}
+
+#[test]
+fn install_without_a_release_key_or_openssl_3_installs_nothing() {
+    let fixture = Fixture::new();
+    // The repository's own copy has no key written in.
+    let (code, _, stderr) = fixture.install_script(
+        &repo_root().join("installers/install.sh"),
+        &["--no-service"],
+        &[],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("no release public key"), "{stderr}");
+    assert!(!fixture.installed().exists());
+
+    // Given the key in base64, it installs.
+    let public_b64 =
+        std::fs::read_to_string(repo_root().join("installers/test-keys/release-test.pub.b64"))
+            .expect("pub.b64");
+    let (code, _, stderr) = fixture.install_script(
+        &repo_root().join("installers/install.sh"),
+        &["--no-service"],
+        &[("INSTALL_PUBKEY", public_b64.trim())],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("verified (INSTALL_PUBKEY)"), "{stderr}");
+    std::fs::remove_file(fixture.installed()).expect("remove");
+
+    // An openssl that cannot verify Ed25519 (here: one that says it is
+    // LibreSSL) stops the install rather than skipping the check.
+    let fake = fixture.dir.path().join("libressl");
+    std::fs::write(&fake, "#!/bin/sh\necho 'LibreSSL 3.3.6'\n").expect("write");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let (code, _, stderr) = fixture.install(
+        &["--no-service"],
+        &[("OPENSSL", fake.to_str().expect("utf-8 path"))],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("cannot verify Ed25519"), "{stderr}");
+    assert!(!fixture.installed().exists());
+}
+
+#[test]
 fn install_checks_the_signature_when_given_a_public_key() {
     let fixture = Fixture::new();
     let (code, _, stderr) = fixture.install(
@@ -466,7 +632,7 @@ fn install_checks_the_signature_when_given_a_public_key() {
     );
     assert_eq!(code, Some(0), "{stderr}");
     assert!(
-        stderr.contains("signature over SHA256SUMS verified"),
+        stderr.contains("signature over SHA256SUMS verified (INSTALL_PUBKEY_PEM)"),
         "{stderr}"
     );
 

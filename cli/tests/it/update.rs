@@ -101,7 +101,7 @@ impl Fixture {
             .env("RUNNER_CONFIG_DIR", self.dir.path().join("config"))
             .env("RUNNER_STATE_DIR", self.dir.path().join("state"))
             .env("NO_COLOR", "1")
-            .env_remove("RUNNER_RELEASE_PUBKEY")
+            .env_remove("RUNNER_TEST_RELEASE_PUBKEY")
             .env_remove("RUNNER_UPDATE_MIRROR")
             .env_remove("RUNNER_URL");
         for (name, value) in env {
@@ -299,18 +299,71 @@ fn a_signature_by_another_key_leaves_the_old_binary() {
     let fixture = Fixture::stub(|_| {}, &other_private);
     fixture.assert_rejected(fixture.update(&[]), "bad signature on SHA256SUMS");
 
-    // Debug builds (these tests) accept a replacement key from the
-    // environment; release builds ignore it.
-    if cfg!(debug_assertions) {
-        let args = ["update", "--yes", "--mirror", fixture.server.url.as_str()];
-        let (code, _, stderr) =
-            fixture.runner(&args, &[("RUNNER_RELEASE_PUBKEY", &other_public_b64)]);
-        assert_eq!(code, Some(0), "{stderr}");
-        assert_eq!(
-            std::fs::read(&fixture.exe).expect("read"),
-            fixture.published
-        );
-    }
+    // Test builds (these tests) accept a replacement key from the
+    // environment; every other build ignores it (update/signature.rs).
+    let args = ["update", "--yes", "--mirror", fixture.server.url.as_str()];
+    let (code, _, stderr) =
+        fixture.runner(&args, &[("RUNNER_TEST_RELEASE_PUBKEY", &other_public_b64)]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        std::fs::read(&fixture.exe).expect("read"),
+        fixture.published
+    );
+}
+
+/// `exit::UPDATE_OFF`.
+const UPDATE_OFF: i32 = 14;
+
+#[test]
+fn a_build_without_a_release_key_says_self_update_is_off() {
+    // `RUNNER_TEST_RELEASE_PUBKEY=off` makes this test build behave as one
+    // built without RUNNER_RELEASE_PUBKEY (the decision itself is tested
+    // in update/signature.rs).
+    let fixture = Fixture::signed_stub();
+    let off = [("RUNNER_TEST_RELEASE_PUBKEY", "off")];
+    let url = fixture.server.url.as_str();
+
+    let (code, stdout, stderr) = fixture.runner(&["update", "--yes", "--mirror", url], &off);
+    assert_eq!(code, Some(UPDATE_OFF), "{stdout}\n{stderr}");
+    assert!(stderr.contains("self-update is off"), "{stderr}");
+    assert!(stderr.contains("RUNNER_RELEASE_PUBKEY"), "{stderr}");
+    fixture.assert_untouched(&stderr);
+
+    // --check still compares versions, and says updating is off.
+    let (code, _, stderr) = fixture.runner(&["update", "--check", "--mirror", url], &off);
+    assert_eq!(code, Some(UPDATE_AVAILABLE), "{stderr}");
+    assert!(stderr.contains("self-update is off"), "{stderr}");
+    let (_, stdout, _) = fixture.runner(&["update", "--check", "--json", "--mirror", url], &off);
+    let json: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(json["self_update"], false, "{json}");
+
+    // The service's root step does nothing and never blocks the start.
+    let (code, _, stderr) = fixture.runner(&["update", "--service-step"], &off);
+    assert_eq!(code, Some(0), "{stderr}");
+    fixture.assert_untouched(&stderr);
+
+    // doctor names it.
+    let (_, stdout, _) = fixture.runner(&["doctor", "--json"], &off);
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    let check = report["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|check| check["name"] == "self-update")
+        .expect("a self-update check")
+        .clone();
+    assert_eq!(check["outcome"], "warn", "{check}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("off: this build trusts no release key"),
+        "{check}"
+    );
+
+    // And this test build, as built, says it is one.
+    let (_, stdout, _) = fixture.runner(&["doctor", "--json"], &[]);
+    assert!(stdout.contains("TEST BUILD"), "{stdout}");
 }
 
 #[test]
