@@ -45,6 +45,7 @@ enum Method {
     ApiShellProgram,
     ApiFileRead,
     ApiPing,
+    ApiSessionPing,
     SshWarm,
     SshCold,
     RunnerInvokeProcess,
@@ -60,6 +61,7 @@ impl Method {
             Method::ApiShellProgram => "api_shell_uname",
             Method::ApiFileRead => "api_file_read_1k",
             Method::ApiPing => "api_ping",
+            Method::ApiSessionPing => "api_session_ping",
             Method::SshWarm => "ssh_controlmaster_true",
             Method::SshCold => "ssh_cold_true",
             Method::RunnerInvokeProcess => "runner_invoke_process_shell_true",
@@ -72,7 +74,8 @@ impl Method {
             Method::ApiShellTrue
             | Method::ApiShellProgram
             | Method::ApiFileRead
-            | Method::ApiPing => "persistent client",
+            | Method::ApiPing
+            | Method::ApiSessionPing => "persistent client",
             Method::SshWarm => "process per call over a warm connection",
             Method::SshCold | Method::RunnerInvokeProcess => "process per call",
         }
@@ -83,6 +86,8 @@ struct Setup<'a> {
     bins: &'a Bins,
     relay: &'a Relay,
     env: String,
+    /// A session locked to `env`, for [`Method::ApiSessionPing`].
+    session: Option<String>,
     runner_home: &'a std::path::Path,
     http: reqwest::Client,
     sshd: Option<&'a Sshd>,
@@ -118,6 +123,7 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
         bins,
         relay: &relay,
         env: envs[0].clone(),
+        session: Some(start_session(&relay, &envs[0]).await?),
         runner_home: runner.home.path(),
         http: procs::http_client(4)?,
         sshd: sshd.as_ref(),
@@ -131,6 +137,7 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
         (Method::ApiShellProgram, args.invoke_calls),
         (Method::ApiFileRead, args.invoke_calls),
         (Method::ApiPing, args.invoke_calls),
+        (Method::ApiSessionPing, args.invoke_calls),
         (Method::RunnerInvokeProcess, args.process_calls),
     ];
     if sshd.is_some() {
@@ -198,6 +205,12 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
         derived.insert(
             "api_shell_true_minus_captured_floor_p50_us".into(),
             json!(round(shell - captured, 1)),
+        );
+    }
+    if let (Some(ping), Some(session)) = (p50("api_ping"), p50("api_session_ping")) {
+        derived.insert(
+            "api_session_ping_over_api_ping_p50".into(),
+            json!(round(session / ping, 3)),
         );
     }
     if let (Some(ssh), Some(shell)) = (p50("ssh_controlmaster_true"), p50("api_shell_true")) {
@@ -307,6 +320,16 @@ async fn once(setup: &Setup<'_>, method: Method) -> anyhow::Result<Duration> {
             )
             .await
         }
+        Method::ApiSessionPing => {
+            let session = setup.session.as_deref().context("no session")?;
+            api_call_at(
+                setup,
+                &format!("/sessions/{session}/invoke-tool"),
+                json!({"tool_name": "ping", "args": {"n": 1}}),
+                |body| body["result"]["n"] == json!(1),
+            )
+            .await
+        }
         Method::SshWarm | Method::SshCold => {
             let sshd = setup.sshd.context("no sshd")?;
             let mut command = sshd.command(method == Method::SshWarm, "true");
@@ -357,19 +380,45 @@ async fn once(setup: &Setup<'_>, method: Method) -> anyhow::Result<Duration> {
     }
 }
 
+/// A session pinned to `env` (its first call locks it there).
+async fn start_session(relay: &Relay, env: &str) -> anyhow::Result<String> {
+    let (status, session) = relay
+        .api(
+            reqwest::Method::POST,
+            "/sessions",
+            Some(&json!({ "environment": env })),
+        )
+        .await?;
+    if status != 201 {
+        bail!("starting a session: HTTP {status}: {session}");
+    }
+    session["id"]
+        .as_str()
+        .map(str::to_owned)
+        .context("the session has no id")
+}
+
 async fn api_call(
     setup: &Setup<'_>,
     body: Value,
     ok: impl Fn(&Value) -> bool,
 ) -> anyhow::Result<Duration> {
-    let path = Relay::invoke_path(&setup.env);
+    api_call_at(setup, &Relay::invoke_path(&setup.env), body, ok).await
+}
+
+async fn api_call_at(
+    setup: &Setup<'_>,
+    path: &str,
+    body: Value,
+    ok: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Duration> {
     let start = Instant::now();
     let (status, answer) = procs::api(
         &setup.http,
         &setup.relay.url,
         &setup.relay.admin_key,
         reqwest::Method::POST,
-        &path,
+        path,
         Some(&body),
     )
     .await?;
@@ -448,6 +497,7 @@ pub async fn alternate(
             bins,
             relay,
             env: env.clone(),
+            session: None,
             runner_home: runners.first().context("no runner")?.home.path(),
             http: procs::http_client(4)?,
             sshd: None,
