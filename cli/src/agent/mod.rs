@@ -10,6 +10,7 @@ pub mod autoupdate;
 pub mod backoff;
 pub mod dial;
 pub mod health;
+pub mod leftovers;
 pub mod lock;
 pub mod notify;
 pub mod session;

@@ -24,7 +24,7 @@ use runner_proto::ws::{Policy, ToolAccess};
 pub use boundary::Boundary;
 pub use checked::{CheckedCommand, CommandLine, CommandParts};
 
-use crate::call::CALL_MARKER_VAR;
+use crate::call::{CALL_MARKER_VAR, CALL_OWNER_VAR};
 
 /// What decides whether a call may run: the call's environment's policy,
 /// the workspace boundary, and the permission file (`None`: every command
@@ -139,7 +139,7 @@ pub fn policy_allows(policy: &Policy, tool: &str) -> Result<(), String> {
 }
 
 /// Variables a process can be given: a name without `=` or NUL, a value
-/// without NUL, and never the call marker, which the runner sets.
+/// without NUL, and never the call marker or owner, which the runner sets.
 fn check_env_names(env: &HashMap<String, String>) -> Result<(), String> {
     let mut names: Vec<&String> = env.keys().collect();
     names.sort();
@@ -148,7 +148,7 @@ fn check_env_names(env: &HashMap<String, String>) -> Result<(), String> {
         if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
             return Err(format!("env {key:?} is not a valid variable"));
         }
-        if key == CALL_MARKER_VAR {
+        if key == CALL_MARKER_VAR || key == CALL_OWNER_VAR {
             return Err(format!("env {key:?} is set by the runner"));
         }
     }
@@ -194,6 +194,7 @@ mod tests {
     fn the_marker_variable_cannot_be_overridden() {
         let env = |name: &str| HashMap::from([(name.to_owned(), "b".to_owned())]);
         assert!(check_env_names(&env(CALL_MARKER_VAR)).is_err());
+        assert!(check_env_names(&env(CALL_OWNER_VAR)).is_err());
         assert!(check_env_names(&env("A")).is_ok());
         assert!(check_env_names(&env("A=")).is_err());
         assert!(check_env_names(&env("")).is_err());

@@ -11,6 +11,7 @@ mod health;
 mod install;
 mod invoke;
 mod layers;
+mod leftovers;
 mod reboot;
 mod runner;
 mod service;
