@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::autoupdate::AutoUpdate;
 use super::health::Health;
-use crate::gate::Boundary;
+use crate::gate::{self, Boundary};
 use crate::secret::Secret;
 use crate::tools::{self, CallScope, Outbound, OutboundQueue, Queued, ToolContext, Toolbox};
 
@@ -246,7 +246,7 @@ pub async fn run(
     let mut context = ToolContext {
         boundary: config
             .workspace
-            .with_allowed(welcome.policy.file_paths.clone()),
+            .with_allowed(gate::file_paths(&welcome.policy, welcome.tier)),
         permissions: config.permissions.clone(),
         policy: Arc::new(welcome.policy.clone()),
         toolbox: Arc::clone(&config.toolbox),
@@ -282,7 +282,9 @@ pub async fn run(
                         Ok(RelayMessage::Cancel { call_id }) => calls.cancel(&call_id),
                         Ok(RelayMessage::Policy { policy }) => {
                             tracing::info!("policy updated by the relay");
-                            context.boundary = context.boundary.with_allowed(policy.file_paths.clone());
+                            // The tier is the welcome's: a tier change reaches
+                            // this runner at its next connection.
+                            context.boundary = context.boundary.with_allowed(gate::file_paths(&policy, welcome.tier));
                             context.policy = Arc::new(policy);
                         }
                         Ok(RelayMessage::HeartbeatAck(ack)) => {

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use runner_policy::PermissionSet;
+use runner_proto::api::Tier;
 use runner_proto::ws::{Policy, ToolAccess};
 
 pub use boundary::Boundary;
@@ -138,6 +139,18 @@ pub fn policy_allows(policy: &Policy, tool: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The directories file tools may reach under `policy` on an environment
+/// of `tier` (SPEC §4, the rule the relay applies too): the policy's list,
+/// except that an empty one on a development tier environment means every
+/// path. An unknown tier (a relay that does not say) keeps an empty list
+/// empty: no path.
+pub fn file_paths(policy: &Policy, tier: Option<Tier>) -> Vec<String> {
+    if policy.file_paths.is_empty() && tier == Some(Tier::Development) {
+        return vec!["*".to_owned()];
+    }
+    policy.file_paths.clone()
+}
+
 /// Variables a process can be given: a name without `=` or NUL, a value
 /// without NUL, and never the call marker or owner, which the runner sets.
 fn check_env_names(env: &HashMap<String, String>) -> Result<(), String> {
@@ -188,6 +201,27 @@ mod tests {
         assert!(policy_allows(&policy, "ping").is_ok());
         assert!(policy_allows(&policy, "file_write").is_err());
         assert!(policy_allows(&policy, "git").is_err());
+    }
+
+    #[test]
+    fn an_empty_file_list_means_every_path_on_a_development_tier_only() {
+        let policy = |paths: &[&str]| Policy {
+            tools: ToolAccess::All,
+            file_paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            approval_required: vec![],
+        };
+        let every = vec!["*".to_owned()];
+        assert_eq!(file_paths(&policy(&[]), Some(Tier::Development)), every);
+        assert!(file_paths(&policy(&[]), Some(Tier::Production)).is_empty());
+        assert!(
+            file_paths(&policy(&[]), None).is_empty(),
+            "unknown: fail closed"
+        );
+        assert_eq!(
+            file_paths(&policy(&["/srv"]), Some(Tier::Development)),
+            ["/srv"],
+            "a list that is set is the list"
+        );
     }
 
     #[test]
