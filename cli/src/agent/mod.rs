@@ -13,6 +13,7 @@ pub mod health;
 pub mod leftovers;
 pub mod lock;
 pub mod notify;
+pub mod probe;
 pub mod session;
 
 use std::path::PathBuf;

@@ -593,6 +593,7 @@ struct Calls {
     slots: Arc<Semaphore>,
     in_flight: Arc<AtomicU32>,
     backlog: Arc<AtomicU32>,
+    executor: Arc<super::probe::Verdict>,
 }
 
 impl Calls {
@@ -603,6 +604,7 @@ impl Calls {
             slots: Arc::new(Semaphore::new(max_concurrent.max(1))),
             in_flight: Arc::clone(&health.in_flight),
             backlog: Arc::clone(&health.backlog),
+            executor: Arc::clone(&health.executor),
         }
     }
 
@@ -730,10 +732,10 @@ impl Calls {
         Heartbeat {
             in_flight: self.in_flight.load(Ordering::Relaxed),
             backlog,
-            // The probe: this task, which also runs the call bookkeeping,
-            // is answering. Queued calls are the backlog, reported apart
-            // (the relay names them in the degraded reason).
-            executor_healthy: Some(true),
+            // The last probe's verdict (a process starts, the workspace
+            // takes a file and has room); queued calls are the backlog,
+            // reported apart (the relay names them in the degraded reason).
+            executor_healthy: self.executor.get(),
         }
     }
 }

@@ -90,6 +90,7 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
         Some(&dirs.state),
     ));
     health.publish();
+    crate::agent::probe::start(boundary.root().to_path_buf(), Arc::clone(&health.executor));
     if let Some(addr) = args.health_addr {
         health::serve(addr, Arc::clone(&health))
             .await
