@@ -6,6 +6,7 @@ mod support;
 mod autoupdate;
 mod backlog;
 mod cli;
+mod dev_mode;
 mod doctor_proxy;
 mod health;
 mod install;
