@@ -16,7 +16,7 @@
 //! [`PROBE_BOUND`] has passed.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,11 +67,12 @@ impl Verdict {
 /// into `verdict`; logs when the verdict changes.
 pub fn start(workspace: PathBuf, verdict: Arc<Verdict>) {
     tokio::spawn(async move {
+        let busy = Arc::new(AtomicBool::new(false));
         let mut interval = tokio::time::interval(PROBE_INTERVAL);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             interval.tick().await;
-            let outcome = match tokio::time::timeout(PROBE_BOUND, check(&workspace)).await {
+            let outcome = match tokio::time::timeout(PROBE_BOUND, check(&workspace, &busy)).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(format!(
                     "the probe did not finish within {} s",
@@ -90,15 +91,35 @@ pub fn start(workspace: PathBuf, verdict: Arc<Verdict>) {
     });
 }
 
-/// One probe: a trivial process, then the workspace.
-pub async fn check(workspace: &Path) -> Result<(), String> {
+/// One probe: a trivial process, then the workspace. `busy` is set while
+/// a workspace check runs.
+pub async fn check(workspace: &Path, busy: &Arc<AtomicBool>) -> Result<(), String> {
     spawn_trivial().await?;
+    // File system calls may block (a hung network mount): in a thread of
+    // their own, off the runtime's workers (and out of its blocking pool,
+    // whose idle threads would linger among them), bounded by the caller's
+    // timeout. A check still hung from an earlier probe fails this one
+    // rather than stacking a second thread on it.
+    if busy.swap(true, Ordering::AcqRel) {
+        return Err("an earlier workspace check has not finished".to_owned());
+    }
+    let (sender, receiver) = tokio::sync::oneshot::channel();
     let workspace = workspace.to_owned();
-    // File system calls may block (a hung network mount): off the runtime's
-    // workers, bounded by the caller's timeout.
-    tokio::task::spawn_blocking(move || check_workspace(&workspace))
+    let done = Arc::clone(busy);
+    let spawned = std::thread::Builder::new()
+        .name("runner-probe".to_owned())
+        .spawn(move || {
+            let outcome = check_workspace(&workspace);
+            done.store(false, Ordering::Release);
+            let _ = sender.send(outcome);
+        });
+    if let Err(error) = spawned {
+        busy.store(false, Ordering::Release);
+        return Err(format!("cannot start a thread: {error}"));
+    }
+    receiver
         .await
-        .map_err(|error| format!("the workspace check did not finish: {error}"))?
+        .map_err(|_| "the workspace check ended without a verdict".to_owned())?
 }
 
 async fn spawn_trivial() -> Result<(), String> {
@@ -154,21 +175,22 @@ mod tests {
 
     #[tokio::test]
     async fn a_workspace_that_is_not_a_writable_directory_fails_the_probe() {
+        let busy = Arc::new(AtomicBool::new(false));
         let dir = tempfile::tempdir().expect("tempdir");
         let workspace = dir.path().join("workspace");
         std::fs::create_dir(&workspace).expect("mkdir");
-        assert_eq!(check(&workspace).await, Ok(()));
+        assert_eq!(check(&workspace, &busy).await, Ok(()));
         assert!(!workspace.join(PROBE_FILE).exists(), "the probe cleans up");
 
         // A file where the directory should be: fails as root too, where
         // permission bits do not stop a write.
         std::fs::remove_dir(&workspace).expect("rmdir");
         std::fs::write(&workspace, "not a directory").expect("write");
-        let why = check(&workspace).await.expect_err("not a directory");
+        let why = check(&workspace, &busy).await.expect_err("not a directory");
         assert!(why.contains("not writable"), "{why}");
 
         std::fs::remove_file(&workspace).expect("rm");
-        let why = check(&workspace).await.expect_err("gone");
+        let why = check(&workspace, &busy).await.expect_err("gone");
         assert!(why.contains("not writable"), "{why}");
     }
 
@@ -187,11 +209,12 @@ mod tests {
     /// PROBE_INTERVAL, so a few milliseconds are nothing.
     #[tokio::test]
     async fn a_probe_takes_milliseconds() {
+        let busy = Arc::new(AtomicBool::new(false));
         let dir = tempfile::tempdir().expect("tempdir");
         let rounds = 20;
         let started = std::time::Instant::now();
         for _ in 0..rounds {
-            check(dir.path()).await.expect("healthy");
+            check(dir.path(), &busy).await.expect("healthy");
         }
         let each = started.elapsed() / rounds;
         eprintln!("one executor probe: {each:?}");
