@@ -78,6 +78,25 @@ fn alive(pid: i32) -> bool {
         .is_some_and(|state| state != "Z" && state != "X")
 }
 
+/// Live processes running `cmdline` whose cgroup's path contains `cgroup`.
+fn live_in_cgroup(cmdline: &str, cgroup: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let command = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let command = String::from_utf8_lossy(&command)
+                .trim_end_matches('\0')
+                .replace('\0', " ");
+            let group = std::fs::read_to_string(entry.path().join("cgroup")).ok()?;
+            (alive(pid) && command == cmdline && group.contains(cgroup)).then_some(pid)
+        })
+        .collect()
+}
+
 /// SIGKILLs what a failed test would leave behind.
 struct KillOnDrop(Vec<i32>);
 
@@ -144,6 +163,30 @@ async fn a_restarted_runner_stops_what_its_killed_run_left_and_nothing_else() {
     let other_pids: Vec<i32> = live_with(&other_marker).into_values().collect();
     guard.0.extend(&other_pids);
 
+    // Where calls get a cgroup, one that also wiped its environment (no
+    // marker, no owner variable) is found by its cgroup alone.
+    let owner = std::fs::read_to_string(runner.state_dir().join("runner-id")).expect("runner-id");
+    let ours = format!("runner-call-{}-", owner.trim());
+    let in_cgroup = std::fs::read_to_string(format!("/proc/{}/cgroup", pids[0]))
+        .is_ok_and(|group| group.contains(&ours));
+    let mut wiped = Vec::new();
+    if in_cgroup {
+        let _wiped_answer = start_call(
+            &relay,
+            &env,
+            &format!("wiped-{tag}"),
+            "env -i setsid sleep 407 & wait",
+        );
+        support::wait_until("the call without an environment runs", || {
+            !live_in_cgroup("sleep 407", &ours).is_empty()
+        })
+        .await;
+        wiped = live_in_cgroup("sleep 407", &ours);
+        guard.0.extend(&wiped);
+    } else {
+        eprintln!("SKIP (env -i part only): calls get no cgroup of their own here");
+    }
+
     // kill -9: the runner cannot stop anything.
     let mut killed = runner.child.take().expect("running");
     killed.start_kill().expect("SIGKILL");
@@ -158,7 +201,7 @@ async fn a_restarted_runner_stops_what_its_killed_run_left_and_nothing_else() {
     // The same state directory again: the previous run's processes go.
     runner.start(&[]);
     support::wait_until("the killed run's sleeps are stopped", || {
-        !pids.iter().any(|pid| alive(*pid))
+        !pids.iter().chain(&wiped).any(|pid| alive(*pid))
     })
     .await;
     relay.wait_status(&env, "online").await;
@@ -192,6 +235,10 @@ async fn a_restarted_runner_stops_what_its_killed_run_left_and_nothing_else() {
         assert!(doctor.contains(&name), "{sleep}: {name} in {doctor}");
     }
     assert!(doctor.contains("left running"), "{doctor}");
+    for pid in &wiped {
+        let name = format!("sleep (pid {pid}, by cgroup)");
+        assert!(stderr.contains(&name), "{name} in {stderr}");
+    }
 
     let _ = other.stop().await;
     let _ = bystander.kill();
