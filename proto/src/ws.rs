@@ -138,6 +138,12 @@ pub struct Welcome {
     /// [`RunnerMessage::Output`] frames to one that does not (older relays).
     #[serde(default)]
     pub binary_output: bool,
+    /// The environment's tier, which decides what an empty
+    /// [`Policy::file_paths`] means (development: every path). `None` from
+    /// relays that do not say: the runner then reads an empty list as "no
+    /// path", which fails closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<crate::api::Tier>,
 }
 
 /// Identity of an environment as the runner sees it.
@@ -158,7 +164,9 @@ pub struct Policy {
     /// Which tools may be called.
     pub tools: ToolAccess,
     /// Directories under which `file_read`/`file_write` work. Empty: file
-    /// tools are blocked everywhere. `"*"`: every path.
+    /// tools are blocked everywhere, except on a development tier
+    /// environment ([`Welcome::tier`]), where it means every path. `"*"`:
+    /// every path.
     #[serde(default)]
     pub file_paths: Vec<String>,
     /// Tools that need a person's approval; a direct API call to one is
@@ -530,6 +538,17 @@ mod tests {
         }))
         .expect("welcome from a relay that does not fence decodes");
         assert_eq!(welcome.epoch, 0);
+        assert_eq!(welcome.tier, None, "a relay that does not say");
+        let development: Welcome = serde_json::from_value(json!({
+            "protocol_version": 1,
+            "environment": {"id": "env_1", "name": "x"},
+            "policy": {"tools": {"mode": "all"}},
+            "heartbeat_interval_s": 15,
+            "session_id": "s",
+            "tier": "development"
+        }))
+        .expect("welcome with a tier decodes");
+        assert_eq!(development.tier, Some(crate::api::Tier::Development));
     }
 
     #[test]

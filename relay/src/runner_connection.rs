@@ -489,6 +489,7 @@ async fn welcome(
     } else {
         state.seen.note(&environment.id, now, runner_info);
     }
+    let tier = environment.tier;
     Ok(Welcome {
         protocol_version: PROTOCOL_VERSION,
         environment: runner_proto::ws::EnvironmentInfo {
@@ -501,6 +502,7 @@ async fn welcome(
         session_id: session_id.to_owned(),
         epoch: 0,
         binary_output: true,
+        tier: Some(tier),
     })
 }
 

@@ -117,6 +117,8 @@ pub struct Health {
     pub in_flight: Arc<AtomicU32>,
     /// Calls waiting for a slot.
     pub backlog: Arc<AtomicU32>,
+    /// The executor health probe's last verdict ([`super::probe`]).
+    pub executor: Arc<super::probe::Verdict>,
 }
 
 impl Health {
@@ -139,6 +141,7 @@ impl Health {
             }),
             in_flight: Arc::default(),
             backlog: Arc::default(),
+            executor: Arc::default(),
         }
     }
 

@@ -10,8 +10,10 @@ pub mod autoupdate;
 pub mod backoff;
 pub mod dial;
 pub mod health;
+pub mod leftovers;
 pub mod lock;
 pub mod notify;
+pub mod probe;
 pub mod session;
 
 use std::path::PathBuf;

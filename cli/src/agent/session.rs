@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::autoupdate::AutoUpdate;
 use super::health::Health;
-use crate::gate::Boundary;
+use crate::gate::{self, Boundary};
 use crate::secret::Secret;
 use crate::tools::{self, CallScope, Outbound, OutboundQueue, Queued, ToolContext, Toolbox};
 
@@ -246,7 +246,7 @@ pub async fn run(
     let mut context = ToolContext {
         boundary: config
             .workspace
-            .with_allowed(welcome.policy.file_paths.clone()),
+            .with_allowed(gate::file_paths(&welcome.policy, welcome.tier)),
         permissions: config.permissions.clone(),
         policy: Arc::new(welcome.policy.clone()),
         toolbox: Arc::clone(&config.toolbox),
@@ -282,7 +282,9 @@ pub async fn run(
                         Ok(RelayMessage::Cancel { call_id }) => calls.cancel(&call_id),
                         Ok(RelayMessage::Policy { policy }) => {
                             tracing::info!("policy updated by the relay");
-                            context.boundary = context.boundary.with_allowed(policy.file_paths.clone());
+                            // The tier is the welcome's: a tier change reaches
+                            // this runner at its next connection.
+                            context.boundary = context.boundary.with_allowed(gate::file_paths(&policy, welcome.tier));
                             context.policy = Arc::new(policy);
                         }
                         Ok(RelayMessage::HeartbeatAck(ack)) => {
@@ -591,6 +593,7 @@ struct Calls {
     slots: Arc<Semaphore>,
     in_flight: Arc<AtomicU32>,
     backlog: Arc<AtomicU32>,
+    executor: Arc<super::probe::Verdict>,
 }
 
 impl Calls {
@@ -601,6 +604,7 @@ impl Calls {
             slots: Arc::new(Semaphore::new(max_concurrent.max(1))),
             in_flight: Arc::clone(&health.in_flight),
             backlog: Arc::clone(&health.backlog),
+            executor: Arc::clone(&health.executor),
         }
     }
 
@@ -728,10 +732,10 @@ impl Calls {
         Heartbeat {
             in_flight: self.in_flight.load(Ordering::Relaxed),
             backlog,
-            // The probe: this task, which also runs the call bookkeeping,
-            // is answering. Queued calls are the backlog, reported apart
-            // (the relay names them in the degraded reason).
-            executor_healthy: Some(true),
+            // The last probe's verdict (a process starts, the workspace
+            // takes a file and has room); queued calls are the backlog,
+            // reported apart (the relay names them in the degraded reason).
+            executor_healthy: self.executor.get(),
         }
     }
 }

@@ -12,6 +12,13 @@ use super::outbound::{OutboundQueue, OutputSink};
 /// stopped too. A call cannot set it itself.
 pub const CALL_MARKER_VAR: &str = "RUNNER_CALL_ID";
 
+/// Environment variable every process of a call carries, set to the id of
+/// the runner's state directory (`STATE_DIR/runner-id`), so that a runner
+/// which starts finds the processes its previous run left (it was killed,
+/// or crashed) and tells them from those of another runner on the same
+/// machine. A call cannot set it itself.
+pub const CALL_OWNER_VAR: &str = "RUNNER_CALL_OWNER";
+
 /// One call's identity, limits, and output channel.
 #[derive(Debug, Clone)]
 pub struct CallScope {

@@ -534,6 +534,20 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
             Some("start it: `runner run` or `runner service start`".to_owned()),
         ),
     }
+    if let Some(report) = crate::agent::leftovers::last_report(&dirs.state) {
+        doctor.add(
+            "left running",
+            machine,
+            Outcome::Warn,
+            format!(
+                "the runner's start {} stopped {} process(es) a previous run left running: {}",
+                ago(report.at_unix),
+                report.processes.len(),
+                crate::agent::leftovers::describe(&report.processes)
+            ),
+            Some("a runner was killed or crashed with calls running: its log says when".to_owned()),
+        );
+    }
     service_check(&mut doctor);
     self_update_check(&mut doctor);
     if cfg!(target_os = "linux") {
@@ -749,6 +763,21 @@ fn tls_fix(text: &str, seen: Option<&SeenCertificate>) -> String {
             .to_owned()
     } else {
         "check the relay's TLS setup; add its CA with --ca-file".to_owned()
+    }
+}
+
+/// `3 min ago` for a time in seconds since the Unix epoch.
+fn ago(at_unix: u64) -> String {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|since| since.as_secs())
+        .unwrap_or_default();
+    let seconds = now.saturating_sub(at_unix);
+    match seconds {
+        0..120 => format!("{seconds} s ago"),
+        120..7200 => format!("{} min ago", seconds / 60),
+        7200..172_800 => format!("{} h ago", seconds / 3600),
+        _ => format!("{} days ago", seconds / 86_400),
     }
 }
 

@@ -42,6 +42,9 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
     };
 
     let _lock = lock::acquire(&dirs.state)?;
+    // Under the lock and before any call of this run: what a killed or
+    // crashed previous run left is stopped, and no call of ours yet.
+    agent::leftovers::stop_previous_run(&dirs.state).await?;
     let token = match token_source {
         TokenSource::Environment(token) => token,
         TokenSource::Stored(location) => {
@@ -87,6 +90,7 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
         Some(&dirs.state),
     ));
     health.publish();
+    crate::agent::probe::start(boundary.root().to_path_buf(), Arc::clone(&health.executor));
     if let Some(addr) = args.health_addr {
         health::serve(addr, Arc::clone(&health))
             .await

@@ -193,7 +193,14 @@ impl CallGroup {
             return Some(kept);
         }
         let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-        let dir = parent.join(format!("{NAME_PREFIX}{}-{sequence}", std::process::id()));
+        let pid = std::process::id();
+        // The owner id in the name: a later run of this runner finds the
+        // cgroups of this one ([`super::leftovers`]).
+        let name = match super::owner::owner() {
+            Some(owner) => format!("{NAME_PREFIX}{owner}-{pid}-{sequence}"),
+            None => format!("{NAME_PREFIX}{pid}-{sequence}"),
+        };
+        let dir = parent.join(name);
         match std::fs::create_dir(&dir) {
             Ok(()) => Some(CallGroup::for_path(dir)),
             Err(error) => {
@@ -430,6 +437,13 @@ pub(super) fn own_cgroup() -> Option<&'static Path> {
         usable.then_some(dir)
     })
     .as_deref()
+}
+
+/// The directory of the cgroup at `path` in the hierarchy (as
+/// `/proc/PID/cgroup` writes it), seen from this process's mounts.
+pub(super) fn directory_of(path: &str) -> Option<PathBuf> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    locate(&mountinfo, &format!("0::{path}\n"))
 }
 
 /// The directory of our cgroup: the cgroup2 mount point joined with the

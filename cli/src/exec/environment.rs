@@ -1,6 +1,7 @@
 //! The environment of a call's processes: the runner's own without its
 //! secrets ([`crate::env_vars::SECRETS`]), the call's variables, and the
-//! call marker ([`crate::call::CALL_MARKER_VAR`]).
+//! call marker and owner ([`crate::call::CALL_MARKER_VAR`],
+//! [`crate::call::CALL_OWNER_VAR`]).
 
 #[cfg(fast_spawn)]
 use std::ffi::{CString, OsStr, OsString};
@@ -10,7 +11,7 @@ use std::os::unix::ffi::OsStrExt;
 #[cfg(fast_spawn)]
 use super::spec::Spec;
 #[cfg(fast_spawn)]
-use crate::call::CALL_MARKER_VAR;
+use crate::call::{CALL_MARKER_VAR, CALL_OWNER_VAR};
 
 /// Takes the runner's own secrets ([`crate::env_vars::SECRETS`]) out of
 /// the environment a tool's process would inherit: a command that may run
@@ -46,6 +47,9 @@ pub(super) fn child_environment(
         .map(|(name, value)| (name.as_bytes(), value.as_str()))
         .collect();
     own.insert(CALL_MARKER_VAR.as_bytes(), call_id);
+    if let Some(owner) = super::owner::owner() {
+        own.insert(CALL_OWNER_VAR.as_bytes(), owner);
+    }
     let inherited = inherited_environment();
     let mut merged = Vec::with_capacity(inherited.len() + own.len());
     let mut inherited = inherited.iter().peekable();

@@ -1,7 +1,8 @@
 //! The process layer under the tools: starting a call's process
 //! ([`spawn`], with its cgroup where the runner may make one: [`cgroup`]),
-//! reading its output ([`pipes`], [`capture`], [`kept`]), and stopping its
-//! whole process tree on timeout or cancel ([`tree`]).
+//! reading its output ([`pipes`], [`capture`], [`kept`]), stopping its
+//! whole process tree on timeout or cancel ([`tree`]), and stopping what a
+//! killed previous run left ([`leftovers`], by the [`owner`] id).
 //!
 //! It runs nothing but a [`CheckedCommand`], which only the gate
 //! ([`crate::gate`]) makes, and imports nothing from `tools/`: the tools
@@ -11,6 +12,8 @@ pub mod capture;
 pub mod cgroup;
 mod environment;
 pub mod kept;
+pub mod leftovers;
+pub mod owner;
 mod pipes;
 mod plan;
 pub mod program;

@@ -19,12 +19,13 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use runner_policy::PermissionSet;
+use runner_proto::api::Tier;
 use runner_proto::ws::{Policy, ToolAccess};
 
 pub use boundary::Boundary;
 pub use checked::{CheckedCommand, CommandLine, CommandParts};
 
-use crate::call::CALL_MARKER_VAR;
+use crate::call::{CALL_MARKER_VAR, CALL_OWNER_VAR};
 
 /// What decides whether a call may run: the call's environment's policy,
 /// the workspace boundary, and the permission file (`None`: every command
@@ -138,8 +139,20 @@ pub fn policy_allows(policy: &Policy, tool: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The directories file tools may reach under `policy` on an environment
+/// of `tier` (SPEC §4, the rule the relay applies too): the policy's list,
+/// except that an empty one on a development tier environment means every
+/// path. An unknown tier (a relay that does not say) keeps an empty list
+/// empty: no path.
+pub fn file_paths(policy: &Policy, tier: Option<Tier>) -> Vec<String> {
+    if policy.file_paths.is_empty() && tier == Some(Tier::Development) {
+        return vec!["*".to_owned()];
+    }
+    policy.file_paths.clone()
+}
+
 /// Variables a process can be given: a name without `=` or NUL, a value
-/// without NUL, and never the call marker, which the runner sets.
+/// without NUL, and never the call marker or owner, which the runner sets.
 fn check_env_names(env: &HashMap<String, String>) -> Result<(), String> {
     let mut names: Vec<&String> = env.keys().collect();
     names.sort();
@@ -148,7 +161,7 @@ fn check_env_names(env: &HashMap<String, String>) -> Result<(), String> {
         if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
             return Err(format!("env {key:?} is not a valid variable"));
         }
-        if key == CALL_MARKER_VAR {
+        if key == CALL_MARKER_VAR || key == CALL_OWNER_VAR {
             return Err(format!("env {key:?} is set by the runner"));
         }
     }
@@ -191,9 +204,31 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_file_list_means_every_path_on_a_development_tier_only() {
+        let policy = |paths: &[&str]| Policy {
+            tools: ToolAccess::All,
+            file_paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            approval_required: vec![],
+        };
+        let every = vec!["*".to_owned()];
+        assert_eq!(file_paths(&policy(&[]), Some(Tier::Development)), every);
+        assert!(file_paths(&policy(&[]), Some(Tier::Production)).is_empty());
+        assert!(
+            file_paths(&policy(&[]), None).is_empty(),
+            "unknown: fail closed"
+        );
+        assert_eq!(
+            file_paths(&policy(&["/srv"]), Some(Tier::Development)),
+            ["/srv"],
+            "a list that is set is the list"
+        );
+    }
+
+    #[test]
     fn the_marker_variable_cannot_be_overridden() {
         let env = |name: &str| HashMap::from([(name.to_owned(), "b".to_owned())]);
         assert!(check_env_names(&env(CALL_MARKER_VAR)).is_err());
+        assert!(check_env_names(&env(CALL_OWNER_VAR)).is_err());
         assert!(check_env_names(&env("A")).is_ok());
         assert!(check_env_names(&env("A=")).is_err());
         assert!(check_env_names(&env("")).is_err());

@@ -109,3 +109,24 @@ async fn queued_calls_show_as_a_degraded_runner_until_the_queue_drains() {
         assert!(!support::process_with(&format!("sleep {marker}")));
     }
 }
+
+/// SPEC §6: the executor health probe measures something. A workspace
+/// that cannot take a file (here a file where the directory was, which
+/// stops root too, unlike permission bits) makes the runner `degraded`
+/// at the relay; a usable one again makes it `online`.
+#[tokio::test]
+async fn an_unwritable_workspace_fails_the_executor_probe_and_degrades_the_runner() {
+    let relay = Relay::spawn().await;
+    let (env, runner) = support::Runner::online(&relay, dev_env()).await;
+    // A probe and a heartbeat after each change.
+    let within = HEARTBEAT_WAIT + Duration::from_secs(12);
+    let workspace = runner.workspace();
+    std::fs::remove_dir_all(&workspace).expect("remove the workspace");
+    std::fs::write(&workspace, "not a directory").expect("a file in its place");
+    let reason = wait_for_status(&relay, &env, "degraded", within).await;
+    assert!(reason.contains("probe"), "{reason}");
+
+    std::fs::remove_file(&workspace).expect("remove the file");
+    std::fs::create_dir(&workspace).expect("the workspace again");
+    wait_for_status(&relay, &env, "online", within).await;
+}

@@ -366,3 +366,54 @@ async fn file_write_does_not_follow_a_dangling_symlink_out_of_the_workspace() {
         .file_type()
         .is_symlink());
 }
+
+/// SPEC §4: on a development tier environment an empty file-access list
+/// means every path, at the runner as at the relay; on a production one it
+/// means none.
+#[tokio::test]
+async fn an_empty_file_list_on_a_development_environment_reaches_every_path_at_the_runner() {
+    let relay = Relay::spawn().await;
+    let empty = json!({"tools": {"mode": "all"}, "file_paths": []});
+    let (env, runner) =
+        Runner::online(&relay, json!({"tier": "development", "policy": empty})).await;
+    support::write(&runner.workspace().join("note.txt"), "inside\n");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let elsewhere = outside.path().join("elsewhere.txt");
+    support::write(&elsewhere, "outside\n");
+    for (path, content) in [
+        ("note.txt".to_owned(), "inside"),
+        (elsewhere.display().to_string(), "outside"),
+    ] {
+        let (status, body) = relay
+            .invoke(
+                &env,
+                json!({"tool_name": "file_read", "args": {"path": path}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{path}: {body}");
+        assert!(body["error"].is_null(), "{path}: {body}");
+        assert!(body.to_string().contains(content), "{path}: {body}");
+    }
+    let (status, body) = relay
+        .invoke(
+            &env,
+            json!({"tool_name": "file_write", "args": {"path": "made.txt", "content": "x"}}),
+        )
+        .await;
+    assert!(status == 200 && body["error"].is_null(), "{status} {body}");
+    assert!(runner.workspace().join("made.txt").exists());
+
+    // Production, same empty list: refused (by the relay, before the runner).
+    let (production, _other) = Runner::online(
+        &relay,
+        json!({"tier": "production", "policy": {"tools": {"mode": "all"}, "file_paths": []}}),
+    )
+    .await;
+    let (status, body) = relay
+        .invoke(
+            &production,
+            json!({"tool_name": "file_read", "args": {"path": "note.txt"}}),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+}

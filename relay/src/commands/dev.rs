@@ -3,6 +3,13 @@
 //! admin key, a development environment named "dev" and a registration
 //! token, then runs the real `runner` binary against it (`register`, then
 //! `run`), waits until the environment is online and prints how to use it.
+//!
+//! The relay outlives its runner: a runner that crashes (or is killed) is
+//! started again after a backoff ([`RESTART_BACKOFF`], doubling up to
+//! [`RESTART_BACKOFF_MAX`], reset after [`HEALTHY_RUN`]); one that stops on
+//! the relay's word ([`RUNNER_STOPPED_BY_RELAY`]: token revoked, replaced,
+//! environment deleted) is reported and left stopped, since starting it
+//! again would only be refused again. Only Ctrl-C stops the relay.
 
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
@@ -37,6 +44,16 @@ const ONLINE_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// How long the runner gets to exit after SIGTERM before it is killed.
 const CHILD_STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// The runner's exit code when the relay told it to stop (the runner's
+/// `exit::STOPPED_BY_RELAY`): not restarted.
+const RUNNER_STOPPED_BY_RELAY: i32 = 10;
+/// Wait before restarting a runner that exited otherwise.
+const RESTART_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between restarts of a runner that keeps exiting.
+const RESTART_BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// A runner that ran this long before exiting is restarted after the
+/// shortest wait again.
+const HEALTHY_RUN: Duration = Duration::from_secs(60);
 
 pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     let dir = match args.data_dir {
@@ -166,13 +183,7 @@ async fn supervise(
     let result = match online {
         Ok(true) => {
             announce(dir, url, api_key, environment)?;
-            tokio::select! {
-                () = shutdown.cancelled() => Ok(()),
-                status = child.wait() => Err(match status {
-                    Ok(status) => anyhow::anyhow!("the runner exited unexpectedly ({})", describe(status)),
-                    Err(error) => anyhow::anyhow!("lost track of the runner: {error}"),
-                }),
-            }
+            keep_running(&runner, shutdown, &mut child).await
         }
         Ok(false) => Ok(()),
         Err(error) => Err(error),
@@ -180,6 +191,62 @@ async fn supervise(
     eprintln!("runner-relay dev: stopping");
     stop_child(&mut child).await;
     result
+}
+
+/// Until shutdown: restarts the runner when it exits, with backoff,
+/// unless the relay stopped it (then it is reported and left stopped).
+/// `child` is the runner running now, for the caller to stop.
+async fn keep_running(
+    runner: &RunnerCommand<'_>,
+    shutdown: &CancellationToken,
+    child: &mut Child,
+) -> anyhow::Result<()> {
+    let mut delay = RESTART_BACKOFF;
+    let mut started = tokio::time::Instant::now();
+    loop {
+        let status = tokio::select! {
+            () = shutdown.cancelled() => return Ok(()),
+            status = child.wait() => status,
+        };
+        let what = match status {
+            Ok(status) if status.code() == Some(RUNNER_STOPPED_BY_RELAY) => {
+                eprintln!(
+                    "runner-relay dev: the runner stopped on the relay's word ({}: its token was revoked, another runner replaced it, or its environment was deleted); not restarting it. The relay keeps running; Ctrl-C stops it.",
+                    describe(status)
+                );
+                shutdown.cancelled().await;
+                return Ok(());
+            }
+            Ok(status) => describe(status),
+            Err(error) => format!("lost track of it: {error}"),
+        };
+        if started.elapsed() >= HEALTHY_RUN {
+            delay = RESTART_BACKOFF;
+        }
+        eprintln!(
+            "runner-relay dev: the runner exited ({what}); restarting it in {} s",
+            delay.as_secs()
+        );
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = shutdown.cancelled() => return Ok(()),
+            }
+            delay = (delay * 2).min(RESTART_BACKOFF_MAX);
+            match runner.command(&["run"]).spawn() {
+                Ok(restarted) => {
+                    *child = restarted;
+                    started = tokio::time::Instant::now();
+                    break;
+                }
+                Err(error) => eprintln!(
+                    "runner-relay dev: cannot start {} run: {error}; trying again in {} s",
+                    runner.bin.display(),
+                    delay.as_secs()
+                ),
+            }
+        }
+    }
 }
 
 /// Polls the environment's status until it is online; `Ok(false)` when

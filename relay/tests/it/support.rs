@@ -424,6 +424,7 @@ fn placeholder_welcome() -> Welcome {
         session_id: String::new(),
         epoch: 0,
         binary_output: false,
+        tier: None,
     }
 }
 

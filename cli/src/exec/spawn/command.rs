@@ -7,9 +7,10 @@ use std::process::Stdio;
 
 use tokio::process::Command;
 
-use crate::call::CALL_MARKER_VAR;
+use crate::call::{CALL_MARKER_VAR, CALL_OWNER_VAR};
 use crate::exec::cgroup::CallGroup;
 use crate::exec::environment::keep_secrets_from;
+use crate::exec::owner::owner;
 use crate::exec::program::find_program;
 use crate::exec::spec::{Join, Spec};
 
@@ -63,6 +64,9 @@ pub(super) fn spawn(
         }
     };
     keep_secrets_from(&mut command);
+    if let Some(owner) = owner() {
+        command.env(CALL_OWNER_VAR, owner);
+    }
     command
         .current_dir(&spec.workdir)
         .envs(&spec.env)
