@@ -204,34 +204,38 @@ pub async fn invoke(
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
     let environment = environment_for(&state, &caller, &id, Intent::Use).await?;
-    let presence = state.router.presence(&environment.id).await;
-    run_call(
-        &state,
-        &caller,
-        &environment,
-        presence,
-        &headers,
-        &body,
-        started,
-        None,
-    )
-    .await
+    let destination = Destination {
+        presence: state.router.presence(&environment.id).await,
+        environment: &environment,
+        notice: None,
+    };
+    run_call(&state, &caller, destination, &headers, &body, started).await
 }
 
-/// Checks and relays one call to an environment the caller may use, whose
-/// presence (if connected) the caller looked up. `notice` goes into the
-/// answer (a session's degraded environment).
-#[allow(clippy::too_many_arguments)]
+/// Where a checked call goes: an environment the caller may use, and its
+/// runner's presence if connected, as the caller looked them up.
+pub(super) struct Destination<'a> {
+    pub environment: &'a EnvironmentRecord,
+    pub presence: Option<Arc<Presence>>,
+    /// For the answer (a session's degraded environment): see
+    /// [`InvokeResponse::notice`].
+    pub notice: Option<Arc<str>>,
+}
+
+/// Checks and relays one call.
 pub(super) async fn run_call(
     state: &AppState,
     caller: &Member,
-    environment: &EnvironmentRecord,
-    presence: Option<Arc<Presence>>,
+    destination: Destination<'_>,
     headers: &HeaderMap,
     body: &[u8],
     started: Instant,
-    notice: Option<Arc<str>>,
 ) -> Result<Response, ApiError> {
+    let Destination {
+        environment,
+        presence,
+        notice,
+    } = destination;
     let request = parse_request(body)?;
     let timeout_s = request.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
     let workspace = presence

@@ -23,7 +23,7 @@ use time::OffsetDateTime;
 
 use super::auth::{environment_for, Caller, Intent};
 use super::error::{ApiError, ApiJson, RawBody};
-use super::invoke::run_call;
+use super::invoke::{run_call, Destination};
 use super::members::named_member;
 use crate::access;
 use crate::clock::rfc3339;
@@ -577,17 +577,12 @@ pub async fn invoke(
         .into()
     });
     state.sessions.note_use(&session.id, now);
-    let mut response = run_call(
-        &state,
-        &caller,
-        &environment,
-        standing.presence,
-        &headers,
-        &body,
-        started,
+    let destination = Destination {
+        environment: &environment,
+        presence: standing.presence,
         notice,
-    )
-    .await?;
+    };
+    let mut response = run_call(&state, &caller, destination, &headers, &body, started).await?;
     if let Ok(value) = HeaderValue::from_str(&environment.id) {
         response.headers_mut().insert(ENVIRONMENT_HEADER, value);
     }
