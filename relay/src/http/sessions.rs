@@ -311,20 +311,13 @@ async fn view(state: &AppState, session: &WorkSession) -> Result<Session, ApiErr
     let environment = match &session.lock {
         None => None,
         Some(lock) => Some(match state.store.environment(&lock.environment_id).await? {
-            Some(mut environment) => {
-                state.seen.apply(&mut environment);
-                let presence = state.router.presence(&environment.id).await;
-                let (status, reason) = status::compute(
-                    &environment,
-                    presence.as_deref(),
-                    &state.health,
-                    state.clock.now(),
-                );
+            Some(environment) => {
+                let standing = standing(state, &environment).await;
                 SessionEnvironment {
                     id: environment.id,
                     name: environment.name,
-                    status: Some(status),
-                    reason,
+                    status: Some(standing.status),
+                    reason: standing.reason,
                     deleted: false,
                 }
             }
