@@ -134,7 +134,8 @@ fn default_deleted(whose: &str, id: &str, fix: &str) -> ApiError {
 
 /// What the session asks for: the request's choice, else the default of
 /// the agent (or the caller), then of its first team that has one, else
-/// `auto`.
+/// `auto`. A default must still exist (else 409: no silent fall back to
+/// `auto`) and be usable by the caller, whose access every call checks.
 async fn requested(
     state: &AppState,
     caller: &Member,
@@ -161,6 +162,7 @@ async fn requested(
                 &format!("set a new one with PATCH /members/{}", principal.id),
             ));
         }
+        environment_for(state, caller, id, Intent::Use).await?;
         return Ok((Requested::Environment(id.clone()), RequestedFrom::Agent));
     }
     for team in &principal.teams {
@@ -175,6 +177,7 @@ async fn requested(
                     &format!("set a new one with PATCH /teams/{}", team.name),
                 ));
             }
+            environment_for(state, caller, &id, Intent::Use).await?;
             return Ok((Requested::Environment(id), RequestedFrom::Team));
         }
     }
@@ -419,8 +422,12 @@ async fn lock(
                 ));
             }
             let reason = match session.requested_from {
-                RequestedFrom::Agent => "the default environment of the session's agent".to_owned(),
-                RequestedFrom::Team => "the default environment of the agent's team".to_owned(),
+                RequestedFrom::Agent => {
+                    "the default environment of the session's agent (or creator)".to_owned()
+                }
+                RequestedFrom::Team => {
+                    "the default environment of the agent's (or creator's) team".to_owned()
+                }
                 RequestedFrom::Request | RequestedFrom::Auto => {
                     "named when the session was created".to_owned()
                 }
