@@ -79,7 +79,7 @@ where
 {
     state.shutdown = shutdown.clone();
     let connections = state.connections.clone();
-    let flushing = flush_seen_periodically(&state, shutdown.clone());
+    let flushing = flush_periodically(&state, shutdown.clone());
     let trimming = heap::trim_after_bursts(state.admission.clone(), shutdown.clone());
     let (journal, seen, sessions, store) = (
         state.journal.clone(),
@@ -130,7 +130,7 @@ where
 /// Writes dirty last-seen times every [`seen::SEEN_FLUSH_INTERVAL`] and
 /// work sessions' last uses every [`session_usage::USE_FLUSH_INTERVAL`]
 /// until shutdown.
-fn flush_seen_periodically(
+fn flush_periodically(
     state: &AppState,
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
