@@ -23,7 +23,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use super::cgroup::{self, CallGroup, NAME_PREFIX};
-use super::tree::{parse_stat, BY_CALL_MARKER, BY_CGROUP, KILL_GRACE};
+use super::procfs::{live_processes, LiveProcess};
+use super::tree::{BY_CALL_MARKER, BY_CGROUP, KILL_GRACE};
 use crate::call::{CALL_MARKER_VAR, CALL_OWNER_VAR};
 
 /// Rounds of SIGKILL for processes that fork while being killed.
@@ -48,7 +49,6 @@ pub struct Leftover {
 /// Must run before this process starts a call of its own with the same
 /// owner, which it would otherwise stop too.
 pub async fn stop_left_by(owner: &str) -> Vec<Leftover> {
-    let own_pid = std::process::id() as i32;
     let mut stopped: Vec<Leftover> = Vec::new();
     let mut groups = BTreeSet::new();
     let note = |found: Vec<Found>, stopped: &mut Vec<Leftover>, groups: &mut BTreeSet<PathBuf>| {
@@ -61,7 +61,7 @@ pub async fn stop_left_by(owner: &str) -> Vec<Leftover> {
             }
         }
     };
-    let found = scan(owner, own_pid);
+    let found = scan(owner);
     if !found.is_empty() {
         for process in &found {
             let _ = kill(Pid::from_raw(process.process.pid), Signal::SIGTERM);
@@ -69,7 +69,7 @@ pub async fn stop_left_by(owner: &str) -> Vec<Leftover> {
         note(found, &mut stopped, &mut groups);
         let deadline = Instant::now() + KILL_GRACE;
         loop {
-            let left = scan(owner, own_pid);
+            let left = scan(owner);
             if left.is_empty() || Instant::now() >= deadline {
                 note(left, &mut stopped, &mut groups);
                 break;
@@ -81,7 +81,7 @@ pub async fn stop_left_by(owner: &str) -> Vec<Leftover> {
             CallGroup::for_path(dir.clone()).kill_all();
         }
         for _ in 0..KILL_ROUNDS {
-            let left = scan(owner, own_pid);
+            let left = scan(owner);
             if left.is_empty() {
                 break;
             }
@@ -110,37 +110,17 @@ struct Found {
     cgroup: Option<PathBuf>,
 }
 
-/// Every live process (but `own_pid`) in a call cgroup of `owner` or with
+/// Every live process (but this one) in a call cgroup of `owner` or with
 /// `owner` in its environment. Zombies are dead already and skipped;
 /// processes of other users, whose files cannot be read, are not ours.
-fn scan(owner: &str, own_pid: i32) -> Vec<Found> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
+fn scan(owner: &str) -> Vec<Found> {
     let group_prefix = format!("{NAME_PREFIX}{owner}-");
     let owner_entry = format!("{CALL_OWNER_VAR}={owner}");
     let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid == own_pid {
-            continue;
-        }
-        let dir = entry.path();
-        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
-            continue;
-        };
-        let Some((command, state, _)) = parse_stat(&stat) else {
-            continue;
-        };
-        if state == 'Z' || state == 'X' {
-            continue;
-        }
+    for LiveProcess {
+        pid, dir, command, ..
+    } in live_processes()
+    {
         let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
         let variables: Vec<&[u8]> = environ.split(|byte| *byte == 0).collect();
         let group = std::fs::read_to_string(dir.join("cgroup"))

@@ -16,6 +16,7 @@ pub mod leftovers;
 pub mod owner;
 mod pipes;
 mod plan;
+mod procfs;
 pub mod program;
 mod run;
 mod spawn;

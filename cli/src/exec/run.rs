@@ -237,7 +237,7 @@ mod tests {
     use super::super::pipes::PIPE_DRAIN_TIMEOUT;
     use super::super::program::find_program;
     use super::super::spec::Join;
-    use super::super::tree::parse_stat;
+    use super::super::procfs::live_processes;
     use super::*;
 
     fn scope(call_id: &str, timeout: Duration) -> CallScope {
@@ -264,17 +264,11 @@ mod tests {
 
     /// Whether a live (not zombie) process has `needle` in its command line.
     fn alive_with(needle: &str) -> Option<i32> {
-        std::fs::read_dir("/proc")
-            .ok()?
-            .flatten()
-            .find_map(|entry| {
-                let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
-                let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-                let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-                let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-                let (_, state, _) = parse_stat(&stat)?;
-                (text.contains(needle) && state != 'Z').then_some(pid)
-            })
+        live_processes().find_map(|process| {
+            let cmdline = std::fs::read(process.dir.join("cmdline")).ok()?;
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            text.contains(needle).then_some(process.pid)
+        })
     }
 
     /// Without a cgroup (where none can be made, or when asked), the

@@ -10,6 +10,7 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
 use super::cgroup::{CallGroup, KillMethod};
+use super::procfs::{live_processes, LiveProcess};
 use super::spawn::Running;
 #[cfg(doc)]
 use crate::call::CALL_MARKER_VAR;
@@ -183,32 +184,14 @@ fn tree_members(tree: &Tree<'_>) -> Vec<Killed> {
         .group
         .map(|group| group.members().into_iter().collect())
         .unwrap_or_default();
-    let own = std::process::id();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid as u32 == own {
-            continue;
-        }
-        let dir = entry.path();
-        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
-            continue;
-        };
-        let Some((command, state, group)) = parse_stat(&stat) else {
-            continue;
-        };
-        if state == 'Z' || state == 'X' {
-            continue;
-        }
+    for LiveProcess {
+        pid,
+        dir,
+        command,
+        process_group,
+    } in live_processes()
+    {
         let marked = || {
             std::fs::read(dir.join("environ")).is_ok_and(|environ| {
                 environ
@@ -216,7 +199,7 @@ fn tree_members(tree: &Tree<'_>) -> Vec<Killed> {
                     .any(|entry| entry == marker.as_bytes())
             })
         };
-        let found_by = if pgid == Some(group) {
+        let found_by = if pgid == Some(process_group) {
             BY_PROCESS_GROUP
         } else if marked() {
             BY_CALL_MARKER
@@ -234,36 +217,9 @@ fn tree_members(tree: &Tree<'_>) -> Vec<Killed> {
     found
 }
 
-/// `(comm, state, pgrp)` from `/proc/PID/stat`; `comm` may contain spaces
-/// and parentheses, so it is the text between the first `(` and the last `)`.
-pub(super) fn parse_stat(stat: &str) -> Option<(String, char, i32)> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let command = stat.get(open + 1..close)?.to_owned();
-    let mut rest = stat.get(close + 1..)?.split_whitespace();
-    let state = rest.next()?.chars().next()?;
-    let _ppid = rest.next()?;
-    let group = rest.next()?.parse().ok()?;
-    Some((command, state, group))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_lines_with_odd_command_names_parse() {
-        assert_eq!(
-            parse_stat("42 (sleep) S 1 42 42 0 -1"),
-            Some(("sleep".to_owned(), 'S', 42))
-        );
-        assert_eq!(
-            parse_stat("7 (a (b) c) R 1 9 7 0"),
-            Some(("a (b) c".to_owned(), 'R', 9))
-        );
-        assert_eq!(parse_stat("garbage"), None);
-        assert_eq!(parse_stat("1 (x) "), None);
-    }
 
     #[test]
     fn only_processes_outside_the_group_are_signalled_one_by_one() {
