@@ -235,9 +235,9 @@ mod tests {
     use tokio::process::Command;
 
     use super::super::pipes::PIPE_DRAIN_TIMEOUT;
+    use super::super::procfs::live_processes;
     use super::super::program::find_program;
     use super::super::spec::Join;
-    use super::super::procfs::live_processes;
     use super::*;
 
     fn scope(call_id: &str, timeout: Duration) -> CallScope {

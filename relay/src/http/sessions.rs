@@ -352,6 +352,31 @@ async fn view(state: &AppState, session: &WorkSession) -> Result<Session, ApiErr
     })
 }
 
+/// A session's environment, for a call by `caller`: `410
+/// session_environment_deleted` (with `deleted`'s message) when it is gone,
+/// so the session cannot go on; the usual 404/403 of `invoke-tool` when it
+/// exists but the caller may not use it (it left the team).
+async fn session_environment(
+    state: &AppState,
+    caller: &Member,
+    id: &str,
+    deleted: impl FnOnce() -> String,
+) -> Result<Arc<EnvironmentRecord>, ApiError> {
+    match environment_for(state, caller, id, Intent::Use).await {
+        Err(error)
+            if error.status == StatusCode::NOT_FOUND
+                && state.store.environment(id).await?.is_none() =>
+        {
+            Err(ApiError::new(
+                StatusCode::GONE,
+                "session_environment_deleted",
+                deleted(),
+            ))
+        }
+        other => other,
+    }
+}
+
 /// How an environment stands for a session: its status now and why.
 struct Standing {
     presence: Option<Arc<Presence>>,
@@ -395,19 +420,10 @@ async fn lock(
     let (environment, reason) = match &session.requested {
         Requested::Sandbox => return Err(no_sandbox_provider("the session asks for a sandbox")),
         Requested::Environment(id) => {
-            let environment = environment_for(state, caller, id, Intent::Use)
-                .await
-                .map_err(|error| match error.status {
-                    StatusCode::NOT_FOUND => ApiError::new(
-                        StatusCode::GONE,
-                        "session_environment_deleted",
-                        format!(
-                            "the environment {id:?} this session asked for was deleted; \
-                             start a new session"
-                        ),
-                    ),
-                    _ => error,
-                })?;
+            let environment = session_environment(state, caller, id, || {
+                format!("the environment {id:?} this session asked for was deleted; start a new session")
+            })
+            .await?;
             let standing = standing(state, &environment).await;
             if !select::selectable(standing.status) {
                 return Err(ApiError::new(
@@ -539,20 +555,14 @@ pub async fn invoke(
     let Some(lock) = &session.lock else {
         return Err(session_not_found(&id));
     };
-    let environment = environment_for(&state, &caller, &lock.environment_id, Intent::Use)
-        .await
-        .map_err(|error| match error.status {
-            StatusCode::NOT_FOUND => ApiError::new(
-                StatusCode::GONE,
-                "session_environment_deleted",
-                format!(
-                    "session {} is locked to environment {:?} ({}), which was deleted; \
-                     a session never moves to another machine: start a new session",
-                    session.id, lock.environment_name, lock.environment_id
-                ),
-            ),
-            _ => error,
-        })?;
+    let environment = session_environment(&state, &caller, &lock.environment_id, || {
+        format!(
+            "session {} is locked to environment {:?} ({}), which was deleted; \
+             a session never moves to another machine: start a new session",
+            session.id, lock.environment_name, lock.environment_id
+        )
+    })
+    .await?;
     let standing = standing(&state, &environment).await;
     if standing.presence.is_none() || !select::selectable(standing.status) {
         return Err(ApiError::new(

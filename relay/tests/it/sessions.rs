@@ -571,6 +571,7 @@ async fn team_membership_changes_apply_at_once() {
         .request(Method::GET, &path, Some(&newcomer), None)
         .await;
     assert_eq!(status, StatusCode::OK, "the cached member was dropped");
+    let session = new_session(&relay, &newcomer, json!({ "environment": env })).await;
     let (status, _) = relay
         .request(
             Method::POST,
@@ -594,6 +595,10 @@ async fn team_membership_changes_apply_at_once() {
         .request(Method::GET, &path, Some(&newcomer), None)
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    // Its session's environment exists: not "deleted", just not its to use.
+    let (status, error) = refused_call(&relay, &newcomer, &session).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{error}");
+    assert_eq!(error["error"]["code"], "not_found", "{error}");
     let (status, error) = relay
         .request(
             Method::DELETE,
