@@ -39,7 +39,8 @@ pub async fn list(
     Ok(Json(EnvironmentList { environments }))
 }
 
-/// The API's view of an environment, with its live status.
+/// The API's view of an environment, with its live status (every answer
+/// that carries an environment carries it).
 async fn with_status(state: &AppState, environment: &EnvironmentRecord) -> Environment {
     let presence = state.router.presence(&environment.id).await;
     let (status, _) = status::compute(
@@ -86,7 +87,10 @@ pub async fn create(
     };
     state.store.insert_environment(&record).await?;
     tracing::info!(environment_id = %record.id, name = %record.name, scope = %record.scope, "environment created");
-    Ok((StatusCode::CREATED, Json(record.to_api())))
+    Ok((
+        StatusCode::CREATED,
+        Json(with_status(&state, &record).await),
+    ))
 }
 
 pub async fn get(
@@ -153,7 +157,7 @@ pub async fn update(
             .await;
     }
     state.seen.apply(&mut environment);
-    Ok(Json(environment.to_api()))
+    Ok(Json(with_status(&state, &environment).await))
 }
 
 pub async fn delete(

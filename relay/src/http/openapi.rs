@@ -220,7 +220,8 @@ fn hand_written() -> Value {
                         "install_browser_tools": { "type": "boolean" },
                         "policy": { "$ref": "#/components/schemas/Policy" },
                         "created_at": { "type": "string", "format": "date-time" },
-                        "last_seen": { "type": ["string", "null"], "format": "date-time" }
+                        "last_seen": { "type": ["string", "null"], "format": "date-time" },
+                        "status": { "$ref": "#/components/schemas/Status" }
                     }
                 },
                 "CreateEnvironment": {

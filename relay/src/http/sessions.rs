@@ -155,14 +155,13 @@ async fn requested(
     }
     let principal = agent.unwrap_or(caller);
     if let Some(id) = &principal.default_environment {
-        if state.store.environment(id).await?.is_none() {
+        if existing_environment(state, caller, id).await?.is_none() {
             return Err(default_deleted(
                 &format!("{} {:?}", principal.kind.as_str(), principal.name),
                 id,
                 &format!("set a new one with PATCH /members/{}", principal.id),
             ));
         }
-        environment_for(state, caller, id, Intent::Use).await?;
         return Ok((Requested::Environment(id.clone()), RequestedFrom::Agent));
     }
     for team in &principal.teams {
@@ -170,14 +169,13 @@ async fn requested(
             continue;
         };
         if let Some(id) = team.default_environment {
-            if state.store.environment(&id).await?.is_none() {
+            if existing_environment(state, caller, &id).await?.is_none() {
                 return Err(default_deleted(
                     &format!("team {:?}", team.name),
                     &id,
                     &format!("set a new one with PATCH /teams/{}", team.name),
                 ));
             }
-            environment_for(state, caller, &id, Intent::Use).await?;
             return Ok((Requested::Environment(id), RequestedFrom::Team));
         }
     }
@@ -352,29 +350,39 @@ async fn view(state: &AppState, session: &WorkSession) -> Result<Session, ApiErr
     })
 }
 
+/// An environment `caller` may use, `None` when it was deleted; the usual
+/// 404/403 when it exists but the caller may not use it (e.g. it left the
+/// team). Sessions and defaults name environments by id, and a deleted one
+/// must be told apart from one the caller cannot see.
+async fn existing_environment(
+    state: &AppState,
+    caller: &Member,
+    id: &str,
+) -> Result<Option<Arc<EnvironmentRecord>>, ApiError> {
+    match environment_for(state, caller, id, Intent::Use).await {
+        Ok(environment) => Ok(Some(environment)),
+        Err(error)
+            if error.status == StatusCode::NOT_FOUND
+                && state.store.environment(id).await?.is_none() =>
+        {
+            Ok(None)
+        }
+        Err(error) => Err(error),
+    }
+}
+
 /// A session's environment, for a call by `caller`: `410
 /// session_environment_deleted` (with `deleted`'s message) when it is gone,
-/// so the session cannot go on; the usual 404/403 of `invoke-tool` when it
-/// exists but the caller may not use it (it left the team).
+/// so the session cannot go on.
 async fn session_environment(
     state: &AppState,
     caller: &Member,
     id: &str,
     deleted: impl FnOnce() -> String,
 ) -> Result<Arc<EnvironmentRecord>, ApiError> {
-    match environment_for(state, caller, id, Intent::Use).await {
-        Err(error)
-            if error.status == StatusCode::NOT_FOUND
-                && state.store.environment(id).await?.is_none() =>
-        {
-            Err(ApiError::new(
-                StatusCode::GONE,
-                "session_environment_deleted",
-                deleted(),
-            ))
-        }
-        other => other,
-    }
+    existing_environment(state, caller, id)
+        .await?
+        .ok_or_else(|| ApiError::new(StatusCode::GONE, "session_environment_deleted", deleted()))
 }
 
 /// How an environment stands for a session: its status now and why.

@@ -30,3 +30,35 @@ async fn openapi_lists_every_route() {
         );
     }
 }
+
+/// Every `$ref` points at a schema the document has: the hand-written part
+/// and the schemas generated from types refer to each other.
+#[test]
+fn every_reference_resolves() {
+    fn refs(value: &serde_json::Value, found: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if let Some(serde_json::Value::String(target)) = map.get("$ref") {
+                    found.push(target.clone());
+                }
+                map.values().for_each(|child| refs(child, found));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|child| refs(child, found)),
+            _ => {}
+        }
+    }
+    let document = runner_relay::http::openapi::document();
+    let mut found = Vec::new();
+    refs(&document, &mut found);
+    assert!(
+        found.iter().any(|target| target.ends_with("/Session")),
+        "{found:?}"
+    );
+    for target in found {
+        let pointer = target.strip_prefix('#').unwrap_or(&target);
+        assert!(
+            document.pointer(pointer).is_some(),
+            "{target} does not resolve"
+        );
+    }
+}
