@@ -37,6 +37,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('env', 'env', [CompletionResultType]::ParameterValue, 'Create, list, show, update and delete execution environments')
             [CompletionResult]::new('token', 'token', [CompletionResultType]::ParameterValue, 'Generate, inspect and revoke an environment''s registration token')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Start, list, show and end sessions: calls that stay on one machine')
+            [CompletionResult]::new('approvals', 'approvals', [CompletionResultType]::ParameterValue, 'List, show, approve and deny calls that wait for a person''s approval')
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List the tools an environment offers (its runner''s catalogue, filtered by policy)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show an environment''s status, or with --local this machine''s runner as it sees itself')
             [CompletionResult]::new('invoke', 'invoke', [CompletionResultType]::ParameterValue, 'Run a tool on an environment''s runner and print its output')
@@ -444,6 +445,107 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
         'runner;session;help;help' {
             break
         }
+        'runner;approvals' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List approvals you may see, newest first (default: pending ones)')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one approval: the call in full (values of `env` masked), who asked, the rule, the decision, the call''s end and the webhook''s delivery')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Approve: the stored call runs once, exactly as asked. Approving again changes nothing')
+            [CompletionResult]::new('deny', 'deny', [CompletionResultType]::ParameterValue, 'Deny: the call never runs; its requester''s invoke exits 66')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'runner;approvals;list' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--status', '--status', [CompletionResultType]::ParameterName, 'Only approvals in this state')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Only approvals of this environment (id or name)')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;approvals;show' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait until the approval is settled (denied, expired, or approved and its call ended), up to this long: 90s, 10m, 1h')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;approvals;approve' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--comment', '--comment', [CompletionResultType]::ParameterName, 'Why, for the record (shown to the requester)')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;approvals;deny' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--comment', '--comment', [CompletionResultType]::ParameterName, 'Why, for the record (shown to the requester)')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;approvals;help' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List approvals you may see, newest first (default: pending ones)')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one approval: the call in full (values of `env` masked), who asked, the rule, the decision, the call''s end and the webhook''s delivery')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Approve: the stored call runs once, exactly as asked. Approving again changes nothing')
+            [CompletionResult]::new('deny', 'deny', [CompletionResultType]::ParameterValue, 'Deny: the call never runs; its requester''s invoke exits 66')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'runner;approvals;help;list' {
+            break
+        }
+        'runner;approvals;help;show' {
+            break
+        }
+        'runner;approvals;help;approve' {
+            break
+        }
+        'runner;approvals;help;deny' {
+            break
+        }
+        'runner;approvals;help;help' {
+            break
+        }
         'runner;tools' {
             [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
@@ -483,6 +585,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--arg', '--arg', [CompletionResultType]::ParameterName, 'Argument as KEY=VALUE (a string) or KEY:=JSON (a number, bool, list…)')
             [CompletionResult]::new('--args-json', '--args-json', [CompletionResultType]::ParameterName, 'All arguments as one JSON object (merged under --arg)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Seconds before the relay gives up and cancels the call (1–3600)')
+            [CompletionResult]::new('--wait-approval', '--wait-approval', [CompletionResultType]::ParameterName, 'When the tool needs a person''s approval, ask for one and wait up to DURATION (default 10m) for the decision and the call; its approval id goes to stderr. Denied or expired: exit 66; still pending: 75. Tools that need no approval run at once')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
             [CompletionResult]::new('--stream', '--stream', [CompletionResultType]::ParameterName, 'Print the tool''s output as it is produced, byte for byte (stdout to stdout, stderr to stderr: binary output can be piped), then exit with the tool''s exit code')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
@@ -739,6 +842,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('env', 'env', [CompletionResultType]::ParameterValue, 'Create, list, show, update and delete execution environments')
             [CompletionResult]::new('token', 'token', [CompletionResultType]::ParameterValue, 'Generate, inspect and revoke an environment''s registration token')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Start, list, show and end sessions: calls that stay on one machine')
+            [CompletionResult]::new('approvals', 'approvals', [CompletionResultType]::ParameterValue, 'List, show, approve and deny calls that wait for a person''s approval')
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List the tools an environment offers (its runner''s catalogue, filtered by policy)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show an environment''s status, or with --local this machine''s runner as it sees itself')
             [CompletionResult]::new('invoke', 'invoke', [CompletionResultType]::ParameterValue, 'Run a tool on an environment''s runner and print its output')
@@ -817,6 +921,25 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             break
         }
         'runner;help;session;end' {
+            break
+        }
+        'runner;help;approvals' {
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List approvals you may see, newest first (default: pending ones)')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one approval: the call in full (values of `env` masked), who asked, the rule, the decision, the call''s end and the webhook''s delivery')
+            [CompletionResult]::new('approve', 'approve', [CompletionResultType]::ParameterValue, 'Approve: the stored call runs once, exactly as asked. Approving again changes nothing')
+            [CompletionResult]::new('deny', 'deny', [CompletionResultType]::ParameterValue, 'Deny: the call never runs; its requester''s invoke exits 66')
+            break
+        }
+        'runner;help;approvals;list' {
+            break
+        }
+        'runner;help;approvals;show' {
+            break
+        }
+        'runner;help;approvals;approve' {
+            break
+        }
+        'runner;help;approvals;deny' {
             break
         }
         'runner;help;tools' {

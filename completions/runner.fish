@@ -40,6 +40,7 @@ complete -c runner -n "__fish_runner_needs_command" -f -a "login" -d 'Store the 
 complete -c runner -n "__fish_runner_needs_command" -f -a "env" -d 'Create, list, show, update and delete execution environments'
 complete -c runner -n "__fish_runner_needs_command" -f -a "token" -d 'Generate, inspect and revoke an environment\'s registration token'
 complete -c runner -n "__fish_runner_needs_command" -f -a "session" -d 'Start, list, show and end sessions: calls that stay on one machine'
+complete -c runner -n "__fish_runner_needs_command" -f -a "approvals" -d 'List, show, approve and deny calls that wait for a person\'s approval'
 complete -c runner -n "__fish_runner_needs_command" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
 complete -c runner -n "__fish_runner_needs_command" -f -a "status" -d 'Show an environment\'s status, or with --local this machine\'s runner as it sees itself'
 complete -c runner -n "__fish_runner_needs_command" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
@@ -340,6 +341,78 @@ complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_s
 complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "show" -d 'Show a session: its environment and that environment\'s status now, why it was chosen, last use and expiry'
 complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "end" -d 'End a session; later calls through it fail'
 complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and not __fish_seen_subcommand_from list show approve deny help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and not __fish_seen_subcommand_from list show approve deny help" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and not __fish_seen_subcommand_from list show approve deny help" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and not __fish_seen_subcommand_from list show approve deny help" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand approvals; and not __fish_seen_subcommand_from list show approve deny help" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand approvals; and not __fish_seen_subcommand_from list show approve deny help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and not __fish_seen_subcommand_from list show approve deny help" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and not __fish_seen_subcommand_from list show approve deny help" -f -a "list" -d 'List approvals you may see, newest first (default: pending ones)'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and not __fish_seen_subcommand_from list show approve deny help" -f -a "show" -d 'Show one approval: the call in full (values of `env` masked), who asked, the rule, the decision, the call\'s end and the webhook\'s delivery'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and not __fish_seen_subcommand_from list show approve deny help" -f -a "approve" -d 'Approve: the stored call runs once, exactly as asked. Approving again changes nothing'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and not __fish_seen_subcommand_from list show approve deny help" -f -a "deny" -d 'Deny: the call never runs; its requester\'s invoke exits 66'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and not __fish_seen_subcommand_from list show approve deny help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from list" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from list" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from list" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from list" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from list" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from list" -l status -d 'Only approvals in this state' -r -f -a "pending\t''
+approved\t''
+denied\t''
+expired\t''
+all\t''"
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from list" -l env -d 'Only approvals of this environment (id or name)' -r
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from list" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from list" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from show" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from show" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from show" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from show" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from show" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from show" -l wait -d 'Wait until the approval is settled (denied, expired, or approved and its call ended), up to this long: 90s, 10m, 1h' -r
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from show" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from show" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from show" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from approve" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from approve" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from approve" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from approve" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from approve" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from approve" -l comment -d 'Why, for the record (shown to the requester)' -r
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from approve" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from approve" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from approve" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from approve" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from deny" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from deny" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from deny" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from deny" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from deny" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from deny" -l comment -d 'Why, for the record (shown to the requester)' -r
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from deny" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from deny" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from deny" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from deny" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from help" -f -a "list" -d 'List approvals you may see, newest first (default: pending ones)'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from help" -f -a "show" -d 'Show one approval: the call in full (values of `env` masked), who asked, the rule, the decision, the call\'s end and the webhook\'s delivery'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from help" -f -a "approve" -d 'Approve: the stored call runs once, exactly as asked. Approving again changes nothing'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from help" -f -a "deny" -d 'Deny: the call never runs; its requester\'s invoke exits 66'
+complete -c runner -n "__fish_runner_using_subcommand approvals; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c runner -n "__fish_runner_using_subcommand tools" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand tools" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand tools" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -374,6 +447,7 @@ complete -c runner -n "__fish_runner_using_subcommand invoke" -l session -d 'Run
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l arg -d 'Argument as KEY=VALUE (a string) or KEY:=JSON (a number, bool, list…)' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l args-json -d 'All arguments as one JSON object (merged under --arg)' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l timeout -d 'Seconds before the relay gives up and cancels the call (1–3600)' -r
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l wait-approval -d 'When the tool needs a person\'s approval, ask for one and wait up to DURATION (default 10m) for the decision and the call; its approval id goes to stderr. Denied or expired: exit 66; still pending: 75. Tools that need no approval run at once' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l stream -d 'Print the tool\'s output as it is produced, byte for byte (stdout to stdout, stderr to stderr: binary output can be piped), then exit with the tool\'s exit code'
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l json -d 'Print machine-readable JSON instead of text'
@@ -540,22 +614,23 @@ json\t''"
 complete -c runner -n "__fish_runner_using_subcommand generate-assets" -l out -d 'Repository root to write into' -r -F
 complete -c runner -n "__fish_runner_using_subcommand generate-assets" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand generate-assets" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "register" -d 'Check a registration token against the relay and store it for `runner run`'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "unregister" -d 'Remove the stored registration (config and token)'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "run" -d 'Connect to the relay and execute tool calls until stopped'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "login" -d 'Store the relay URL and an API key for the admin commands'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "env" -d 'Create, list, show, update and delete execution environments'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "token" -d 'Generate, inspect and revoke an environment\'s registration token'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "session" -d 'Start, list, show and end sessions: calls that stay on one machine'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "status" -d 'Show an environment\'s status, or with --local this machine\'s runner as it sees itself'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "doctor" -d 'Explain what is wrong when the runner can\'t connect'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "service" -d 'Install, start, stop and inspect the runner as a system service'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "update" -d 'Update this binary from the release mirror (default: the registered relay)'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "policy" -d 'Check commands against a permission file and lint permission files'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "generate-assets" -d 'Regenerate completions/ and man/ from these definitions (for developers)'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session tools status invoke doctor service update policy generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "register" -d 'Check a registration token against the relay and store it for `runner run`'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "unregister" -d 'Remove the stored registration (config and token)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "run" -d 'Connect to the relay and execute tool calls until stopped'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "login" -d 'Store the relay URL and an API key for the admin commands'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "env" -d 'Create, list, show, update and delete execution environments'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "token" -d 'Generate, inspect and revoke an environment\'s registration token'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "session" -d 'Start, list, show and end sessions: calls that stay on one machine'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "approvals" -d 'List, show, approve and deny calls that wait for a person\'s approval'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "status" -d 'Show an environment\'s status, or with --local this machine\'s runner as it sees itself'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "doctor" -d 'Explain what is wrong when the runner can\'t connect'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "service" -d 'Install, start, stop and inspect the runner as a system service'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "update" -d 'Update this binary from the release mirror (default: the registered relay)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "policy" -d 'Check commands against a permission file and lint permission files'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "generate-assets" -d 'Regenerate completions/ and man/ from these definitions (for developers)'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login env token session approvals tools status invoke doctor service update policy generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "create" -d 'Create an environment'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "list" -d 'List the environments you can see'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "show" -d 'Show one environment'
@@ -568,6 +643,10 @@ complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subc
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "list" -d 'List your sessions (every session for organisation admins)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "show" -d 'Show a session: its environment and that environment\'s status now, why it was chosen, last use and expiry'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from session" -f -a "end" -d 'End a session; later calls through it fail'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from approvals" -f -a "list" -d 'List approvals you may see, newest first (default: pending ones)'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from approvals" -f -a "show" -d 'Show one approval: the call in full (values of `env` masked), who asked, the rule, the decision, the call\'s end and the webhook\'s delivery'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from approvals" -f -a "approve" -d 'Approve: the stored call runs once, exactly as asked. Approving again changes nothing'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from approvals" -f -a "deny" -d 'Deny: the call never runs; its requester\'s invoke exits 66'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "install" -d 'Write the service definition and /etc/runner/env, create the user, enable and start it'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "uninstall" -d 'Stop and remove the service (keeps /etc/runner/env unless --purge)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "start" -d 'Start the service'

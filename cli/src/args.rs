@@ -129,6 +129,23 @@ pub enum Command {
     )]
     Session(SessionCommand),
 
+    /// List, show, approve and deny calls that wait for a person's approval.
+    ///
+    /// A tool an environment's policy lists under approval_required runs
+    /// only once someone else who may manage the environment approves the
+    /// exact call (`runner invoke … --wait-approval` asks and waits):
+    ///
+    ///   runner approvals list                      # pending ones you may decide
+    ///   runner approvals show apr_…                # the call in full (env values masked)
+    ///   runner approvals approve apr_… --comment 'ticket 123'
+    ///   runner approvals deny apr_… --comment 'not during the freeze'
+    #[command(
+        subcommand,
+        verbatim_doc_comment,
+        about = "List, show, approve and deny calls that wait for a person's approval"
+    )]
+    Approvals(ApprovalsCommand),
+
     /// List the tools an environment offers (its runner's catalogue, filtered by policy).
     Tools(EnvTarget),
 
@@ -660,6 +677,66 @@ pub struct SessionTarget {
     pub api: ApiArgs,
 }
 
+#[derive(Debug, Subcommand)]
+#[command(defer = true)]
+pub enum ApprovalsCommand {
+    /// List approvals you may see, newest first (default: pending ones).
+    List(ApprovalsListArgs),
+    /// Show one approval: the call in full (values of `env` masked), who
+    /// asked, the rule, the decision, the call's end and the webhook's
+    /// delivery.
+    Show(ApprovalShowArgs),
+    /// Approve: the stored call runs once, exactly as asked. Approving
+    /// again changes nothing.
+    Approve(ApprovalDecideArgs),
+    /// Deny: the call never runs; its requester's invoke exits 66.
+    Deny(ApprovalDecideArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApprovalStatusArg {
+    Pending,
+    Approved,
+    Denied,
+    Expired,
+    All,
+}
+
+#[derive(Debug, Args)]
+pub struct ApprovalsListArgs {
+    /// Only approvals in this state.
+    #[arg(long, value_enum, default_value = "pending")]
+    pub status: ApprovalStatusArg,
+    /// Only approvals of this environment (id or name).
+    #[arg(long, value_name = "ENV")]
+    pub env: Option<String>,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ApprovalShowArgs {
+    /// Approval id (`apr_…`).
+    pub approval: String,
+    /// Wait until the approval is settled (denied, expired, or approved and
+    /// its call ended), up to this long: 90s, 10m, 1h.
+    #[arg(long, value_name = "DURATION", value_parser = crate::commands::approvals::parse_wait)]
+    pub wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ApprovalDecideArgs {
+    /// Approval id (`apr_…`).
+    pub approval: String,
+    /// Why, for the record (shown to the requester).
+    #[arg(long, value_name = "TEXT")]
+    pub comment: Option<String>,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
 #[derive(Debug, Args)]
 pub struct InvokeArgs {
     /// The environment (id or name), then the tool (e.g. shell, file_read,
@@ -686,6 +763,13 @@ pub struct InvokeArgs {
     /// with the tool's exit code.
     #[arg(long)]
     pub stream: bool,
+    /// When the tool needs a person's approval, ask for one and wait up to
+    /// DURATION (default 10m) for the decision and the call; its approval id
+    /// goes to stderr. Denied or expired: exit 66; still pending: 75.
+    /// Tools that need no approval run at once.
+    #[arg(long, value_name = "DURATION", num_args = 0..=1, require_equals = true,
+          default_missing_value = "10m", value_parser = crate::commands::approvals::parse_wait)]
+    pub wait_approval: Option<std::time::Duration>,
     #[command(flatten)]
     pub api: ApiArgs,
 }

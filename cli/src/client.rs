@@ -273,7 +273,15 @@ pub fn status_error(status: StatusCode, body: &[u8]) -> ExitError {
         ),
         StatusCode::FORBIDDEN => (
             exit::FORBIDDEN,
-            Some("an admin can change the environment's policy (`runner env update`)".to_owned()),
+            match detail.as_ref().map(|detail| detail.code.as_str()) {
+                Some("approval_required") => Some(
+                    "add --wait-approval to ask a person to approve this call, and wait".to_owned(),
+                ),
+                Some("approval_denied" | "approval_expired" | "not_an_approver") => None,
+                _ => Some(
+                    "an admin can change the environment's policy (`runner env update`)".to_owned(),
+                ),
+            },
         ),
         StatusCode::NOT_FOUND => (exit::NOT_FOUND, None),
         StatusCode::GONE => (

@@ -236,6 +236,18 @@ pub struct InvokeRequest {
     /// the first call's result (waiting for it if it is still running).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// For a tool that needs a person's approval: refuse (default) or ask
+    /// for one (docs/approvals.md).
+    #[serde(default, skip_serializing_if = "is_refuse")]
+    pub on_approval: crate::approvals::OnApproval,
+    /// With `on_approval: wait`: seconds (1–300) to hold the request for
+    /// the decision and the call's end before answering 202.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_wait_s: Option<u64>,
+}
+
+fn is_refuse(on_approval: &crate::approvals::OnApproval) -> bool {
+    *on_approval == crate::approvals::OnApproval::Refuse
 }
 
 fn empty_object() -> Value {

@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod approvals;
 pub mod members;
 pub mod sessions;
 pub mod tools;

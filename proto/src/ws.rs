@@ -236,6 +236,11 @@ pub struct Call {
     /// nobody watches should not cross the socket.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
+    /// The approval a person gave this call (docs/approvals.md): a tool
+    /// the policy lists under `approval_required` runs only with one. The
+    /// runner trusts it as it trusts the policy: both come from the relay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<String>,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -506,6 +511,7 @@ mod tests {
             timeout_s: 30,
             epoch: 0,
             stream: false,
+            approval_id: None,
         });
         assert_eq!(
             serde_json::to_value(&call).ok(),

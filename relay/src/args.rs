@@ -24,6 +24,14 @@ pub const ENV_STREAM_KEEP_ALIVE: &str = "RUNNER_RELAY_STREAM_KEEP_ALIVE";
 pub const ENV_OUTPUT_STALL_TIMEOUT: &str = "RUNNER_RELAY_OUTPUT_STALL_TIMEOUT";
 /// `--session-idle-timeout`.
 pub const ENV_SESSION_IDLE_TIMEOUT: &str = "RUNNER_RELAY_SESSION_IDLE_TIMEOUT";
+/// `--approval-ttl`.
+pub const ENV_APPROVAL_TTL: &str = "RUNNER_RELAY_APPROVAL_TTL";
+/// `--approval-webhook`.
+pub const ENV_APPROVAL_WEBHOOK: &str = "RUNNER_RELAY_APPROVAL_WEBHOOK";
+/// `--approval-webhook-secret-file`.
+pub const ENV_APPROVAL_WEBHOOK_SECRET_FILE: &str = "RUNNER_RELAY_APPROVAL_WEBHOOK_SECRET_FILE";
+/// `--public-url`.
+pub const ENV_PUBLIC_URL: &str = "RUNNER_RELAY_PUBLIC_URL";
 /// `--max-handshakes`.
 pub const ENV_MAX_HANDSHAKES: &str = "RUNNER_RELAY_MAX_HANDSHAKES";
 /// Env var of `--releases-dir`.
@@ -84,7 +92,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the relay.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Manage members, API keys and teams in the relay's store.
     Admin(AdminArgs),
     /// Start a relay and a local runner in one command, for development.
@@ -142,6 +150,28 @@ pub struct ServeArgs {
           default_value_t = crate::sessions::DEFAULT_IDLE_TIMEOUT_S,
           value_parser = positive_seconds, value_name = "SECONDS")]
     pub session_idle_timeout: u64,
+    /// Seconds an approval (a call to a tool that needs a person's
+    /// approval, asked with `"on_approval": "wait"`) stays open; one not
+    /// decided by then expires, which counts as denied.
+    #[arg(long, env = ENV_APPROVAL_TTL,
+          default_value_t = runner_proto::approvals::DEFAULT_APPROVAL_TTL_S,
+          value_parser = positive_seconds, value_name = "SECONDS")]
+    pub approval_ttl: u64,
+    /// Post each new approval to this URL (JSON a chat tool can post,
+    /// signed with HMAC-SHA256: docs/approvals.md). Needs
+    /// --approval-webhook-secret-file.
+    #[arg(long, env = ENV_APPROVAL_WEBHOOK, value_name = "URL",
+          requires = "approval_webhook_secret_file")]
+    pub approval_webhook: Option<String>,
+    /// File holding the webhook's signing secret (at least 16 characters;
+    /// readable by its owner only, else the relay refuses to start).
+    #[arg(long, env = ENV_APPROVAL_WEBHOOK_SECRET_FILE, value_name = "FILE",
+          requires = "approval_webhook")]
+    pub approval_webhook_secret_file: Option<PathBuf>,
+    /// The URL people and runners reach this relay at (e.g. behind a proxy),
+    /// for the links the relay sends out (approval webhooks).
+    #[arg(long, env = ENV_PUBLIC_URL, value_name = "URL")]
+    pub public_url: Option<String>,
     /// Runner connections allowed between their request and their
     /// `welcome` at once; more wait up to 5 s for a slot (at most 64 per
     /// slot), else are answered 503 with Retry-After (runners retry with

@@ -64,11 +64,34 @@ pub fn check(
     args: &Value,
     workspace: Option<&str>,
 ) -> Result<Verdict, Refusal> {
+    let verdict = check_approved(policy, tier, tool, args, workspace)?;
+    if approval_rule(policy, tool).is_some() {
+        return Err(Refusal::ApprovalRequired(tool.to_owned()));
+    }
+    Ok(verdict)
+}
+
+/// The rule that makes a call of `tool` need a person's approval, if any,
+/// in words an approver reads.
+pub fn approval_rule(policy: &Policy, tool: &str) -> Option<String> {
+    policy
+        .approval_required
+        .iter()
+        .any(|name| name == tool)
+        .then(|| format!("the environment requires approval for tool {tool:?}"))
+}
+
+/// [`check`] without the approval requirement: for a call that a person
+/// approves (checked again when it runs, as the policy may have changed).
+pub fn check_approved(
+    policy: &Policy,
+    tier: Tier,
+    tool: &str,
+    args: &Value,
+    workspace: Option<&str>,
+) -> Result<Verdict, Refusal> {
     if !tool_allowed(policy, tool) {
         return Err(Refusal::ToolNotAllowed(tool.to_owned()));
-    }
-    if policy.approval_required.iter().any(|name| name == tool) {
-        return Err(Refusal::ApprovalRequired(tool.to_owned()));
     }
     if !FILE_TOOLS.contains(&tool) {
         return Ok(Verdict::Allowed);

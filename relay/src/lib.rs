@@ -10,6 +10,7 @@
 
 pub mod access;
 pub mod admission;
+pub mod approvals;
 pub mod args;
 pub mod clock;
 pub mod commands;
@@ -36,6 +37,7 @@ pub mod state;
 pub mod status;
 pub mod store;
 pub mod tls;
+pub mod webhook;
 
 use std::time::Duration;
 

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::admission::Admission;
+use crate::approvals::ApprovalWaiters;
 use crate::ratelimit::FailureLimiter;
 use crate::read_cache::ReadCache;
 use crate::releases::LatestVersion;
@@ -21,6 +22,7 @@ use crate::session_usage::SessionUsage;
 use crate::sessions::DEFAULT_IDLE_TIMEOUT_S;
 use crate::status::{self, CallHealth};
 use crate::store::{Store, StoreError};
+use crate::webhook::Webhook;
 
 /// What a relay is built from. Tests pass a manual clock.
 #[derive(Debug, Clone)]
@@ -112,6 +114,14 @@ pub struct AppState {
     /// Seconds a new work session may stay unused before it expires
     /// (`serve --session-idle-timeout`).
     pub session_idle_timeout_s: u64,
+    /// Wakes requests waiting on an approval.
+    pub approvals: Arc<ApprovalWaiters>,
+    /// How long an approval stays open (`serve --approval-ttl`).
+    pub approval_ttl: time::Duration,
+    /// Where new approvals are announced (`serve --approval-webhook`).
+    pub webhook: Option<Arc<Webhook>>,
+    /// The URL people reach this relay at (`serve --public-url`), for links.
+    pub public_url: Option<Arc<str>>,
 }
 
 impl AppState {
@@ -121,6 +131,7 @@ impl AppState {
         let journal = Arc::new(JournalWriter::new(config.store.clone()));
         let reads = Arc::new(ReadCache::new(!config.store.shared()));
         let sessions = Arc::new(SessionUsage::new(!config.store.shared()));
+        let approvals = Arc::new(ApprovalWaiters::new(config.store.shared()));
         let router = Arc::new(JournaledRouter::new(
             local.clone(),
             config.store.clone(),
@@ -147,7 +158,37 @@ impl AppState {
             failures: Arc::new(FailureLimiter::default()),
             sessions,
             session_idle_timeout_s: DEFAULT_IDLE_TIMEOUT_S,
+            approvals,
+            approval_ttl: time::Duration::seconds(
+                runner_proto::approvals::DEFAULT_APPROVAL_TTL_S as i64,
+            ),
+            webhook: None,
+            public_url: None,
         }
+    }
+
+    /// Approvals expire `ttl` after they are asked for.
+    pub fn with_approval_ttl(mut self, ttl: Duration) -> Self {
+        self.approval_ttl = time::Duration::try_from(ttl).unwrap_or(time::Duration::MAX);
+        self
+    }
+
+    /// Announce new approvals to `webhook`.
+    pub fn with_approval_webhook(mut self, webhook: Arc<Webhook>) -> Self {
+        self.webhook = Some(webhook);
+        self
+    }
+
+    /// Links (webhook payloads) point at `url`.
+    pub fn with_public_url(mut self, url: &str) -> Self {
+        self.public_url = Some(url.trim_end_matches('/').into());
+        self
+    }
+
+    /// Where a person reads and decides an approval.
+    pub fn approval_link(&self, id: &str) -> String {
+        let base = self.public_url.as_deref().unwrap_or("");
+        format!("{base}/approvals/{id}")
     }
 
     /// New work sessions expire after `seconds` unused.

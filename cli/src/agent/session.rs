@@ -669,8 +669,14 @@ impl Calls {
                             output: call.stream.then(|| out.clone()),
                             binary_output,
                         };
-                        let outcome =
-                            tools::dispatch(&call.tool, call.args, &context, &scope).await;
+                        let outcome = tools::dispatch(
+                            &call.tool,
+                            call.args,
+                            call.approval_id.as_deref(),
+                            &context,
+                            &scope,
+                        )
+                        .await;
                         in_flight.fetch_sub(1, Ordering::Relaxed);
                         outcome
                     }

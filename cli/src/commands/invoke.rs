@@ -8,6 +8,7 @@ use reqwest::Method;
 use runner_proto::api::{
     stream_frame, InvokeRequest, InvokeResponse, DEFAULT_TIMEOUT_S, STREAM_MEDIA_TYPE,
 };
+use runner_proto::approvals::{ApprovalTicket, OnApproval};
 use serde_json::{Map, Value};
 
 use crate::args::InvokeArgs;
@@ -66,6 +67,35 @@ fn invoke_request(tool: String, args: Value, flags: &InvokeArgs) -> InvokeReques
         args,
         timeout_s: flags.timeout,
         call_id: None,
+        on_approval: if flags.wait_approval.is_some() {
+            OnApproval::Wait
+        } else {
+            OnApproval::Refuse
+        },
+        approval_wait_s: None,
+    }
+}
+
+/// What an `invoke-tool` answers with success: the call's answer, or (with
+/// `"on_approval": "wait"`) the approval it waits for.
+#[derive(Debug, serde::Deserialize)]
+#[serde(untagged)]
+enum Answer {
+    Approval(ApprovalTicket),
+    Done(InvokeResponse),
+}
+
+impl Answer {
+    /// The call's answer, after waiting for its approval if it needs one.
+    async fn settle(self, client: &ApiClient, args: &InvokeArgs) -> Result<InvokeResponse> {
+        match self {
+            Answer::Done(response) => Ok(response),
+            Answer::Approval(ticket) => {
+                // Only sent for --wait-approval, so it is set.
+                let wait = args.wait_approval.unwrap_or(Duration::from_secs(600));
+                crate::commands::approvals::wait_for_call(client, &ticket, wait).await
+            }
+        }
     }
 }
 
@@ -155,11 +185,12 @@ async fn invoke(
 ) -> Result<u8> {
     let wait = Duration::from_secs(args.timeout.unwrap_or(DEFAULT_TIMEOUT_S)) + TIMEOUT_MARGIN;
     if args.stream {
-        return stream(client, path, request, wait, args.api.json).await;
+        return stream(client, path, request, wait, args).await;
     }
-    let response: InvokeResponse = client
+    let answer_or_ticket: Answer = client
         .request(Method::POST, path, Some(request), wait)
         .await?;
+    let response = answer_or_ticket.settle(client, args).await?;
     answer(&response, args.api.json)
 }
 
@@ -187,8 +218,9 @@ async fn stream(
     path: &str,
     request: &InvokeRequest,
     wait: Duration,
-    json: bool,
+    args: &InvokeArgs,
 ) -> Result<u8> {
+    let json = args.api.json;
     let mut response = client
         .send_raw(Method::POST, path, request, STREAM_MEDIA_TYPE, wait)
         .await?;
@@ -202,9 +234,12 @@ async fn stream(
             .bytes()
             .await
             .map_err(|error| anyhow::anyhow!("reading the answer failed: {error}"))?;
-        let response: InvokeResponse = serde_json::from_slice(&bytes).map_err(|error| {
+        // Not streamed: a relay that does not stream, or an approval to
+        // wait for (an approved call's output comes whole, at its end).
+        let answer_or_ticket: Answer = serde_json::from_slice(&bytes).map_err(|error| {
             anyhow::anyhow!("the relay's answer is not what this runner version expects: {error}")
         })?;
+        let response = answer_or_ticket.settle(client, args).await?;
         return answer(&response, json);
     }
     let mut frames = stream_frame::Reader::new(MAX_CONTROL_FRAME);

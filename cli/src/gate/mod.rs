@@ -38,9 +38,10 @@ pub struct Gate<'a> {
 }
 
 impl Gate<'_> {
-    /// Whether the environment's policy lets `tool` run.
-    pub fn tool(&self, tool: &str) -> Result<(), String> {
-        policy_allows(self.policy, tool)
+    /// Whether the environment's policy lets `tool` run; `approval`: the
+    /// approval a person gave this call, if any.
+    pub fn tool(&self, tool: &str, approval: Option<&str>) -> Result<(), String> {
+        policy_allows(self.policy, tool, approval)
     }
 
     /// `line` with the call's `env`, in `workdir` (relative: inside the
@@ -119,8 +120,9 @@ fn denied(summary: &str) -> String {
     format!("denied by the runner's permission file: {summary}")
 }
 
-/// Whether the environment's policy lets `tool` run.
-pub fn policy_allows(policy: &Policy, tool: &str) -> Result<(), String> {
+/// Whether the environment's policy lets `tool` run: on the allow-list,
+/// and approved by a person if the policy says it must be.
+pub fn policy_allows(policy: &Policy, tool: &str, approval: Option<&str>) -> Result<(), String> {
     if tool == runner_proto::tools::PING {
         return Ok(());
     }
@@ -131,7 +133,7 @@ pub fn policy_allows(policy: &Policy, tool: &str) -> Result<(), String> {
             ));
         }
     }
-    if policy.approval_required.iter().any(|t| t == tool) {
+    if approval.is_none() && policy.approval_required.iter().any(|t| t == tool) {
         return Err(format!(
             "tool {tool:?} needs a person's approval and cannot be called directly"
         ));
@@ -197,10 +199,15 @@ mod tests {
             file_paths: vec![],
             approval_required: vec!["git".into()],
         };
-        assert!(policy_allows(&policy, "shell").is_ok());
-        assert!(policy_allows(&policy, "ping").is_ok());
-        assert!(policy_allows(&policy, "file_write").is_err());
-        assert!(policy_allows(&policy, "git").is_err());
+        assert!(policy_allows(&policy, "shell", None).is_ok());
+        assert!(policy_allows(&policy, "ping", None).is_ok());
+        assert!(policy_allows(&policy, "file_write", None).is_err());
+        assert!(policy_allows(&policy, "git", None).is_err());
+        assert!(policy_allows(&policy, "git", Some("apr_1")).is_ok());
+        assert!(
+            policy_allows(&policy, "file_write", Some("apr_1")).is_err(),
+            "an approval does not widen the allow-list"
+        );
     }
 
     #[test]

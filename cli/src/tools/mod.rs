@@ -48,10 +48,11 @@ pub fn catalogue() -> Vec<runner_proto::ws::ToolSpec> {
 pub async fn dispatch(
     tool: &str,
     args: Value,
+    approval: Option<&str>,
     context: &ToolContext,
     scope: &CallScope,
 ) -> ToolOutcome {
-    if let Err(reason) = context.gate().tool(tool) {
+    if let Err(reason) = context.gate().tool(tool, approval) {
         return ToolOutcome::error(reason);
     }
     if !args.is_object() {
@@ -104,7 +105,7 @@ mod tests {
             binary_output: true,
         };
         let args = serde_json::json!({"command": "true"});
-        let future = dispatch("shell", args.clone(), &context, &scope);
+        let future = dispatch("shell", args.clone(), None, &context, &scope);
         // Debug builds lay futures out larger than release builds; the
         // bound holds for both, and an inline shell state breaks it in both.
         let size = std::mem::size_of_val(&future);
@@ -112,7 +113,7 @@ mod tests {
         // It still runs the tool.
         let outcome = future.await;
         assert_eq!(outcome.exit_code, Some(0), "{:?}", outcome.error);
-        let pong = dispatch("ping", args.clone(), &context, &scope).await;
+        let pong = dispatch("ping", args.clone(), None, &context, &scope).await;
         assert_eq!(pong.result, args);
     }
 }

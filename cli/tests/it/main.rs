@@ -3,6 +3,7 @@
 
 mod support;
 
+mod approvals;
 mod autoupdate;
 mod backlog;
 mod cli;

@@ -20,7 +20,7 @@ use crate::store::{self, Store};
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     init_logging(cli.log_format, cli.access_log);
     match cli.command {
-        Command::Serve(args) => serve::run(args).await,
+        Command::Serve(args) => serve::run(*args).await,
         Command::Admin(args) => admin::run(args).await,
         Command::Dev(args) => dev::run(args).await,
     }

@@ -46,6 +46,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             "PostgreSQL without --nats-url: this relay reaches only the runners connected to it"
         );
     }
+    let webhook = match (&args.approval_webhook, &args.approval_webhook_secret_file) {
+        (Some(url), Some(secret)) => Some(Arc::new(crate::webhook::Webhook::load(url, secret)?)),
+        _ => None,
+    };
     // Bound before anything is created or printed: a relay that cannot
     // listen must not consume the shown-once admin key.
     let listener = bind(args.listen).map_err(|error| bind_error(args.listen, error))?;
@@ -68,7 +72,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     let mut state = AppState::new(config.clone())
         .with_max_handshakes(args.max_handshakes)
-        .with_session_idle_timeout(args.session_idle_timeout);
+        .with_session_idle_timeout(args.session_idle_timeout)
+        .with_approval_ttl(Duration::from_secs(args.approval_ttl));
+    if let Some(webhook) = webhook {
+        tracing::info!(?webhook, "announcing approvals to the webhook");
+        state = state.with_approval_webhook(webhook);
+    }
+    if let Some(url) = &args.public_url {
+        state = state.with_public_url(url);
+    }
     state.drain_grace = Duration::from_secs(args.drain_grace);
     if let Some(nats_url) = &args.nats_url {
         let cluster = ClusterConfig {
@@ -153,6 +165,13 @@ fn prune_journal(store: Arc<dyn Store>, clock: Arc<dyn Clock>, shutdown: Cancell
                 Ok(Ok(pruned)) => tracing::info!(pruned, "pruned ended and expired sessions"),
                 Ok(Err(error)) => tracing::warn!(%error, "could not prune sessions"),
                 Err(_elapsed) => tracing::warn!("pruning sessions timed out"),
+            }
+            // Approvals too: their calls' results are in the journal.
+            match tokio::time::timeout(JOURNAL_PRUNE_TIMEOUT, store.prune_approvals(before)).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(pruned)) => tracing::info!(pruned, "pruned old approvals"),
+                Ok(Err(error)) => tracing::warn!(%error, "could not prune approvals"),
+                Err(_elapsed) => tracing::warn!("pruning approvals timed out"),
             }
         }
     });

@@ -34,11 +34,13 @@ use runner_proto::api::{
     stream_frame, ErrorBody, ErrorDetail, InvokeRequest, InvokeResponse, DEFAULT_TIMEOUT_S,
     MAX_TIMEOUT_S, STREAM_MEDIA_TYPE,
 };
+use runner_proto::approvals::{OnApproval, MAX_APPROVAL_WAIT_S};
 use runner_proto::ws::{utf8_boundary, Call, CallResult, Stream};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
+use super::approvals;
 use super::auth::{environment_for, Caller, Intent};
 use super::error::{ApiError, RawBody};
 use crate::enforcement::{self, Refusal};
@@ -112,9 +114,37 @@ pub fn parse_request(body: &[u8]) -> Result<InvokeRequest, ApiError> {
             )))
         }
     };
+    let on_approval = match fields.remove("on_approval") {
+        None | Some(Value::Null) => OnApproval::Refuse,
+        Some(Value::String(text)) if text == "refuse" => OnApproval::Refuse,
+        Some(Value::String(text)) if text == "wait" => OnApproval::Wait,
+        Some(value) => {
+            return Err(ApiError::bad_request(format!(
+                "field \"on_approval\" must be \"refuse\" or \"wait\" (got {value})"
+            )))
+        }
+    };
+    let approval_wait_s = match fields.remove("approval_wait_s") {
+        None | Some(Value::Null) => None,
+        Some(value) => Some(
+            value
+                .as_u64()
+                .filter(|seconds| (1..=MAX_APPROVAL_WAIT_S).contains(seconds))
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "field \"approval_wait_s\" must be an integer from 1 to {MAX_APPROVAL_WAIT_S} (got {value})"
+                    ))
+                })?,
+        ),
+    };
+    if approval_wait_s.is_some() && on_approval != OnApproval::Wait {
+        return Err(ApiError::bad_request(
+            "field \"approval_wait_s\" needs \"on_approval\": \"wait\"",
+        ));
+    }
     if let Some(unknown) = fields.keys().next() {
         return Err(ApiError::bad_request(format!(
-            "unknown field {unknown:?}; expected \"tool_name\", \"args\", \"timeout_s\", \"call_id\""
+            "unknown field {unknown:?}; expected \"tool_name\", \"args\", \"timeout_s\", \"call_id\", \"on_approval\", \"approval_wait_s\""
         )));
     }
     Ok(InvokeRequest {
@@ -122,6 +152,8 @@ pub fn parse_request(body: &[u8]) -> Result<InvokeRequest, ApiError> {
         args,
         timeout_s: Some(timeout_s),
         call_id,
+        on_approval,
+        approval_wait_s,
     })
 }
 
@@ -133,17 +165,27 @@ fn valid_call_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))
 }
 
-fn refusal(refusal: Refusal) -> ApiError {
+/// The API error of a policy refusal.
+pub(super) fn refusal_error(refusal: Refusal) -> ApiError {
     let code = match refusal {
         Refusal::ToolNotAllowed(_) => "tool_not_allowed",
-        Refusal::ApprovalRequired(_) => "approval_required",
+        Refusal::ApprovalRequired(_) => {
+            return ApiError::new(
+                StatusCode::FORBIDDEN,
+                "approval_required",
+                format!(
+                    "{refusal}; to ask a person for it, send \"on_approval\": \"wait\" \
+                     (`runner invoke --wait-approval`)"
+                ),
+            )
+        }
         Refusal::PathNotAllowed(_) | Refusal::NoFilePaths => "path_not_allowed",
         Refusal::MissingPath(_) => return ApiError::bad_request(refusal.to_string()),
     };
     ApiError::new(StatusCode::FORBIDDEN, code, refusal.to_string())
 }
 
-fn not_connected(environment_id: &str) -> ApiError {
+pub(super) fn not_connected(environment_id: &str) -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "runner_not_connected",
@@ -154,13 +196,20 @@ fn not_connected(environment_id: &str) -> ApiError {
 /// Cancels the call on the runner if the handler stops waiting for any
 /// reason other than a result (timeout, or the HTTP client went away and
 /// axum dropped this future).
-struct CancelOnDrop {
+pub(super) struct CancelOnDrop {
     router: Arc<JournaledRouter>,
     environment_id: String,
     call_id: String,
     armed: bool,
     /// The client chose the call id (journalled before sending).
     keyed: bool,
+}
+
+impl CancelOnDrop {
+    /// The call ended: nothing to cancel.
+    pub(super) fn disarm(&mut self) {
+        self.armed = false;
+    }
 }
 
 impl Drop for CancelOnDrop {
@@ -208,6 +257,7 @@ pub async fn invoke(
         presence: state.router.presence(&environment.id).await,
         environment: &environment,
         notice: None,
+        session_id: None,
     };
     run_call(&state, &caller, destination, &headers, &body, started).await
 }
@@ -220,6 +270,8 @@ pub(super) struct Destination<'a> {
     /// For the answer (a session's degraded environment): see
     /// [`InvokeResponse::notice`].
     pub notice: Option<Arc<str>>,
+    /// The work session the call came through, if any.
+    pub session_id: Option<&'a str>,
 }
 
 /// Checks and relays one call.
@@ -235,6 +287,7 @@ pub(super) async fn run_call(
         environment,
         presence,
         notice,
+        session_id,
     } = destination;
     let request = parse_request(body)?;
     let timeout_s = request.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
@@ -242,15 +295,32 @@ pub(super) async fn run_call(
         .as_ref()
         .map(|presence| presence.host.workspace.as_str())
         .filter(|workspace| !workspace.is_empty());
-    enforcement::check(
+    enforcement::check_approved(
         &environment.policy,
         environment.tier,
         &request.tool_name,
         &request.args,
         workspace,
     )
-    .map_err(refusal)?;
-    let presence = presence.ok_or_else(|| not_connected(&environment.id))?;
+    .map_err(refusal_error)?;
+    let approval = enforcement::approval_rule(&environment.policy, &request.tool_name);
+    if approval.is_some() && request.on_approval != OnApproval::Wait {
+        return Err(refusal_error(Refusal::ApprovalRequired(
+            request.tool_name.clone(),
+        )));
+    }
+    let ask = |request, rule| approvals::Ask {
+        environment,
+        session_id,
+        request,
+        rule,
+    };
+    let presence = match (presence, approval) {
+        (Some(presence), _) => presence,
+        // Asked while the runner is away: the approval can wait for it.
+        (None, Some(rule)) => return approvals::ask(state, caller, ask(request, rule)).await,
+        (None, None) => return Err(not_connected(&environment.id)),
+    };
     let Some(tool) = presence
         .tools
         .iter()
@@ -273,6 +343,9 @@ pub(super) async fn run_call(
         )
     })?;
     let stream = stream_format(headers);
+    if let Some(rule) = enforcement::approval_rule(&environment.policy, &request.tool_name) {
+        return approvals::ask(state, caller, ask(request, rule)).await;
+    }
 
     let call_id = request
         .call_id
@@ -327,7 +400,21 @@ async fn start(
         timeout_s,
         epoch: 0,
         stream,
+        approval_id: None,
     };
+    start_relayed(state, environment_id, call, keyed).await
+}
+
+/// Sends a checked call to the environment's runner, through the journal
+/// first when `keyed` (its id is an idempotency key).
+pub(super) async fn start_relayed(
+    state: &AppState,
+    environment_id: &str,
+    call: Call,
+    keyed: bool,
+) -> Result<(crate::routing::CallHandle, CancelOnDrop), ApiError> {
+    let call_id = call.call_id.clone();
+    let stream = call.stream;
     let started = if keyed {
         state.router.start_keyed_call(environment_id, call).await
     } else {
@@ -335,16 +422,16 @@ async fn start(
     };
     let handle = started.map_err(|error| match error {
         RouteError::NotConnected(_) => not_connected(environment_id),
-        RouteError::Disconnected(_) => disconnected(call_id),
+        RouteError::Disconnected(_) => disconnected(&call_id),
         RouteError::CallIdTaken(_) => {
             ApiError::new(StatusCode::CONFLICT, "call_id_conflict", error.to_string())
-                .with_call_id(call_id)
+                .with_call_id(&call_id)
         }
     })?;
     let guard = CancelOnDrop {
         router: state.router.clone(),
         environment_id: environment_id.to_owned(),
-        call_id: call_id.to_owned(),
+        call_id,
         armed: true,
         keyed,
     };

@@ -1,6 +1,7 @@
 //! The HTTP surface: the API of SPEC §7, the runner endpoints, health
 //! probes and the OpenAPI document, with JSON errors everywhere.
 
+mod approvals;
 mod auth;
 mod environments;
 pub mod error;
@@ -47,6 +48,10 @@ pub const TEAM_MEMBERS: &str = "/teams/{name}/members";
 pub const TEAM_MEMBER: &str = "/teams/{name}/members/{member}";
 pub const MEMBERS: &str = "/members";
 pub const MEMBER: &str = "/members/{id}";
+pub const APPROVALS: &str = "/approvals";
+pub const APPROVAL: &str = "/approvals/{id}";
+pub const APPROVE: &str = "/approvals/{id}/approve";
+pub const DENY: &str = "/approvals/{id}/deny";
 pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
 pub const OPENAPI: &str = "/openapi.json";
@@ -83,6 +88,10 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::POST, MEMBERS),
     (Method::GET, MEMBER),
     (Method::PATCH, MEMBER),
+    (Method::GET, APPROVALS),
+    (Method::GET, APPROVAL),
+    (Method::POST, APPROVE),
+    (Method::POST, DENY),
     (Method::GET, HEALTHZ),
     (Method::GET, READYZ),
     (Method::GET, OPENAPI),
@@ -122,6 +131,10 @@ pub fn router(state: AppState) -> Router {
             MEMBER,
             get(members::get_member).patch(members::update_member),
         )
+        .route(APPROVALS, get(approvals::list))
+        .route(APPROVAL, get(approvals::get))
+        .route(APPROVE, post(approvals::approve))
+        .route(DENY, post(approvals::deny))
         .route(HEALTHZ, get(healthz))
         .route(READYZ, get(readyz))
         .route(OPENAPI, get(openapi_document))

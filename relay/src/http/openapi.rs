@@ -3,6 +3,7 @@
 //! schemas are written by hand; those of sessions, members and teams are
 //! generated from their types ([`generated_schemas`]), so they cannot drift.
 
+use runner_proto::approvals::{Approval, ApprovalList, ApprovalTicket, ApprovalWebhook, Decide};
 use runner_proto::members::{AddTeamMember, MemberView, SetDefaultEnvironment, TeamList, TeamView};
 use runner_proto::sessions::{CreateSession, Session, SessionList};
 use schemars::generate::SchemaSettings;
@@ -22,6 +23,11 @@ fn generated_schemas() -> Map<String, Value> {
     generator.subschema_for::<TeamList>();
     generator.subschema_for::<SetDefaultEnvironment>();
     generator.subschema_for::<AddTeamMember>();
+    generator.subschema_for::<ApprovalTicket>();
+    generator.subschema_for::<Approval>();
+    generator.subschema_for::<ApprovalList>();
+    generator.subschema_for::<Decide>();
+    generator.subschema_for::<ApprovalWebhook>();
     generator.take_definitions(true)
 }
 
@@ -72,6 +78,7 @@ fn session_and_member_paths(unauthorized: &Value) -> Value {
                 "requestBody": json_body("InvokeRequest"),
                 "responses": {
                     "200": json_response("the tool ran", "InvokeResponse"),
+                    "202": json_response("on_approval: wait, and the tool needs a person's approval", "ApprovalTicket"),
                     "400": error_response("malformed body"),
                     "401": unauthorized,
                     "403": error_response("not the session's creator or agent, or the policy refused"),
@@ -79,6 +86,53 @@ fn session_and_member_paths(unauthorized: &Value) -> Value {
                     "410": error_response("session_ended, session_expired or session_environment_deleted"),
                     "503": error_response("session_environment_unavailable (never moved to another machine), environment_not_selectable, no_usable_runner or no_sandbox_provider"),
                     "504": error_response("timeout")
+                }
+            }
+        },
+        "/approvals": {
+            "get": {
+                "summary": "Approvals the caller may see (the requester's own, and those of environments the caller may see), newest first",
+                "parameters": [
+                    { "name": "status", "in": "query", "required": false, "schema": { "enum": ["pending", "approved", "denied", "expired", "all"] } },
+                    { "name": "environment", "in": "query", "required": false, "schema": { "type": "string" }, "description": "an environment id or name" },
+                    { "name": "limit", "in": "query", "required": false, "schema": { "type": "integer", "minimum": 1, "maximum": 500, "default": 100 } }
+                ],
+                "responses": { "200": json_response("the approvals", "ApprovalList"), "400": error_response("unknown status"), "401": unauthorized }
+            }
+        },
+        "/approvals/{id}": {
+            "parameters": [id_parameter()],
+            "get": {
+                "summary": "An approval: the call (values of env masked), its hash, the rule, who asked and decided, and the approved call's end (outcome)",
+                "parameters": [{ "name": "wait", "in": "query", "required": false, "schema": { "type": "integer", "minimum": 0, "maximum": 300 }, "description": "seconds to wait until it is settled: denied, expired, or approved and its call ended" }],
+                "responses": { "200": json_response("the approval", "Approval"), "401": unauthorized, "404": error_response("no such approval, or not visible to the caller") }
+            }
+        },
+        "/approvals/{id}/approve": {
+            "parameters": [id_parameter()],
+            "post": {
+                "summary": "Approve: the stored call is sent once, exactly as asked (checked against the policy again). Approving again is a no-op. Persons who may manage the environment, never the requester",
+                "requestBody": json_body("Decide"),
+                "responses": {
+                    "200": json_response("the approval", "Approval"),
+                    "401": unauthorized,
+                    "403": error_response("not_an_approver: the requester, an agent, or outside the environment's scope"),
+                    "404": error_response("no such approval"),
+                    "409": error_response("approval_decided (denied before), approval_expired or environment_deleted")
+                }
+            }
+        },
+        "/approvals/{id}/deny": {
+            "parameters": [id_parameter()],
+            "post": {
+                "summary": "Deny: the call never runs. Persons who may manage the environment, never the requester",
+                "requestBody": json_body("Decide"),
+                "responses": {
+                    "200": json_response("the approval", "Approval"),
+                    "401": unauthorized,
+                    "403": error_response("not_an_approver"),
+                    "404": error_response("no such approval"),
+                    "409": error_response("approval_decided (approved before) or approval_expired")
                 }
             }
         },
@@ -315,7 +369,9 @@ fn hand_written() -> Value {
                         "tool_name": { "type": "string" },
                         "args": { "type": "object" },
                         "timeout_s": { "type": "integer", "minimum": 1, "maximum": 3600, "default": 300 },
-                        "call_id": { "type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "description": "idempotency key: a call_id already seen is not run again; the answer is the first call's result" }
+                        "call_id": { "type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "description": "idempotency key: a call_id already seen is not run again; the answer is the first call's result" },
+                        "on_approval": { "enum": ["refuse", "wait"], "default": "refuse", "description": "for a tool that needs a person's approval: refuse (403 approval_required) or ask for one (202 ApprovalTicket)" },
+                        "approval_wait_s": { "type": "integer", "minimum": 1, "maximum": 300, "description": "with on_approval wait: hold the request this long for the decision and the call's end before answering 202" }
                     }
                 },
                 "Invocation": {
@@ -450,8 +506,10 @@ fn hand_written() -> Value {
                         },
                         "400": error_response("malformed body or timeout_s out of 1–3600"),
                         "401": unauthorized,
-                        "403": error_response("tool_not_allowed, approval_required or path_not_allowed"),
+                        "202": json_response("on_approval: wait, and the tool needs a person's approval: the approval to wait for (GET /approvals/{id}?wait=N)", "ApprovalTicket"),
+                        "403": error_response("tool_not_allowed, approval_required, path_not_allowed, approval_denied or approval_expired"),
                         "404": error_response("environment not found, or unknown_tool"),
+                        "409": error_response("call_id_conflict: the call_id was used for another call"),
                         "503": error_response("runner_not_connected or runner_disconnected"),
                         "504": error_response("timeout; the runner was told to cancel; error.call_id names the call")
                     }

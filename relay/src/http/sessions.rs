@@ -599,6 +599,7 @@ pub async fn invoke(
         environment: &environment,
         presence: standing.presence,
         notice,
+        session_id: Some(&session.id),
     };
     let mut response = run_call(&state, &caller, destination, &headers, &body, started).await?;
     if let Ok(value) = HeaderValue::from_str(&environment.id) {

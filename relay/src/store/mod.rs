@@ -22,10 +22,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use runner_proto::api::{InvocationState, RunnerInfo};
+use runner_proto::approvals::{ApprovalOutcome, ApprovalStatus, Notification};
 use runner_proto::ws::CallResult;
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use crate::approvals::{ApprovalRecord, Decision};
 use crate::environment::EnvironmentRecord;
 use crate::sessions::{Lock, MemberName, WorkSession};
 
@@ -417,6 +419,49 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Deletes sessions ended, or idle past their timeout, before `before`;
     /// returns how many.
     async fn prune_work_sessions(&self, before: OffsetDateTime) -> Result<u64, StoreError>;
+
+    /// Inserts an approval. With a call id that has one already, inserts
+    /// nothing and answers that one (a repeated request of the same call).
+    async fn insert_approval(
+        &self,
+        approval: &ApprovalRecord,
+    ) -> Result<ApprovalRecord, StoreError>;
+    /// One approval by id.
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError>;
+    /// The newest approvals first, those with `status` at `now` only when
+    /// given, at most `limit`.
+    async fn list_approvals(
+        &self,
+        status: Option<ApprovalStatus>,
+        now: OffsetDateTime,
+        limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError>;
+    /// Decides a pending, unexpired approval: true if this call decided it
+    /// (exactly one caller ever does), false if it was decided or expired
+    /// before. `args` replaces the stored arguments (their masked form).
+    async fn decide_approval(&self, decided: &DecidedApproval<'_>) -> Result<bool, StoreError>;
+    /// Records how an approved call ended.
+    async fn finish_approval(&self, id: &str, outcome: &ApprovalOutcome) -> Result<(), StoreError>;
+    /// Records the webhook's delivery state.
+    async fn set_approval_notification(
+        &self,
+        id: &str,
+        notification: &Notification,
+    ) -> Result<(), StoreError>;
+    /// Deletes approvals requested before `before`.
+    async fn prune_approvals(&self, before: OffsetDateTime) -> Result<u64, StoreError>;
+}
+
+/// A decision for [`Store::decide_approval`].
+#[derive(Debug, Clone)]
+pub struct DecidedApproval<'a> {
+    pub id: &'a str,
+    pub decision: Decision,
+    pub by: &'a MemberName,
+    pub at: OffsetDateTime,
+    pub comment: Option<&'a str>,
+    /// The arguments as kept after the decision (masked).
+    pub args: &'a Value,
 }
 
 /// Opens the store a database URL names and brings its schema up to date.

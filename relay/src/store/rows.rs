@@ -4,9 +4,11 @@
 //! are Unix seconds, JSON is text, epochs are signed 64-bit integers.
 
 use runner_proto::api::{InvocationState, Tier};
+use runner_proto::approvals::ApprovalStatus;
 use sqlx::FromRow;
 
 use super::{InvocationRecord, Member, MemberKind, SessionRecord, StoreError, TokenRecord};
+use crate::approvals::ApprovalRecord;
 use crate::clock::from_unix;
 use crate::environment::{EnvironmentRecord, Scope};
 use crate::sessions::{Lock, MemberName, Requested, RequestedFrom, WorkSession};
@@ -328,6 +330,85 @@ impl TryFrom<InvocationRow> for InvocationRecord {
                 .unwrap_or_default(),
             exit_code: row.exit_code,
             error: row.error,
+        })
+    }
+}
+
+/// A row of `approvals`.
+#[derive(FromRow)]
+pub struct ApprovalRow {
+    id: String,
+    call_id: String,
+    status: String,
+    environment_id: String,
+    environment_name: String,
+    session_id: Option<String>,
+    tool: String,
+    args: String,
+    timeout_s: i64,
+    call_sha256: String,
+    rule: String,
+    requested_by: String,
+    requested_by_name: String,
+    requested_at: i64,
+    expires_at: i64,
+    decided_by: Option<String>,
+    decided_by_name: Option<String>,
+    decided_at: Option<i64>,
+    comment: Option<String>,
+    outcome: Option<String>,
+    notification: Option<String>,
+}
+
+impl ApprovalRow {
+    pub const COLUMNS: &str = "id, call_id, status, environment_id, environment_name, \
+         session_id, tool, args, timeout_s, call_sha256, rule, requested_by, requested_by_name, \
+         requested_at, expires_at, decided_by, decided_by_name, decided_at, comment, outcome, \
+         notification";
+}
+
+impl TryFrom<ApprovalRow> for ApprovalRecord {
+    type Error = StoreError;
+
+    fn try_from(row: ApprovalRow) -> Result<Self, StoreError> {
+        let table = "approvals";
+        let stored_status = ApprovalStatus::parse(&row.status)
+            .filter(|status| *status != ApprovalStatus::Expired)
+            .ok_or_else(|| corrupt(table, format!("unknown status {:?}", row.status)))?;
+        Ok(ApprovalRecord {
+            id: row.id,
+            call_id: row.call_id,
+            stored_status,
+            environment_id: row.environment_id,
+            environment_name: row.environment_name,
+            session_id: row.session_id,
+            tool: row.tool,
+            args: from_json(table, &row.args)?,
+            timeout_s: u64::try_from(row.timeout_s).map_err(|e| corrupt(table, e))?,
+            call_sha256: row.call_sha256,
+            rule: row.rule,
+            requested_by: MemberName {
+                id: row.requested_by,
+                name: row.requested_by_name,
+            },
+            requested_at: from_unix(row.requested_at),
+            expires_at: from_unix(row.expires_at),
+            decided_by: row.decided_by.map(|id| MemberName {
+                id,
+                name: row.decided_by_name.unwrap_or_default(),
+            }),
+            decided_at: row.decided_at.map(from_unix),
+            comment: row.comment,
+            outcome: row
+                .outcome
+                .as_deref()
+                .map(|text| from_json(table, text))
+                .transpose()?,
+            notification: row
+                .notification
+                .as_deref()
+                .map(|text| from_json(table, text))
+                .transpose()?,
         })
     }
 }

@@ -8,18 +8,20 @@
 
 use async_trait::async_trait;
 use runner_proto::api::RunnerInfo;
+use runner_proto::approvals::{ApprovalOutcome, ApprovalStatus, Notification};
 use sqlx::{ColumnIndex, Database, Encode, Executor, IntoArguments, Pool, Type};
 use time::OffsetDateTime;
 
 use super::backend::{Backend, Column};
 use super::rows::{
-    corrupt, epoch_from_db, epoch_to_db, json_text, tier_text, EnvironmentRow, InvocationRow,
-    KeyedMemberRow, MemberRow, SessionRow, TokenRow, WorkSessionRow,
+    corrupt, epoch_from_db, epoch_to_db, json_text, tier_text, ApprovalRow, EnvironmentRow,
+    InvocationRow, KeyedMemberRow, MemberRow, SessionRow, TokenRow, WorkSessionRow,
 };
 use super::{
-    DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh, Member, NewMember, SeenRecord,
-    SessionRecord, Store, StoreError, Team, TokenRecord,
+    DecidedApproval, DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh, Member, NewMember,
+    SeenRecord, SessionRecord, Store, StoreError, Team, TokenRecord,
 };
+use crate::approvals::ApprovalRecord;
 use crate::environment::EnvironmentRecord;
 use crate::sessions::{Lock, MemberName, WorkSession};
 
@@ -426,6 +428,151 @@ where
         .bind(before.unix_timestamp())
         .execute(&self.pool)
         .await?;
+        Ok(B::rows_affected(&done))
+    }
+
+    async fn insert_approval(
+        &self,
+        approval: &ApprovalRecord,
+    ) -> Result<ApprovalRecord, StoreError> {
+        let table = "approvals";
+        let inserted = sqlx::query(&format!(
+            "INSERT INTO approvals ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+             $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) ON CONFLICT (call_id) DO NOTHING",
+            ApprovalRow::COLUMNS
+        ))
+        .bind(approval.id.as_str())
+        .bind(approval.call_id.as_str())
+        .bind(approval.stored_status.as_str())
+        .bind(approval.environment_id.as_str())
+        .bind(approval.environment_name.as_str())
+        .bind(approval.session_id.as_deref())
+        .bind(approval.tool.as_str())
+        .bind(json_text(table, &approval.args)?)
+        .bind(i64::try_from(approval.timeout_s).unwrap_or(i64::MAX))
+        .bind(approval.call_sha256.as_str())
+        .bind(approval.rule.as_str())
+        .bind(approval.requested_by.id.as_str())
+        .bind(approval.requested_by.name.as_str())
+        .bind(approval.requested_at.unix_timestamp())
+        .bind(approval.expires_at.unix_timestamp())
+        .bind(approval.decided_by.as_ref().map(|by| by.id.as_str()))
+        .bind(approval.decided_by.as_ref().map(|by| by.name.as_str()))
+        .bind(approval.decided_at.map(OffsetDateTime::unix_timestamp))
+        .bind(approval.comment.as_deref())
+        .bind(
+            approval
+                .outcome
+                .as_ref()
+                .map(|outcome| json_text(table, outcome))
+                .transpose()?,
+        )
+        .bind(
+            approval
+                .notification
+                .as_ref()
+                .map(|notification| json_text(table, notification))
+                .transpose()?,
+        )
+        .execute(&self.pool)
+        .await?;
+        if B::rows_affected(&inserted) == 1 {
+            return Ok(approval.clone());
+        }
+        let row: Option<ApprovalRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM approvals WHERE call_id = $1",
+            ApprovalRow::COLUMNS
+        ))
+        .bind(approval.call_id.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(ApprovalRecord::try_from)
+            .transpose()?
+            .ok_or(StoreError::NotFound)
+    }
+
+    async fn approval(&self, id: &str) -> Result<Option<ApprovalRecord>, StoreError> {
+        let row: Option<ApprovalRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM approvals WHERE id = $1",
+            ApprovalRow::COLUMNS
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(ApprovalRecord::try_from).transpose()
+    }
+
+    async fn list_approvals(
+        &self,
+        status: Option<ApprovalStatus>,
+        now: OffsetDateTime,
+        limit: u32,
+    ) -> Result<Vec<ApprovalRecord>, StoreError> {
+        // Expired is pending past its expiry; pending is pending before it.
+        let (stored, expiry) = match status {
+            None => (None, ""),
+            Some(ApprovalStatus::Pending) => (Some("pending"), " AND expires_at > $2"),
+            Some(ApprovalStatus::Expired) => (Some("pending"), " AND expires_at <= $2"),
+            Some(decided) => (Some(decided.as_str()), ""),
+        };
+        let rows: Vec<ApprovalRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM approvals WHERE ($1 IS NULL OR status = $1){expiry} \
+             ORDER BY requested_at DESC, id LIMIT $3",
+            ApprovalRow::COLUMNS
+        ))
+        .bind(stored)
+        .bind(now.unix_timestamp())
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(ApprovalRecord::try_from).collect()
+    }
+
+    async fn decide_approval(&self, decided: &DecidedApproval<'_>) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE approvals SET status = $1, decided_by = $2, decided_by_name = $3, \
+             decided_at = $4, comment = $5, args = $6 \
+             WHERE id = $7 AND status = 'pending' AND expires_at > $4",
+        )
+        .bind(decided.decision.status().as_str())
+        .bind(decided.by.id.as_str())
+        .bind(decided.by.name.as_str())
+        .bind(decided.at.unix_timestamp())
+        .bind(decided.comment)
+        .bind(json_text("approvals", decided.args)?)
+        .bind(decided.id)
+        .execute(&self.pool)
+        .await?;
+        Ok(B::rows_affected(&done) == 1)
+    }
+
+    async fn finish_approval(&self, id: &str, outcome: &ApprovalOutcome) -> Result<(), StoreError> {
+        sqlx::query("UPDATE approvals SET outcome = $1 WHERE id = $2 AND outcome IS NULL")
+            .bind(json_text("approvals", outcome)?)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn set_approval_notification(
+        &self,
+        id: &str,
+        notification: &Notification,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE approvals SET notification = $1 WHERE id = $2")
+            .bind(json_text("approvals", notification)?)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn prune_approvals(&self, before: OffsetDateTime) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM approvals WHERE requested_at < $1")
+            .bind(before.unix_timestamp())
+            .execute(&self.pool)
+            .await?;
         Ok(B::rows_affected(&done))
     }
 

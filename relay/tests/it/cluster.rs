@@ -1363,3 +1363,82 @@ async fn a_session_started_on_one_relay_is_used_and_ended_through_others() {
         assert_eq!(error["error"]["code"], "session_ended");
     }
 }
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn an_approval_decided_through_one_relay_releases_a_caller_waiting_on_another() {
+    let cluster = Cluster::start().await;
+    let (env, _balancer, runner) = cluster.runner_on_b("gated-box").await;
+    let (status, body) = cluster
+        .request(
+            reqwest::Method::PATCH,
+            &format!("{}/execution-environments/{env}", cluster.url(0)),
+            Some(json!({"policy": {"tools": {"mode": "all"}, "approval_required": ["shell"]}})),
+        )
+        .await
+        .expect("patch");
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, agent) = cluster
+        .post(
+            cluster.url(0),
+            "/members",
+            json!({"name": "ci", "kind": "agent"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{agent}");
+    let agent_key = agent["api_key"].as_str().expect("key").to_owned();
+
+    // The agent waits on relay A; the runner is on relay B.
+    let mut call = append(&runner, "approved", 0);
+    call["on_approval"] = json!("wait");
+    call["approval_wait_s"] = json!(60);
+    let waiting = {
+        let http = cluster.http.clone();
+        let url = format!(
+            "{}/execution-environments/{env}/invoke-tool",
+            cluster.url(0)
+        );
+        tokio::spawn(async move {
+            let response = http
+                .post(url)
+                .bearer_auth(agent_key)
+                .json(&call)
+                .send()
+                .await
+                .expect("sent");
+            let status = response.status();
+            (status, response.json::<Value>().await.expect("json"))
+        })
+    };
+    let id = {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (_, list) = cluster
+                .get(cluster.url(2), "/approvals?status=pending")
+                .await;
+            if let Some(id) = list["approvals"][0]["id"].as_str() {
+                break id.to_owned();
+            }
+            assert!(Instant::now() < deadline, "no approval: {list}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    // Approved through B and, at the same time, through C: one wins.
+    let path = format!("/approvals/{id}/approve");
+    let approve = |index: usize| cluster.post(cluster.url(index), &path, json!({"comment": "ok"}));
+    let ((status_b, body_b), (status_c, body_c)) = tokio::join!(approve(1), approve(2));
+    assert_eq!(status_b, StatusCode::OK, "{body_b}");
+    assert_eq!(status_c, StatusCode::OK, "{body_c}");
+    let (status, answer) = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the waiting caller was released")
+        .expect("task");
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["exit_code"], 0, "{answer}");
+    let call_id = answer["call_id"].as_str().expect("call id");
+    let entry = cluster
+        .wait_invocation(cluster.url(1), call_id, "done")
+        .await;
+    assert_eq!(entry["tool_name"], "shell", "{entry}");
+    assert_eq!(runner.ledger_lines(), vec!["approved"], "exactly once");
+}

@@ -4,11 +4,13 @@
 //! fails here.
 
 use runner_proto::api::{InvocationState, RunnerInfo, Tier};
+use runner_proto::approvals::{ApprovalOutcome, ApprovalStatus, DeliveryState, Notification};
+use runner_relay::approvals::{self, ApprovalRecord, Decision};
 use runner_relay::environment::{default_policy, EnvironmentRecord, Scope};
 use runner_relay::sessions::{Lock, MemberName, Requested, RequestedFrom, WorkSession};
 use runner_relay::store::{
-    self, DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh, MemberKind, NewMember,
-    SeenRecord, Store, StoreError, TokenRecord,
+    self, DecidedApproval, DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh, MemberKind,
+    NewMember, SeenRecord, Store, StoreError, TokenRecord,
 };
 use serde_json::json;
 use time::OffsetDateTime;
@@ -718,6 +720,146 @@ async fn deletion_cascades(store: &dyn Store) {
     );
 }
 
+fn approval(id: &str, call_id: &str, requested: i64) -> ApprovalRecord {
+    let args = json!({"command": "deploy", "env": {"TOKEN": "secret"}});
+    ApprovalRecord {
+        id: id.to_owned(),
+        call_id: call_id.to_owned(),
+        stored_status: ApprovalStatus::Pending,
+        environment_id: "env_a".to_owned(),
+        environment_name: "box".to_owned(),
+        session_id: Some("ses_1".to_owned()),
+        tool: "shell".to_owned(),
+        call_sha256: approvals::call_hash("env_a", "shell", &args, 60, call_id),
+        args,
+        timeout_s: 60,
+        rule: "approval for shell".to_owned(),
+        requested_by: MemberName {
+            id: "mem_ci".to_owned(),
+            name: "ci".to_owned(),
+        },
+        requested_at: at(requested),
+        expires_at: at(requested + 600),
+        decided_by: None,
+        decided_at: None,
+        comment: None,
+        outcome: None,
+        notification: Some(Notification {
+            state: DeliveryState::Pending,
+            attempts: 0,
+            last_error: None,
+        }),
+    }
+}
+
+async fn approvals(store: &dyn Store) {
+    let first = approval("apr_1", "call-1", 10);
+    assert_eq!(store.insert_approval(&first).await.expect("insert"), first);
+    // The same call id again finds the first approval.
+    let again = approval("apr_other", "call-1", 11);
+    assert_eq!(store.insert_approval(&again).await.expect("insert"), first);
+    assert_eq!(store.approval("apr_other").await.expect("read"), None);
+    let second = approval("apr_2", "call-2", 20);
+    store.insert_approval(&second).await.expect("insert");
+    assert_eq!(
+        store.approval("apr_1").await.expect("read"),
+        Some(first.clone())
+    );
+    assert!(first.hash_matches());
+
+    let ids = |list: Vec<ApprovalRecord>| list.into_iter().map(|a| a.id).collect::<Vec<_>>();
+    let list = |status, now| store.list_approvals(status, at(now), 10);
+    assert_eq!(ids(list(None, 30).await.expect("list")), ["apr_2", "apr_1"]);
+    assert_eq!(
+        ids(list(Some(ApprovalStatus::Pending), 615)
+            .await
+            .expect("list")),
+        ["apr_2"],
+        "apr_1 expired at 610"
+    );
+    assert_eq!(
+        ids(list(Some(ApprovalStatus::Expired), 615)
+            .await
+            .expect("list")),
+        ["apr_1"]
+    );
+
+    let by = MemberName {
+        id: "mem_ops".to_owned(),
+        name: "ops".to_owned(),
+    };
+    let masked = json!({"command": "deploy", "env": {"TOKEN": "***"}});
+    let decide = |id: &'static str, decision, at_s| DecidedApproval {
+        id,
+        decision,
+        by: &by,
+        at: at(at_s),
+        comment: Some("ok"),
+        args: &masked,
+    };
+    // Expired: nobody decides it.
+    assert!(!store
+        .decide_approval(&decide("apr_1", Decision::Approve, 611))
+        .await
+        .expect("decide"));
+    // Exactly one decision wins.
+    assert!(store
+        .decide_approval(&decide("apr_2", Decision::Approve, 30))
+        .await
+        .expect("decide"));
+    assert!(!store
+        .decide_approval(&decide("apr_2", Decision::Approve, 31))
+        .await
+        .expect("decide"));
+    assert!(!store
+        .decide_approval(&decide("apr_2", Decision::Deny, 31))
+        .await
+        .expect("decide"));
+    let decided = store.approval("apr_2").await.expect("read").expect("kept");
+    assert_eq!(decided.stored_status, ApprovalStatus::Approved);
+    assert_eq!(decided.decided_by, Some(by.clone()));
+    assert_eq!(decided.decided_at, Some(at(30)));
+    assert_eq!(decided.comment.as_deref(), Some("ok"));
+    assert_eq!(decided.args, masked);
+
+    let outcome = ApprovalOutcome {
+        result: json!({"stdout": "done"}),
+        exit_code: Some(0),
+        error: None,
+        error_code: None,
+        finished_at: "2026-01-01T00:00:00Z".to_owned(),
+    };
+    store
+        .finish_approval("apr_2", &outcome)
+        .await
+        .expect("finish");
+    // The first end recorded stays.
+    let later = ApprovalOutcome {
+        exit_code: Some(9),
+        ..outcome.clone()
+    };
+    store
+        .finish_approval("apr_2", &later)
+        .await
+        .expect("finish");
+    let delivered = Notification {
+        state: DeliveryState::Failed,
+        attempts: 6,
+        last_error: Some("the receiver answered 500".to_owned()),
+    };
+    store
+        .set_approval_notification("apr_2", &delivered)
+        .await
+        .expect("notification");
+    let finished = store.approval("apr_2").await.expect("read").expect("kept");
+    assert_eq!(finished.outcome, Some(outcome));
+    assert_eq!(finished.notification, Some(delivered));
+
+    assert_eq!(store.prune_approvals(at(15)).await.expect("prune"), 1);
+    assert_eq!(store.approval("apr_1").await.expect("read"), None);
+    assert!(store.approval("apr_2").await.expect("read").is_some());
+}
+
 async fn the_store_keeps_its_contract(store: &dyn Store) {
     members_and_teams(store).await;
     environments(store).await;
@@ -725,6 +867,7 @@ async fn the_store_keeps_its_contract(store: &dyn Store) {
     sessions(store).await;
     invocations(store).await;
     work_sessions(store).await;
+    approvals(store).await;
     deletion_cascades(store).await;
 }
 

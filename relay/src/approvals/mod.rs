@@ -1,0 +1,325 @@
+//! Approvals: a call to a tool that needs a person's approval, stored until
+//! someone allowed to decide approves or denies it (docs/approvals.md).
+//!
+//! This module holds what an approval is and the rules that do not need the
+//! store or the network: the hash that binds the approved call, the masking
+//! of secrets an approver is shown, and who may decide. Routes and the run
+//! of an approved call are in `http::approvals`; the webhook in `notify`.
+
+pub mod waiters;
+
+use runner_proto::approvals::{ApprovalOutcome, ApprovalStatus, Notification};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
+
+use crate::access;
+use crate::environment::Scope;
+use crate::sessions::MemberName;
+use crate::store::{Member, MemberKind};
+
+pub use waiters::ApprovalWaiters;
+
+/// What an approver is shown instead of a value of the `env` argument.
+pub const MASK: &str = "***";
+
+/// Longest decision comment kept.
+pub const MAX_COMMENT_CHARS: usize = 1000;
+
+/// A stored approval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRecord {
+    pub id: String,
+    /// The id the call runs under once approved.
+    pub call_id: String,
+    /// As stored: pending, approved or denied. See [`Self::status`].
+    pub stored_status: ApprovalStatus,
+    pub environment_id: String,
+    pub environment_name: String,
+    pub session_id: Option<String>,
+    pub tool: String,
+    /// In full while pending (the call needs them); masked once decided.
+    pub args: Value,
+    pub timeout_s: u64,
+    /// [`call_hash`] of the call as requested.
+    pub call_sha256: String,
+    pub rule: String,
+    pub requested_by: MemberName,
+    pub requested_at: OffsetDateTime,
+    pub expires_at: OffsetDateTime,
+    pub decided_by: Option<MemberName>,
+    pub decided_at: Option<OffsetDateTime>,
+    pub comment: Option<String>,
+    pub outcome: Option<ApprovalOutcome>,
+    pub notification: Option<Notification>,
+}
+
+impl ApprovalRecord {
+    /// The status at `now`: a pending approval past its expiry is expired
+    /// (and counts as denied).
+    pub fn status(&self, now: OffsetDateTime) -> ApprovalStatus {
+        match self.stored_status {
+            ApprovalStatus::Pending if now >= self.expires_at => ApprovalStatus::Expired,
+            status => status,
+        }
+    }
+
+    /// Whether the stored call is still the one that was asked for.
+    pub fn hash_matches(&self) -> bool {
+        let hash = call_hash(
+            &self.environment_id,
+            &self.tool,
+            &self.args,
+            self.timeout_s,
+            &self.call_id,
+        );
+        crate::secret::hashes_match(&hash, &self.call_sha256)
+    }
+}
+
+/// The decision a person makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Approve,
+    Deny,
+}
+
+impl Decision {
+    /// The status an approval gets.
+    pub fn status(self) -> ApprovalStatus {
+        match self {
+            Self::Approve => ApprovalStatus::Approved,
+            Self::Deny => ApprovalStatus::Denied,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::Deny => "deny",
+        }
+    }
+}
+
+/// SHA-256 (hex) of the exact call: what an approval binds. The arguments
+/// go in canonically (object keys sorted at every level), so the same call
+/// always hashes the same whatever order its JSON had.
+pub fn call_hash(
+    environment_id: &str,
+    tool: &str,
+    args: &Value,
+    timeout_s: u64,
+    call_id: &str,
+) -> String {
+    let mut text = String::new();
+    canonical(
+        &serde_json::json!({
+            "v": 1,
+            "environment_id": environment_id,
+            "tool": tool,
+            "args": args,
+            "timeout_s": timeout_s,
+            "call_id": call_id,
+        }),
+        &mut text,
+    );
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// JSON with object keys sorted, independent of how serde_json orders maps.
+fn canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (index, key) in keys.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// The arguments as an approver sees them: every value of `env` (the
+/// variables a `shell` call sets, where secrets go) replaced by [`MASK`].
+pub fn masked(args: &Value) -> Value {
+    let mut args = args.clone();
+    if let Some(env) = args.get_mut("env") {
+        match env {
+            Value::Object(vars) => {
+                for value in vars.values_mut() {
+                    *value = Value::String(MASK.to_owned());
+                }
+            }
+            Value::Null => {}
+            other => *other = Value::String(MASK.to_owned()),
+        }
+    }
+    args
+}
+
+/// Why a member may not decide an approval.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CannotDecide {
+    #[error("nobody approves their own request: another person must decide it")]
+    OwnRequest,
+    #[error("agents cannot decide approvals: a person must")]
+    Agent,
+    #[error("{0}")]
+    Scope(String),
+}
+
+/// Whether `member` may decide an approval for `environment`: a person
+/// (not an agent) who may manage the environment's scope (organisation
+/// admins for shared environments, the team's members for a team's), and
+/// not the requester.
+pub fn may_decide(member: &Member, scope: &Scope, requester_id: &str) -> Result<(), CannotDecide> {
+    if member.id == requester_id {
+        return Err(CannotDecide::OwnRequest);
+    }
+    if member.kind == MemberKind::Agent {
+        return Err(CannotDecide::Agent);
+    }
+    if !access::can_manage(member, scope) {
+        return Err(CannotDecide::Scope(match scope {
+            Scope::Shared => {
+                "only organisation admins decide approvals of shared environments".to_owned()
+            }
+            Scope::Team(team) => {
+                format!("only members of team {team:?} decide approvals of its environments")
+            }
+        }));
+    }
+    Ok(())
+}
+
+/// A comment as kept: trimmed, at most [`MAX_COMMENT_CHARS`] characters.
+pub fn comment(text: Option<&str>) -> Option<String> {
+    let text = text?.trim();
+    (!text.is_empty()).then(|| text.chars().take(MAX_COMMENT_CHARS).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_hash_ignores_key_order_and_binds_every_part() {
+        let a = json!({"command": "ls", "env": {"A": "1", "B": "2"}});
+        let b: Value = serde_json::from_str(r#"{"env": {"B": "2", "A": "1"}, "command": "ls"}"#)
+            .expect("json");
+        let hash = |args: &Value, timeout, call| call_hash("env_1", "shell", args, timeout, call);
+        assert_eq!(hash(&a, 60, "c"), hash(&b, 60, "c"));
+        let changed = json!({"command": "ls -a", "env": {"A": "1", "B": "2"}});
+        assert_ne!(hash(&a, 60, "c"), hash(&changed, 60, "c"));
+        assert_ne!(hash(&a, 60, "c"), hash(&a, 61, "c"));
+        assert_ne!(hash(&a, 60, "c"), hash(&a, 60, "d"));
+        assert_ne!(
+            hash(&a, 60, "c"),
+            call_hash("env_2", "shell", &a, 60, "c"),
+            "the environment is bound"
+        );
+        assert_eq!(hash(&a, 60, "c").len(), 64);
+    }
+
+    #[test]
+    fn env_values_are_masked_and_nothing_else() {
+        let args = json!({"command": "deploy", "env": {"TOKEN": "s3cret", "N": 1}});
+        let shown = masked(&args);
+        assert_eq!(
+            shown,
+            json!({"command": "deploy", "env": {"TOKEN": MASK, "N": MASK}})
+        );
+        assert!(!shown.to_string().contains("s3cret"));
+        assert_eq!(masked(&json!({"env": "A=b"})), json!({"env": MASK}));
+        assert_eq!(masked(&json!({"path": "x"})), json!({"path": "x"}));
+    }
+
+    #[test]
+    fn requesters_agents_and_outsiders_cannot_decide() {
+        let member = |id: &str, admin: bool, teams: &[&str], kind| Member {
+            id: id.into(),
+            name: id.into(),
+            is_admin: admin,
+            teams: teams.iter().map(|team| (*team).to_owned()).collect(),
+            kind,
+            default_environment: None,
+        };
+        let mut scope = Scope::Team("ops".into());
+        let ops = member("m_ops", false, &["ops"], MemberKind::Person);
+        assert_eq!(may_decide(&ops, &scope, "m_other"), Ok(()));
+        assert_eq!(
+            may_decide(&ops, &scope, "m_ops"),
+            Err(CannotDecide::OwnRequest)
+        );
+        let agent = member("m_bot", false, &["ops"], MemberKind::Agent);
+        assert_eq!(
+            may_decide(&agent, &scope, "m_other"),
+            Err(CannotDecide::Agent)
+        );
+        let admin = member("m_admin", true, &[], MemberKind::Person);
+        assert!(matches!(
+            may_decide(&admin, &scope, "m_other"),
+            Err(CannotDecide::Scope(_))
+        ));
+        scope = Scope::Shared;
+        assert_eq!(may_decide(&admin, &scope, "m_other"), Ok(()));
+        assert!(may_decide(&ops, &scope, "m_other").is_err());
+    }
+
+    #[test]
+    fn pending_turns_expired_at_its_expiry() {
+        let at = OffsetDateTime::from_unix_timestamp(1_000).expect("time");
+        let record = ApprovalRecord {
+            id: "apr_1".into(),
+            call_id: "c".into(),
+            stored_status: ApprovalStatus::Pending,
+            environment_id: "env_1".into(),
+            environment_name: "box".into(),
+            session_id: None,
+            tool: "shell".into(),
+            args: json!({}),
+            timeout_s: 60,
+            call_sha256: call_hash("env_1", "shell", &json!({}), 60, "c"),
+            rule: "r".into(),
+            requested_by: MemberName {
+                id: "m".into(),
+                name: "m".into(),
+            },
+            requested_at: at,
+            expires_at: at + time::Duration::seconds(600),
+            decided_by: None,
+            decided_at: None,
+            comment: None,
+            outcome: None,
+            notification: None,
+        };
+        assert!(record.hash_matches());
+        assert_eq!(record.status(at), ApprovalStatus::Pending);
+        assert_eq!(
+            record.status(at + time::Duration::seconds(600)),
+            ApprovalStatus::Expired
+        );
+        let mut tampered = record.clone();
+        tampered.args = json!({"command": "rm -rf /"});
+        assert!(!tampered.hash_matches());
+    }
+}
