@@ -14,6 +14,7 @@ use crate::releases::LatestVersion;
 
 use crate::clock::{rfc3339, Clock, SystemClock};
 use crate::environment::EnvironmentRecord;
+use crate::metrics::Metrics;
 use crate::registration;
 use crate::routing::{CallRouter, JournalWriter, JournaledRouter, LocalRouter, NatsRouter};
 use crate::seen::SeenTracker;
@@ -112,6 +113,8 @@ pub struct AppState {
     /// Seconds a new work session may stay unused before it expires
     /// (`serve --session-idle-timeout`).
     pub session_idle_timeout_s: u64,
+    /// What `/metrics` shows (docs/metrics.md); off with `--no-metrics`.
+    pub metrics: Metrics,
 }
 
 impl AppState {
@@ -147,7 +150,17 @@ impl AppState {
             failures: Arc::new(FailureLimiter::default()),
             sessions,
             session_idle_timeout_s: DEFAULT_IDLE_TIMEOUT_S,
+            metrics: Metrics::new(),
         }
+    }
+
+    /// Records into `metrics` (its scrape token, or off) instead.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        if let Some(cluster) = &self.cluster {
+            cluster.use_metrics(metrics.clone());
+        }
+        self.metrics = metrics;
+        self
     }
 
     /// New work sessions expire after `seconds` unused.
@@ -166,6 +179,7 @@ impl AppState {
     /// [`LocalRouter`] as `self.local`) to whichever relay holds a socket.
     pub fn with_cluster(mut self, cluster: Arc<NatsRouter>) -> Self {
         self.relay_id = cluster.relay_id().into();
+        cluster.use_metrics(self.metrics.clone());
         // Other relays change the store: nothing read from it is kept.
         self.reads = Arc::new(ReadCache::new(false));
         self.sessions = Arc::new(SessionUsage::new(false));

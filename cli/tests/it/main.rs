@@ -13,6 +13,7 @@ mod install;
 mod invoke;
 mod layers;
 mod leftovers;
+mod metrics;
 mod reboot;
 mod runner;
 mod service;

@@ -43,6 +43,8 @@ use super::auth::{environment_for, Caller, Intent};
 use super::error::{ApiError, RawBody};
 use crate::enforcement::{self, Refusal};
 use crate::environment::EnvironmentRecord;
+use crate::metrics::labels::Outcome;
+use crate::metrics::CallMetrics;
 use crate::routing::{CallRouter, JournaledRouter, OutputChunk, Presence, RouteError};
 use crate::state::AppState;
 use crate::store::Member;
@@ -237,6 +239,16 @@ pub(super) async fn run_call(
         notice,
     } = destination;
     let request = parse_request(body)?;
+    // Counted under its own name only if the runner offers it (a caller
+    // may send any name): see `metrics::tools`.
+    let offered = state.metrics.enabled()
+        && presence.as_ref().is_some_and(|presence| {
+            presence
+                .tools
+                .iter()
+                .any(|tool| tool.name == request.tool_name)
+        });
+    let mut metrics = state.metrics.call(&request.tool_name, offered, started);
     let timeout_s = request.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
     let workspace = presence
         .as_ref()
@@ -249,28 +261,28 @@ pub(super) async fn run_call(
         &request.args,
         workspace,
     )
-    .map_err(refusal)?;
-    let presence = presence.ok_or_else(|| not_connected(&environment.id))?;
+    .map_err(|refused| metrics.refused(refusal(refused)))?;
+    let presence = presence.ok_or_else(|| metrics.refused(not_connected(&environment.id)))?;
     let Some(tool) = presence
         .tools
         .iter()
         .find(|tool| tool.name == request.tool_name)
     else {
-        return Err(ApiError::new(
+        return Err(metrics.refused(ApiError::new(
             StatusCode::NOT_FOUND,
             "unknown_tool",
             format!(
                 "the runner of environment {:?} does not offer tool {:?}",
                 environment.id, request.tool_name
             ),
-        ));
+        )));
     };
     enforcement::schema::validate(&tool.input_schema, &request.args).map_err(|error| {
-        ApiError::new(
+        metrics.refused(ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_arguments",
             format!("{} (tool {:?})", error, request.tool_name),
-        )
+        ))
     })?;
     let stream = stream_format(headers);
 
@@ -296,6 +308,7 @@ pub(super) async fn run_call(
         timeout_s,
         started,
         notice,
+        metrics,
     };
     if let Some(format) = stream {
         return stream_call(state, call, request, format)
@@ -373,6 +386,16 @@ struct Relayed<'a> {
     started: Instant,
     /// For the answer: see [`InvokeResponse::notice`].
     notice: Option<Arc<str>>,
+    metrics: CallMetrics,
+}
+
+/// How a call that came back with `result` counts.
+fn outcome_of(result: &CallResult) -> Outcome {
+    if result.error.is_some() {
+        Outcome::Error
+    } else {
+        Outcome::Ok
+    }
 }
 
 async fn relay_call(
@@ -386,14 +409,18 @@ async fn relay_call(
         timeout_s,
         started,
         notice,
+        mut metrics,
     } = call;
     let tool = request.tool_name.clone();
-    let (handle, mut guard) =
-        start(state, environment_id, call_id, request, timeout_s, false).await?;
+    let (handle, mut guard) = start(state, environment_id, call_id, request, timeout_s, false)
+        .await
+        .map_err(|error| metrics.refused(error))?;
+    metrics.relayed();
     match tokio::time::timeout(Duration::from_secs(timeout_s), handle.result).await {
         Ok(Ok(result)) => {
             guard.armed = false;
             state.health.record_success(environment_id);
+            metrics.finish(outcome_of(&result));
             finished(&result, started);
             Ok(Json(InvokeResponse {
                 call_id: call_id.to_owned(),
@@ -405,12 +432,14 @@ async fn relay_call(
         }
         Ok(Err(_closed)) => {
             guard.armed = false;
+            metrics.finish(Outcome::Disconnected);
             tracing::warn!(%environment_id, %call_id, "runner disconnected during the call");
             journal_given_up(state, &guard, &tool).await;
             Err(disconnected(call_id))
         }
         Err(_elapsed) => {
             // The guard sends the cancel as it drops.
+            metrics.finish(Outcome::Timeout);
             state
                 .health
                 .record_timeout(environment_id, timeout_s, state.clock.now());
@@ -440,6 +469,7 @@ struct Streaming {
     started: Instant,
     notice: Option<Arc<str>>,
     done: bool,
+    metrics: CallMetrics,
 }
 
 /// What a streamed call tells its caller, in order: output, then exactly
@@ -471,6 +501,7 @@ impl Streaming {
                 match result {
                     Ok(result) => {
                         self.state.health.record_success(&self.environment_id);
+                        self.metrics.finish(outcome_of(&result));
                         finished(&result, self.started);
                         StreamEvent::Result(InvokeResponse {
                             call_id: self.call_id.clone(),
@@ -481,6 +512,7 @@ impl Streaming {
                         })
                     }
                     Err(_closed) => {
+                        self.metrics.finish(Outcome::Disconnected);
                         tracing::warn!(environment_id = %self.environment_id, call_id = %self.call_id, "runner disconnected during the call");
                         journal_given_up(&self.state, &self.guard, &self.tool).await;
                         error_body(
@@ -494,6 +526,7 @@ impl Streaming {
             () = tokio::time::sleep_until(self.deadline) => {
                 // The guard stays armed: dropping the stream cancels the call.
                 self.done = true;
+                self.metrics.finish(Outcome::Timeout);
                 self.state.health.record_timeout(
                     &self.environment_id,
                     self.timeout_s,
@@ -535,9 +568,13 @@ async fn stream_call(
         timeout_s,
         started,
         notice,
+        mut metrics,
     } = call;
     let tool = request.tool_name.clone();
-    let (handle, guard) = start(state, environment_id, call_id, request, timeout_s, true).await?;
+    let (handle, guard) = start(state, environment_id, call_id, request, timeout_s, true)
+        .await
+        .map_err(|error| metrics.refused(error))?;
+    metrics.relayed();
     let streaming = Streaming {
         output: handle.output,
         result: handle.result,
@@ -551,6 +588,7 @@ async fn stream_call(
         started,
         notice,
         done: false,
+        metrics,
     };
     Ok(match format {
         StreamFormat::ServerSentEvents => server_sent_events(streaming),
