@@ -14,6 +14,10 @@ need keyctl keyutils
 # The browser tool's test drives a real headless Chromium.
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
 python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml)
+# The tests of /metrics parse the exposition with the Prometheus client's
+# own parser (scripts/parse-openmetrics.py); apt's module is under
+# /usr/bin/python3, which those tests try first.
+/usr/bin/python3 -c 'import prometheus_client' 2>/dev/null || missing+=(python3-prometheus-client)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "missing packages: ${missing[*]} (run as root, or install them)" >&2

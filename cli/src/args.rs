@@ -310,9 +310,10 @@ pub struct RunArgs {
     #[arg(long, env = env_vars::MCP_CONFIG, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
 
-    /// Serve /healthz (200 when connected, 503 otherwise) and /status.json
-    /// on this address, e.g. 127.0.0.1:9464, for load balancers and
-    /// watchdogs. `runner status --local` works without it.
+    /// Serve /healthz (200 when connected, 503 otherwise), /status.json
+    /// and /metrics (Prometheus) on this address, e.g. 127.0.0.1:9464, for
+    /// load balancers, watchdogs and monitoring. `runner status --local`
+    /// works without it.
     #[arg(long, env = env_vars::HEALTH_ADDR, value_name = "ADDR")]
     pub health_addr: Option<std::net::SocketAddr>,
 

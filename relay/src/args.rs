@@ -40,6 +40,14 @@ pub const ENV_RELEASES_DIR: &str = "RUNNER_RELAY_RELEASES_DIR";
 pub const ENV_TLS_CERT: &str = "RUNNER_RELAY_TLS_CERT";
 /// Env var of `--tls-key`.
 pub const ENV_TLS_KEY: &str = "RUNNER_RELAY_TLS_KEY";
+/// `--metrics-addr`.
+pub const ENV_METRICS_ADDR: &str = "RUNNER_RELAY_METRICS_ADDR";
+/// `--metrics-addr-public`.
+pub const ENV_METRICS_ADDR_PUBLIC: &str = "RUNNER_RELAY_METRICS_ADDR_PUBLIC";
+/// `--metrics-token-file`.
+pub const ENV_METRICS_TOKEN_FILE: &str = "RUNNER_RELAY_METRICS_TOKEN_FILE";
+/// `--no-metrics`.
+pub const ENV_NO_METRICS: &str = "RUNNER_RELAY_NO_METRICS";
 /// `--log-format`.
 pub const ENV_LOG_FORMAT: &str = "RUNNER_RELAY_LOG_FORMAT";
 /// `--access-log`.
@@ -191,6 +199,36 @@ pub struct ServeArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, env = ENV_TLS_KEY, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Boxed: it would make `Command` too large to move around cheaply.
+    #[command(flatten)]
+    pub metrics: Box<MetricsArgs>,
+}
+
+/// Where Prometheus scrapes `/metrics` (docs/metrics.md).
+#[derive(Debug, Clone, Args)]
+pub struct MetricsArgs {
+    /// Serve `GET /metrics` without a credential on its own listener, e.g.
+    /// 127.0.0.1:9464. Only a loopback address, unless
+    /// --metrics-addr-public.
+    #[arg(long, env = ENV_METRICS_ADDR, value_name = "ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+    /// Let --metrics-addr listen beyond this machine (anyone who reaches it
+    /// reads the metrics: no ids or secrets, but counts of your traffic).
+    #[arg(long, env = ENV_METRICS_ADDR_PUBLIC, requires = "metrics_addr",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub metrics_addr_public: bool,
+    /// Serve `GET /metrics` on the API port too, to requests bearing this
+    /// file's content as `Authorization: Bearer` (at least 32 characters,
+    /// e.g. `openssl rand -hex 32`; the file must not be readable by group
+    /// or others). A file, so the secret is never in argv.
+    #[arg(long, env = ENV_METRICS_TOKEN_FILE, value_name = "FILE")]
+    pub metrics_token_file: Option<PathBuf>,
+    /// Record no metrics (every recording is skipped; `/metrics` answers
+    /// 404).
+    #[arg(long, env = ENV_NO_METRICS,
+          conflicts_with_all = ["metrics_addr", "metrics_token_file"],
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_metrics: bool,
 }
 
 #[derive(Debug, Args)]

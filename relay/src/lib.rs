@@ -20,6 +20,7 @@ pub mod heap;
 pub mod http;
 pub mod listener;
 pub mod members;
+pub mod metrics;
 pub mod open_files;
 pub mod peer;
 pub mod ratelimit;

@@ -23,6 +23,7 @@ use tungstenite::Utf8Bytes;
 use crate::admission::Admitted;
 use crate::environment::{name_from_hostname, EnvironmentRecord};
 use crate::http::websocket::WebSocket;
+use crate::metrics::labels::{ConnectOutcome, DisconnectReason};
 use crate::registration::{self, TOKEN_TOUCH_INTERVAL};
 use crate::routing::{
     announcement_json, Attachment, Delivery, Kick, OutputChunk, Presence, ServingGuard,
@@ -120,8 +121,15 @@ async fn session(
         runner_info,
     } = match welcomed {
         Ok(welcomed) => welcomed,
-        Err(ending) => return finish(&mut sink, ending).await,
+        Err(ending) => {
+            context.state.metrics.runner_connect(ConnectOutcome::Failed);
+            return finish(&mut sink, ending).await;
+        }
     };
+    context
+        .state
+        .metrics
+        .runner_connect(ConnectOutcome::Welcomed);
     // Only the id of the environment record is kept for the session.
     let ConnectionContext {
         state,
@@ -272,6 +280,10 @@ async fn session(
     drop(serving);
     state.local.detach(environment_id, &session_id);
     release(state, environment_id, epoch).await;
+    state.metrics.runner_disconnect(match &ending {
+        Ending::Close(code, _) => DisconnectReason::of_close_code(*code),
+        Ending::Drop => DisconnectReason::ConnectionLost,
+    });
     finish(&mut sink, ending).await;
     tracing::info!("runner disconnected");
 }

@@ -15,6 +15,7 @@ use crate::releases::LatestVersion;
 
 use crate::clock::{rfc3339, Clock, SystemClock};
 use crate::environment::EnvironmentRecord;
+use crate::metrics::Metrics;
 use crate::registration;
 use crate::routing::{CallRouter, JournalWriter, JournaledRouter, LocalRouter, NatsRouter};
 use crate::seen::SeenTracker;
@@ -122,6 +123,8 @@ pub struct AppState {
     pub webhook: Option<Arc<Webhook>>,
     /// The URL people reach this relay at (`serve --public-url`), for links.
     pub public_url: Option<Arc<str>>,
+    /// What `/metrics` shows (docs/metrics.md); off with `--no-metrics`.
+    pub metrics: Metrics,
 }
 
 impl AppState {
@@ -164,7 +167,17 @@ impl AppState {
             ),
             webhook: None,
             public_url: None,
+            metrics: Metrics::new(),
         }
+    }
+
+    /// Records into `metrics` (its scrape token, or off) instead.
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        if let Some(cluster) = &self.cluster {
+            cluster.use_metrics(metrics.clone());
+        }
+        self.metrics = metrics;
+        self
     }
 
     /// Approvals expire `ttl` after they are asked for.
@@ -207,6 +220,7 @@ impl AppState {
     /// [`LocalRouter`] as `self.local`) to whichever relay holds a socket.
     pub fn with_cluster(mut self, cluster: Arc<NatsRouter>) -> Self {
         self.relay_id = cluster.relay_id().into();
+        cluster.use_metrics(self.metrics.clone());
         // Other relays change the store: nothing read from it is kept.
         self.reads = Arc::new(ReadCache::new(false));
         self.sessions = Arc::new(SessionUsage::new(false));

@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
 use super::health::Health;
+use super::metrics::UpdateState;
 use crate::exit;
 use crate::update::{self, Mirror, PendingUpdate, Progress, UpdateError, CURRENT_VERSION};
 
@@ -242,6 +243,9 @@ impl AutoUpdate {
     async fn fetch(&self, version: &str) -> Result<Ready, Duration> {
         self.health
             .update(Some(format!("downloading and verifying {version}")));
+        self.health
+            .metrics
+            .set_update_state(UpdateState::Downloading);
         tracing::info!(%version, mirror = %self.mirror, "a newer runner version is available; updating");
         let mirror = Mirror::new(&self.mirror).map_err(|error| {
             self.failed(version, &error);
@@ -255,6 +259,7 @@ impl AutoUpdate {
                         tracing::error!(error = %crate::client::error_chain(&error), "rollback failed");
                     }
                     History::record(&self.state_dir, version, false);
+                    self.health.metrics.set_update_state(UpdateState::Failed);
                     self.health.update(Some(format!(
                         "update to {version} rejected: the new binary does not start ({reason})"
                     )));
@@ -270,10 +275,12 @@ impl AutoUpdate {
                     // Without the marker there is no probation: undo.
                     tracing::error!(error = %crate::client::error_chain(&error), "cannot record the update; rolling back");
                     let _ = update::rollback(&self.exe);
+                    self.health.metrics.set_update_state(UpdateState::Failed);
                     self.health
                         .update(Some(format!("update to {version} undone: {error}")));
                     return Err(RETRY_UNREACHABLE);
                 }
+                self.health.metrics.set_update_state(UpdateState::Installed);
                 self.health.update(Some(format!(
                     "{version} installed; restarting into it when no call is running"
                 )));
@@ -290,6 +297,7 @@ impl AutoUpdate {
                     tracing::error!(path = %request.display(), %error, "cannot request the update");
                     return Err(RETRY_UNREACHABLE);
                 }
+                self.health.metrics.set_update_state(UpdateState::Installed);
                 self.health.update(Some(format!(
                     "{version} verified; restarting for the service to install it"
                 )));
@@ -311,6 +319,7 @@ impl AutoUpdate {
     fn failed(&self, version: &str, error: &UpdateError) {
         let chain = crate::client::error_chain(error);
         tracing::error!(%version, error = %chain, "update failed; this binary stays");
+        self.health.metrics.set_update_state(UpdateState::Failed);
         self.health
             .update(Some(format!("update to {version} failed: {chain}")));
     }

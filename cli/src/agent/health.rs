@@ -119,6 +119,8 @@ pub struct Health {
     pub backlog: Arc<AtomicU32>,
     /// The executor health probe's last verdict ([`super::probe`]).
     pub executor: Arc<super::probe::Verdict>,
+    /// Calls by tool and outcome, update state: `/metrics`.
+    pub metrics: Arc<super::metrics::RunnerMetrics>,
 }
 
 impl Health {
@@ -142,6 +144,7 @@ impl Health {
             in_flight: Arc::default(),
             backlog: Arc::default(),
             executor: Arc::default(),
+            metrics: Arc::default(),
         }
     }
 
@@ -289,13 +292,14 @@ pub async fn serve(addr: SocketAddr, health: Arc<Health>) -> std::io::Result<Soc
     let app = axum::Router::new()
         .route("/healthz", get(healthz))
         .route("/status.json", get(status_json))
+        .route("/metrics", get(metrics))
         .with_state(health);
     tokio::spawn(async move {
         if let Err(error) = axum::serve(listener, app).await {
             tracing::error!(%error, "health endpoint stopped");
         }
     });
-    tracing::info!(%local, "health endpoint listening (/healthz, /status.json)");
+    tracing::info!(%local, "health endpoint listening (/healthz, /status.json, /metrics)");
     Ok(local)
 }
 
@@ -314,6 +318,18 @@ async fn healthz(
             "status": snapshot.state,
             "reason": snapshot.reason,
         })),
+    )
+}
+
+async fn metrics(
+    axum::extract::State(health): axum::extract::State<Arc<Health>>,
+) -> ([(axum::http::HeaderName, &'static str); 1], String) {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            super::metrics::CONTENT_TYPE,
+        )],
+        health.metrics.encode(&health),
     )
 }
 

@@ -12,6 +12,7 @@ pub mod dial;
 pub mod health;
 pub mod leftovers;
 pub mod lock;
+pub mod metrics;
 pub mod notify;
 pub mod probe;
 pub mod session;

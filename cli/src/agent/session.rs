@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::autoupdate::AutoUpdate;
 use super::health::Health;
+use super::metrics::Outcome;
 use crate::gate::{self, Boundary};
 use crate::secret::Secret;
 use crate::tools::{self, CallScope, Outbound, OutboundQueue, Queued, ToolContext, Toolbox};
@@ -594,6 +595,7 @@ struct Calls {
     in_flight: Arc<AtomicU32>,
     backlog: Arc<AtomicU32>,
     executor: Arc<super::probe::Verdict>,
+    metrics: Arc<super::metrics::RunnerMetrics>,
 }
 
 impl Calls {
@@ -605,6 +607,7 @@ impl Calls {
             in_flight: Arc::clone(&health.in_flight),
             backlog: Arc::clone(&health.backlog),
             executor: Arc::clone(&health.executor),
+            metrics: Arc::clone(&health.metrics),
         }
     }
 
@@ -629,6 +632,7 @@ impl Calls {
         let slots = Arc::clone(&self.slots);
         let in_flight = Arc::clone(&self.in_flight);
         let backlog = Arc::clone(&self.backlog);
+        let metrics = Arc::clone(&self.metrics);
         // At debug only: at info it cost the runner a third of what the line
         // below does (formatting its fields, entering it at every poll),
         // and the lines that matter name the call themselves.
@@ -660,6 +664,7 @@ impl Calls {
                     }
                 };
                 let timeout = Duration::from_secs(call.timeout_s.max(1));
+                let started_call = permit.is_some();
                 let outcome = match permit {
                     Some(_permit) => {
                         let scope = CallScope {
@@ -687,6 +692,14 @@ impl Calls {
                     .unwrap_or_else(|p| p.into_inner())
                     .remove(&call.call_id);
                 let elapsed_ms = started.elapsed().as_millis() as u64;
+                metrics.call_finished(
+                    &tool,
+                    if started_call {
+                        Outcome::of_error(outcome.error.as_deref())
+                    } else {
+                        Outcome::Cancelled
+                    },
+                );
                 let (exit_code, error) = (outcome.exit_code, outcome.error.clone());
                 let call_id = call.call_id.clone();
                 let result = RunnerMessage::Result(CallResult {

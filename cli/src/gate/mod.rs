@@ -116,8 +116,12 @@ impl Gate<'_> {
     }
 }
 
+/// How every refusal by the permission file begins (the runner's metrics
+/// count such calls as denied).
+pub const DENIED_PREFIX: &str = "denied by the runner's permission file";
+
 fn denied(summary: &str) -> String {
-    format!("denied by the runner's permission file: {summary}")
+    format!("{DENIED_PREFIX}: {summary}")
 }
 
 /// Whether the environment's policy lets `tool` run: on the allow-list,

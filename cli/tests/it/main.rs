@@ -14,6 +14,7 @@ mod install;
 mod invoke;
 mod layers;
 mod leftovers;
+mod metrics;
 mod reboot;
 mod runner;
 mod service;

@@ -10,10 +10,12 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::{bind_error, cancel_on_signal, database_url, lock_sqlite, open_store, say};
-use crate::args::ServeArgs;
+use crate::args::{MetricsArgs, ServeArgs};
 use crate::clock::{Clock, SystemClock};
 use crate::members;
+use crate::metrics::Metrics;
 use crate::routing::{ClusterConfig, NatsRouter};
+use crate::secret::Secret;
 use crate::state::{AppState, RelayConfig, StreamTimings};
 use crate::store::Store;
 
@@ -53,6 +55,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Bound before anything is created or printed: a relay that cannot
     // listen must not consume the shown-once admin key.
     let listener = bind(args.listen).map_err(|error| bind_error(args.listen, error))?;
+    let metrics = metrics(&args.metrics)?;
+    let metrics_listener = match args.metrics.metrics_addr {
+        Some(address) => Some(
+            TcpListener::bind(address)
+                .await
+                .map_err(|error| bind_error(address, error))?,
+        ),
+        None => None,
+    };
     let _store_lock = lock_sqlite(&url)?;
     let store = open_store(&url).await?;
     let config = RelayConfig {
@@ -73,7 +84,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut state = AppState::new(config.clone())
         .with_max_handshakes(args.max_handshakes)
         .with_session_idle_timeout(args.session_idle_timeout)
-        .with_approval_ttl(Duration::from_secs(args.approval_ttl));
+        .with_approval_ttl(Duration::from_secs(args.approval_ttl))
+        .with_metrics(metrics);
     if let Some(webhook) = webhook {
         tracing::info!(?webhook, "announcing approvals to the webhook");
         state = state.with_approval_webhook(webhook);
@@ -126,6 +138,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     say(&format!("runner-relay listening on {scheme}://{address}"))?;
     tracing::info!(%address, relay_id = %state.relay_id, "relay started");
 
+    if let Some(listener) = metrics_listener {
+        let address = listener
+            .local_addr()
+            .context("reading the address bound for --metrics-addr")?;
+        say(&format!("metrics on http://{address}/metrics"))?;
+        let (state, shutdown) = (state.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            if let Err(error) = crate::http::metrics::serve_metrics(listener, state, shutdown).await
+            {
+                tracing::error!(%error, "the metrics listener stopped");
+            }
+        });
+    }
     cancel_on_signal(shutdown.clone());
     let served = match tls {
         Some(config) => {
@@ -138,6 +163,67 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     served.with_context(|| format!("serving on {address}"))?;
     tracing::info!("relay stopped");
     Ok(())
+}
+
+/// The relay's metrics as the flags ask: off, or on with the scrape token
+/// of the API port. A `--metrics-addr` beyond loopback needs
+/// `--metrics-addr-public`: that listener asks for no credential.
+fn metrics(args: &MetricsArgs) -> anyhow::Result<Metrics> {
+    if args.no_metrics {
+        return Ok(Metrics::disabled());
+    }
+    if let Some(address) = args.metrics_addr {
+        if !address.ip().is_loopback() && !args.metrics_addr_public {
+            return Err(crate::report::Hinted::new(
+                format!("--metrics-addr {address} is not a loopback address, and that listener asks for no credential"),
+                "bind it to 127.0.0.1 (Prometheus on this machine), add --metrics-addr-public if the network in between is yours, or scrape the API port with --metrics-token-file",
+            )
+            .into());
+        }
+    }
+    let metrics = Metrics::new();
+    Ok(match &args.metrics_token_file {
+        Some(path) => metrics.with_scrape_token(&read_scrape_token(path)?),
+        None => metrics,
+    })
+}
+
+/// Shortest scrape token accepted: long enough that guessing is hopeless,
+/// so failed attempts need no rate limit.
+const MIN_SCRAPE_TOKEN_CHARS: usize = 32;
+
+/// Reads `--metrics-token-file`: the token is the file's content without
+/// its trailing whitespace (a final newline).
+fn read_scrape_token(path: &std::path::Path) -> anyhow::Result<Secret> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs_err::metadata(path)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            return Err(crate::report::Hinted::new(
+                format!(
+                    "--metrics-token-file {} is readable by others (mode {:o})",
+                    path.display(),
+                    mode & 0o777
+                ),
+                format!("chmod 600 {}", path.display()),
+            )
+            .into());
+        }
+    }
+    let text = fs_err::read_to_string(path)?;
+    let token = text.trim_end();
+    if token.chars().count() < MIN_SCRAPE_TOKEN_CHARS || token.contains(char::is_whitespace) {
+        return Err(crate::report::Hinted::new(
+            format!(
+                "--metrics-token-file {} must hold one token of at least {MIN_SCRAPE_TOKEN_CHARS} characters without spaces",
+                path.display()
+            ),
+            format!("openssl rand -hex 32 > {}", path.display()),
+        )
+        .into());
+    }
+    Ok(Secret::new(token))
 }
 
 /// Deletes journal entries finished long ago, hourly.

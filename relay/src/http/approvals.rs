@@ -38,6 +38,7 @@ use crate::approvals::{self, ApprovalRecord, Decision};
 use crate::clock::rfc3339;
 use crate::enforcement;
 use crate::environment::EnvironmentRecord;
+use crate::metrics::labels::ApprovalDecision;
 use crate::routing::CallRouter;
 use crate::sessions::MemberName;
 use crate::state::AppState;
@@ -117,6 +118,7 @@ pub(super) async fn ask(
     if stored.id == record.id {
         tracing::info!(approval_id = %stored.id, environment_id = %stored.environment_id, tool = %stored.tool, "approval requested");
         state.approvals.notify();
+        state.metrics.approval_requested();
         if let Some(webhook) = &state.webhook {
             webhook.announce(
                 state.store.clone(),
@@ -551,6 +553,10 @@ async fn decide(
         return Err(ApiError::new(StatusCode::CONFLICT, code, message));
     }
     tracing::info!(approval_id = %id, decision = decision.as_str(), member = %caller.id, "approval decided");
+    state.metrics.approval_decided(match decision {
+        Decision::Approve => ApprovalDecision::Approved,
+        Decision::Deny => ApprovalDecision::Denied,
+    });
     if decision == Decision::Approve {
         // The stored call, with its full arguments as read before the
         // decision replaced them by their masked form.

@@ -11,6 +11,7 @@ use axum::http::{header, HeaderMap};
 use super::error::ApiError;
 use crate::access;
 use crate::environment::EnvironmentRecord;
+use crate::metrics::labels::AuthFailure;
 use crate::secret::{hash_secret, hashes_match, API_KEY_PREFIX};
 use crate::state::AppState;
 use crate::store::Member;
@@ -34,9 +35,11 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let key = bearer(&parts.headers).ok_or_else(|| {
+            state.metrics.auth_failure(AuthFailure::MissingCredential);
             ApiError::unauthorized("missing API key: send `Authorization: Bearer rnrk_…`")
         })?;
         if !key.starts_with(API_KEY_PREFIX) {
+            state.metrics.auth_failure(AuthFailure::MalformedApiKey);
             return Err(ApiError::unauthorized("invalid API key"));
         }
         let hash = hash_secret(key);
@@ -56,7 +59,10 @@ impl FromRequestParts<AppState> for Caller {
         };
         match found {
             Some((member, stored)) if hashes_match(&stored, &hash) => Ok(Caller(member)),
-            _ => Err(ApiError::unauthorized("invalid API key")),
+            _ => {
+                state.metrics.auth_failure(AuthFailure::InvalidApiKey);
+                Err(ApiError::unauthorized("invalid API key"))
+            }
         }
     }
 }

@@ -74,6 +74,12 @@ impl ApiError {
     }
 }
 
+impl crate::metrics::ErrorCode for ApiError {
+    fn code(&self) -> &str {
+        self.code
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {

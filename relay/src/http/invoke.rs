@@ -45,6 +45,8 @@ use super::auth::{environment_for, Caller, Intent};
 use super::error::{ApiError, RawBody};
 use crate::enforcement::{self, Refusal};
 use crate::environment::EnvironmentRecord;
+use crate::metrics::labels::Outcome;
+use crate::metrics::CallMetrics;
 use crate::routing::{CallRouter, JournaledRouter, OutputChunk, Presence, RouteError};
 use crate::state::AppState;
 use crate::store::Member;
@@ -290,6 +292,16 @@ pub(super) async fn run_call(
         session_id,
     } = destination;
     let request = parse_request(body)?;
+    // Counted under its own name only if the runner offers it (a caller
+    // may send any name): see `metrics::tools`.
+    let offered = state.metrics.enabled()
+        && presence.as_ref().is_some_and(|presence| {
+            presence
+                .tools
+                .iter()
+                .any(|tool| tool.name == request.tool_name)
+        });
+    let mut metrics = state.metrics.call(&request.tool_name, offered, started);
     let timeout_s = request.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
     let workspace = presence
         .as_ref()
@@ -302,12 +314,12 @@ pub(super) async fn run_call(
         &request.args,
         workspace,
     )
-    .map_err(refusal_error)?;
+    .map_err(|refused| metrics.refused(refusal_error(refused)))?;
     let approval = enforcement::approval_rule(&environment.policy, &request.tool_name);
     if approval.is_some() && request.on_approval != OnApproval::Wait {
-        return Err(refusal_error(Refusal::ApprovalRequired(
+        return Err(metrics.refused(refusal_error(Refusal::ApprovalRequired(
             request.tool_name.clone(),
-        )));
+        ))));
     }
     let ask = |request, rule| approvals::Ask {
         environment,
@@ -318,33 +330,37 @@ pub(super) async fn run_call(
     let presence = match (presence, approval) {
         (Some(presence), _) => presence,
         // Asked while the runner is away: the approval can wait for it.
-        (None, Some(rule)) => return approvals::ask(state, caller, ask(request, rule)).await,
-        (None, None) => return Err(not_connected(&environment.id)),
+        (None, Some(rule)) => {
+            let asked = approvals::ask(state, caller, ask(request, rule)).await;
+            return approval_asked(&mut metrics, asked);
+        }
+        (None, None) => return Err(metrics.refused(not_connected(&environment.id))),
     };
     let Some(tool) = presence
         .tools
         .iter()
         .find(|tool| tool.name == request.tool_name)
     else {
-        return Err(ApiError::new(
+        return Err(metrics.refused(ApiError::new(
             StatusCode::NOT_FOUND,
             "unknown_tool",
             format!(
                 "the runner of environment {:?} does not offer tool {:?}",
                 environment.id, request.tool_name
             ),
-        ));
+        )));
     };
     enforcement::schema::validate(&tool.input_schema, &request.args).map_err(|error| {
-        ApiError::new(
+        metrics.refused(ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_arguments",
             format!("{} (tool {:?})", error, request.tool_name),
-        )
+        ))
     })?;
     let stream = stream_format(headers);
     if let Some(rule) = enforcement::approval_rule(&environment.policy, &request.tool_name) {
-        return approvals::ask(state, caller, ask(request, rule)).await;
+        let asked = approvals::ask(state, caller, ask(request, rule)).await;
+        return approval_asked(&mut metrics, asked);
     }
 
     let call_id = request
@@ -369,6 +385,7 @@ pub(super) async fn run_call(
         timeout_s,
         started,
         notice,
+        metrics,
     };
     if let Some(format) = stream {
         return stream_call(state, call, request, format)
@@ -379,6 +396,21 @@ pub(super) async fn run_call(
         .instrument(span)
         .await
         .map(IntoResponse::into_response)
+}
+
+/// Counts a call that asked for an approval: under `approval` while it
+/// waits for one (202), as its refusal otherwise.
+fn approval_asked(
+    metrics: &mut CallMetrics,
+    asked: Result<Response, ApiError>,
+) -> Result<Response, ApiError> {
+    match asked {
+        Ok(response) => {
+            metrics.finish(Outcome::Approval);
+            Ok(response)
+        }
+        Err(error) => Err(metrics.refused(error)),
+    }
 }
 
 /// Sends the call to the runner; the guard cancels it there unless disarmed.
@@ -460,6 +492,16 @@ struct Relayed<'a> {
     started: Instant,
     /// For the answer: see [`InvokeResponse::notice`].
     notice: Option<Arc<str>>,
+    metrics: CallMetrics,
+}
+
+/// How a call that came back with `result` counts.
+fn outcome_of(result: &CallResult) -> Outcome {
+    if result.error.is_some() {
+        Outcome::Error
+    } else {
+        Outcome::Ok
+    }
 }
 
 async fn relay_call(
@@ -473,14 +515,18 @@ async fn relay_call(
         timeout_s,
         started,
         notice,
+        mut metrics,
     } = call;
     let tool = request.tool_name.clone();
-    let (handle, mut guard) =
-        start(state, environment_id, call_id, request, timeout_s, false).await?;
+    let (handle, mut guard) = start(state, environment_id, call_id, request, timeout_s, false)
+        .await
+        .map_err(|error| metrics.refused(error))?;
+    metrics.relayed();
     match tokio::time::timeout(Duration::from_secs(timeout_s), handle.result).await {
         Ok(Ok(result)) => {
             guard.armed = false;
             state.health.record_success(environment_id);
+            metrics.finish(outcome_of(&result));
             finished(&result, started);
             Ok(Json(InvokeResponse {
                 call_id: call_id.to_owned(),
@@ -492,12 +538,14 @@ async fn relay_call(
         }
         Ok(Err(_closed)) => {
             guard.armed = false;
+            metrics.finish(Outcome::Disconnected);
             tracing::warn!(%environment_id, %call_id, "runner disconnected during the call");
             journal_given_up(state, &guard, &tool).await;
             Err(disconnected(call_id))
         }
         Err(_elapsed) => {
             // The guard sends the cancel as it drops.
+            metrics.finish(Outcome::Timeout);
             state
                 .health
                 .record_timeout(environment_id, timeout_s, state.clock.now());
@@ -527,6 +575,7 @@ struct Streaming {
     started: Instant,
     notice: Option<Arc<str>>,
     done: bool,
+    metrics: CallMetrics,
 }
 
 /// What a streamed call tells its caller, in order: output, then exactly
@@ -558,6 +607,7 @@ impl Streaming {
                 match result {
                     Ok(result) => {
                         self.state.health.record_success(&self.environment_id);
+                        self.metrics.finish(outcome_of(&result));
                         finished(&result, self.started);
                         StreamEvent::Result(InvokeResponse {
                             call_id: self.call_id.clone(),
@@ -568,6 +618,7 @@ impl Streaming {
                         })
                     }
                     Err(_closed) => {
+                        self.metrics.finish(Outcome::Disconnected);
                         tracing::warn!(environment_id = %self.environment_id, call_id = %self.call_id, "runner disconnected during the call");
                         journal_given_up(&self.state, &self.guard, &self.tool).await;
                         error_body(
@@ -581,6 +632,7 @@ impl Streaming {
             () = tokio::time::sleep_until(self.deadline) => {
                 // The guard stays armed: dropping the stream cancels the call.
                 self.done = true;
+                self.metrics.finish(Outcome::Timeout);
                 self.state.health.record_timeout(
                     &self.environment_id,
                     self.timeout_s,
@@ -622,9 +674,13 @@ async fn stream_call(
         timeout_s,
         started,
         notice,
+        mut metrics,
     } = call;
     let tool = request.tool_name.clone();
-    let (handle, guard) = start(state, environment_id, call_id, request, timeout_s, true).await?;
+    let (handle, guard) = start(state, environment_id, call_id, request, timeout_s, true)
+        .await
+        .map_err(|error| metrics.refused(error))?;
+    metrics.relayed();
     let streaming = Streaming {
         output: handle.output,
         result: handle.result,
@@ -638,6 +694,7 @@ async fn stream_call(
         started,
         notice,
         done: false,
+        metrics,
     };
     Ok(match format {
         StreamFormat::ServerSentEvents => server_sent_events(streaming),

@@ -8,6 +8,7 @@ pub mod error;
 mod invocations;
 pub mod invoke;
 mod members;
+pub mod metrics;
 pub mod openapi;
 mod runner;
 #[cfg(test)]
@@ -55,6 +56,7 @@ pub const DENY: &str = "/approvals/{id}/deny";
 pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
 pub const OPENAPI: &str = "/openapi.json";
+pub const METRICS: &str = "/metrics";
 
 /// Every (method, path) the router serves; [`router`] is built from the
 /// same constants, and a test checks each one against the router and the
@@ -95,10 +97,12 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::GET, HEALTHZ),
     (Method::GET, READYZ),
     (Method::GET, OPENAPI),
+    (Method::GET, METRICS),
 ];
 
 /// The relay's HTTP application.
 pub fn router(state: AppState) -> Router {
+    let counted = state.metrics.clone();
     Router::new()
         .route(
             ENVIRONMENTS,
@@ -138,9 +142,14 @@ pub fn router(state: AppState) -> Router {
         .route(HEALTHZ, get(healthz))
         .route(READYZ, get(readyz))
         .route(OPENAPI, get(openapi_document))
+        .route(METRICS, get(metrics::scrape))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(
+            counted,
+            metrics::count_requests,
+        ))
         .layer(middleware::from_fn(request_span))
         .with_state(state)
 }

@@ -232,7 +232,8 @@ fn hand_written() -> Value {
         "components": {
             "securitySchemes": {
                 "apiKey": { "type": "http", "scheme": "bearer", "description": "Organisation API key (rnrk_…)" },
-                "registrationToken": { "type": "http", "scheme": "bearer", "description": "Environment registration token (rnrt_…)" }
+                "registrationToken": { "type": "http", "scheme": "bearer", "description": "Environment registration token (rnrt_…)" },
+                "scrapeToken": { "type": "http", "scheme": "bearer", "description": "The relay's metrics scrape token (serve --metrics-token-file)" }
             },
             "schemas": {
                 "Error": {
@@ -559,6 +560,13 @@ fn hand_written() -> Value {
             },
             "/readyz": {
                 "get": { "summary": "The store is reachable", "security": [], "responses": { "200": { "description": "ready" }, "503": error_response("store unreachable") } }
+            },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics in the OpenMetrics text format (docs/metrics.md); served on the API port only with a scrape token",
+                    "security": [{ "scrapeToken": [] }],
+                    "responses": { "200": { "description": "the exposition", "content": { "application/openmetrics-text": { "schema": { "type": "string" } } } }, "401": error_response("missing or wrong scrape token"), "404": error_response("metrics off, or no scrape token configured") }
+                }
             },
             "/openapi.json": {
                 "get": { "summary": "This document", "security": [], "responses": { "200": { "description": "OpenAPI 3.1" } } }

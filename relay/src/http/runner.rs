@@ -21,6 +21,7 @@ use super::auth::bearer;
 use super::error::ApiError;
 use super::websocket::Upgrade;
 use crate::admission::Refused;
+use crate::metrics::labels::AuthFailure;
 use crate::peer::Peer;
 use crate::ratelimit;
 use crate::registration::{self, TokenError};
@@ -78,6 +79,12 @@ async fn authenticate_limited(
         Ok(found) => Ok(found),
         Err(TokenError::Store(error)) => Err(error.into()),
         Err(error) => {
+            state.metrics.auth_failure(match &error {
+                TokenError::Expired { .. } | TokenError::Replaced { .. } => {
+                    AuthFailure::ExpiredRunnerToken
+                }
+                _ => AuthFailure::InvalidRunnerToken,
+            });
             if let Some(key) = &address_key {
                 let limited = state.failures.check(key, ratelimit::PER_ADDRESS, now);
                 state.failures.record_failure(key, now);

@@ -38,8 +38,8 @@ mod parts;
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use async_nats::{Client, HeaderMap, Message, RequestErrorKind, Subscriber};
 use async_trait::async_trait;
@@ -56,6 +56,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::{CallHandle, CallRouter, LocalRouter, OutputChunk, Presence, RouteError};
 use crate::clock::{from_unix, Clock};
+use crate::metrics::labels::NatsOutcome;
+use crate::metrics::Metrics;
 use crate::status::{CallHealth, StreakChange};
 use crate::store::{LeaseRefresh, Store};
 use parts::{PartError, Reassembly, PART_TIMEOUT};
@@ -294,6 +296,8 @@ pub struct NatsRouter {
     /// router forgets a call when its result comes in, and a large result
     /// leaves in parts, so a probe in between must still find it.
     answering: Mutex<HashSet<String>>,
+    /// The relay's metrics (round trips), once the state is built.
+    metrics: OnceLock<Metrics>,
 }
 
 /// Holds a forwarded call in [`NatsRouter::answering`] while it lives.
@@ -336,7 +340,14 @@ impl NatsRouter {
             pending: Mutex::new(Pending::default()),
             credits: Mutex::default(),
             answering: Mutex::default(),
+            metrics: OnceLock::new(),
         }))
+    }
+
+    /// Counts this router's NATS round trips in `metrics` (the first
+    /// call wins: one relay, one set of metrics).
+    pub fn use_metrics(&self, metrics: Metrics) {
+        let _ = self.metrics.set(metrics);
     }
 
     /// This relay's instance id.
@@ -1040,12 +1051,13 @@ impl NatsRouter {
         if let Some(headers) = headers {
             request = request.headers(headers);
         }
+        let sent = Instant::now();
         let answer = tokio::time::timeout(
             ACK_TIMEOUT,
             self.client.send_request(subject.to_owned(), request),
         )
         .await;
-        match answer {
+        let asked = match answer {
             Ok(Ok(message)) => match serde_json::from_slice::<SessionAnswer>(&message.payload) {
                 Ok(answer) => Asked::Answer(answer),
                 Err(error) => {
@@ -1059,7 +1071,16 @@ impl NatsRouter {
                 Asked::Failed
             }
             Err(_elapsed) => Asked::Failed,
+        };
+        if let Some(metrics) = self.metrics.get() {
+            let outcome = match asked {
+                Asked::Answer(_) => NatsOutcome::Answered,
+                Asked::NoResponders => NatsOutcome::NoResponders,
+                Asked::Failed => NatsOutcome::Failed,
+            };
+            metrics.nats_request(outcome, sent.elapsed());
         }
+        asked
     }
 
     /// Caller side: turns the inbox into a [`CallHandle`], probing the

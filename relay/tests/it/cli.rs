@@ -354,3 +354,78 @@ async fn serve_binds_first_and_owns_its_sqlite_store() {
     assert!(stderr.contains("hint: stop that relay first"), "{stderr}");
     drop(child);
 }
+
+/// `--metrics-addr` beyond loopback and a scrape token file others can
+/// read are refused at start, with a hint; neither is needed to start.
+#[test]
+fn metrics_flags_are_checked_before_serving() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data_dir = dir.path().to_str().expect("a UTF-8 temp path");
+    let (code, stderr) = failing(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data_dir,
+        "--metrics-addr",
+        "0.0.0.0:0",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("error: --metrics-addr 0.0.0.0:0 is not a loopback address"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: ") && stderr.contains("--metrics-addr-public"),
+        "{stderr}"
+    );
+
+    let token = dir.path().join("scrape-token");
+    std::fs::write(&token, "0123456789abcdef0123456789abcdef\n").expect("token written");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    }
+    let token_path = token.to_str().expect("UTF-8 path");
+    let (code, stderr) = failing(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data_dir,
+        "--metrics-token-file",
+        token_path,
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("is readable by others"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("hint: chmod 600 {token_path}")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("0123456789abcdef"),
+        "the token leaked: {stderr}"
+    );
+
+    // Too short, even when private.
+    std::fs::write(&token, "short\n").expect("token written");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+    let (code, stderr) = failing(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        data_dir,
+        "--metrics-token-file",
+        token_path,
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("at least 32 characters"), "{stderr}");
+    assert!(!stderr.contains("short"), "the token leaked: {stderr}");
+
+    let (code, stderr) = failing(&["serve", "--no-metrics", "--metrics-addr", "127.0.0.1:0"]);
+    assert_eq!(code, Some(2), "{stderr}");
+}

@@ -13,6 +13,7 @@ mod conformance;
 mod environments;
 mod invoke;
 mod journal;
+mod metrics;
 mod openapi;
 mod protocol;
 mod sessions;
