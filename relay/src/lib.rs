@@ -11,6 +11,8 @@
 pub mod access;
 pub mod admission;
 pub mod args;
+pub mod audit;
+pub mod audit_writer;
 pub mod clock;
 pub mod commands;
 pub mod enforcement;
@@ -81,6 +83,7 @@ where
     let connections = state.connections.clone();
     let flushing = flush_periodically(&state, shutdown.clone());
     let trimming = heap::trim_after_bursts(state.admission.clone(), shutdown.clone());
+    let audit = state.audit.clone();
     let (journal, seen, sessions, store) = (
         state.journal.clone(),
         state.seen.clone(),
@@ -124,6 +127,7 @@ where
     journal.flush().await;
     seen.flush(store.as_ref()).await;
     sessions.flush(store.as_ref()).await;
+    audit.flush().await;
     Ok(())
 }
 

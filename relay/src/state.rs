@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::admission::Admission;
+use crate::audit_writer::{AuditLog, AuditSettings};
 use crate::ratelimit::FailureLimiter;
 use crate::read_cache::ReadCache;
 use crate::releases::LatestVersion;
@@ -112,6 +113,8 @@ pub struct AppState {
     /// Seconds a new work session may stay unused before it expires
     /// (`serve --session-idle-timeout`).
     pub session_idle_timeout_s: u64,
+    /// The audit log's batched writer (`state.audit.record(entry)`).
+    pub audit: Arc<AuditLog>,
 }
 
 impl AppState {
@@ -121,6 +124,10 @@ impl AppState {
         let journal = Arc::new(JournalWriter::new(config.store.clone()));
         let reads = Arc::new(ReadCache::new(!config.store.shared()));
         let sessions = Arc::new(SessionUsage::new(!config.store.shared()));
+        let audit = Arc::new(AuditLog::new(
+            config.store.clone(),
+            AuditSettings::default(),
+        ));
         let router = Arc::new(JournaledRouter::new(
             local.clone(),
             config.store.clone(),
@@ -147,7 +154,14 @@ impl AppState {
             failures: Arc::new(FailureLimiter::default()),
             sessions,
             session_idle_timeout_s: DEFAULT_IDLE_TIMEOUT_S,
+            audit,
         }
+    }
+
+    /// Records what `settings` say (`serve --no-audit`, `--audit-arguments`).
+    pub fn with_audit(mut self, settings: AuditSettings) -> Self {
+        self.audit = Arc::new(AuditLog::new(self.store.clone(), settings));
+        self
     }
 
     /// New work sessions expire after `seconds` unused.

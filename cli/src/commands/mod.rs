@@ -1,5 +1,6 @@
 //! One module per command of the tree in [`crate::args`].
 
+pub mod audit;
 pub mod doctor;
 pub mod env;
 pub mod invoke;

@@ -7,9 +7,12 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
+use runner_proto::audit::{AuditAction, AuditDecision};
 
 use super::error::ApiError;
+use super::origin::{key_id, KeyId, Origin};
 use crate::access;
+use crate::audit::AuditRecord;
 use crate::environment::EnvironmentRecord;
 use crate::secret::{hash_secret, hashes_match, API_KEY_PREFIX};
 use crate::state::AppState;
@@ -33,10 +36,14 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key = bearer(&parts.headers).ok_or_else(|| {
-            ApiError::unauthorized("missing API key: send `Authorization: Bearer rnrk_…`")
-        })?;
+        let Some(key) = bearer(&parts.headers) else {
+            auth_failed(state, parts, "missing_api_key");
+            return Err(ApiError::unauthorized(
+                "missing API key: send `Authorization: Bearer rnrk_…`",
+            ));
+        };
         if !key.starts_with(API_KEY_PREFIX) {
+            auth_failed(state, parts, "invalid_api_key");
             return Err(ApiError::unauthorized("invalid API key"));
         }
         let hash = hash_secret(key);
@@ -55,9 +62,28 @@ impl FromRequestParts<AppState> for Caller {
             }
         };
         match found {
-            Some((member, stored)) if hashes_match(&stored, &hash) => Ok(Caller(member)),
-            _ => Err(ApiError::unauthorized("invalid API key")),
+            Some((member, stored)) if hashes_match(&stored, &hash) => {
+                parts.extensions.insert(KeyId(key_id(&stored)));
+                Ok(Caller(member))
+            }
+            _ => {
+                auth_failed(state, parts, "invalid_api_key");
+                Err(ApiError::unauthorized("invalid API key"))
+            }
         }
+    }
+}
+
+/// Audits a request refused for its API key.
+fn auth_failed(state: &AppState, parts: &Parts, code: &str) {
+    if state.audit.enabled() {
+        let record = AuditRecord::new(
+            state.clock.now(),
+            Origin::of(parts).anonymous(),
+            AuditAction::AuthFailed,
+        )
+        .decided(AuditDecision::Denied, code);
+        state.audit.record(record);
     }
 }
 

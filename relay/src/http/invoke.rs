@@ -34,13 +34,16 @@ use runner_proto::api::{
     stream_frame, ErrorBody, ErrorDetail, InvokeRequest, InvokeResponse, DEFAULT_TIMEOUT_S,
     MAX_TIMEOUT_S, STREAM_MEDIA_TYPE,
 };
+use runner_proto::audit::AuditDecision;
 use runner_proto::ws::{utf8_boundary, Call, CallResult, Stream};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 use super::auth::{environment_for, Caller, Intent};
+use super::call_audit::CallAudit;
 use super::error::{ApiError, RawBody};
+use super::origin::Origin;
 use crate::enforcement::{self, Refusal};
 use crate::environment::EnvironmentRecord;
 use crate::routing::{CallRouter, JournaledRouter, OutputChunk, Presence, RouteError};
@@ -198,6 +201,7 @@ fn stream_format(headers: &HeaderMap) -> Option<StreamFormat> {
 pub async fn invoke(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(id): Path<String>,
     headers: HeaderMap,
     RawBody(body): RawBody,
@@ -208,6 +212,7 @@ pub async fn invoke(
         presence: state.router.presence(&environment.id).await,
         environment: &environment,
         notice: None,
+        audit: CallAudit::start(&state, origin.actor(&caller), &environment.id, None),
     };
     run_call(&state, &caller, destination, &headers, &body, started).await
 }
@@ -220,23 +225,53 @@ pub(super) struct Destination<'a> {
     /// For the answer (a session's degraded environment): see
     /// [`InvokeResponse::notice`].
     pub notice: Option<Arc<str>>,
+    /// The call's audit entry, recorded once whatever the outcome.
+    pub audit: CallAudit,
 }
 
 /// Checks and relays one call.
 pub(super) async fn run_call(
     state: &AppState,
     caller: &Member,
+    mut destination: Destination<'_>,
+    headers: &HeaderMap,
+    body: &[u8],
+    started: Instant,
+) -> Result<Response, ApiError> {
+    let mut audit = destination.audit.take();
+    let result = check_and_relay(
+        state,
+        caller,
+        destination,
+        headers,
+        body,
+        started,
+        &mut audit,
+    )
+    .await;
+    if let Err(error) = &result {
+        audit.failed(error);
+    }
+    result
+}
+
+async fn check_and_relay(
+    state: &AppState,
+    caller: &Member,
     destination: Destination<'_>,
     headers: &HeaderMap,
     body: &[u8],
     started: Instant,
+    audit: &mut CallAudit,
 ) -> Result<Response, ApiError> {
     let Destination {
         environment,
         presence,
         notice,
+        audit: _,
     } = destination;
     let request = parse_request(body)?;
+    audit.request(&request);
     let timeout_s = request.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
     let workspace = presence
         .as_ref()
@@ -278,6 +313,7 @@ pub(super) async fn run_call(
         .call_id
         .clone()
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    audit.call_id(&call_id);
     // Off by default (`--access-log`), and then never built: with the
     // fmt layer a span formats its fields as it opens; with its line,
     // 13 % of the relay's instructions per `ping`.
@@ -298,11 +334,11 @@ pub(super) async fn run_call(
         notice,
     };
     if let Some(format) = stream {
-        return stream_call(state, call, request, format)
+        return stream_call(state, call, request, format, audit.take())
             .instrument(span)
             .await;
     }
-    relay_call(state, call, request)
+    relay_call(state, call, request, audit)
         .instrument(span)
         .await
         .map(IntoResponse::into_response)
@@ -379,6 +415,7 @@ async fn relay_call(
     state: &AppState,
     call: Relayed<'_>,
     request: InvokeRequest,
+    audit: &mut CallAudit,
 ) -> Result<Json<InvokeResponse>, ApiError> {
     let Relayed {
         environment_id,
@@ -395,6 +432,7 @@ async fn relay_call(
             guard.armed = false;
             state.health.record_success(environment_id);
             finished(&result, started);
+            audit.completed(&result);
             Ok(Json(InvokeResponse {
                 call_id: call_id.to_owned(),
                 result: result.result,
@@ -440,6 +478,7 @@ struct Streaming {
     started: Instant,
     notice: Option<Arc<str>>,
     done: bool,
+    audit: CallAudit,
 }
 
 /// What a streamed call tells its caller, in order: output, then exactly
@@ -463,7 +502,10 @@ impl Streaming {
         let event = tokio::select! {
             // Output first: the runner sends every chunk before the result.
             biased;
-            Some(output) = self.output.recv() => StreamEvent::Output(output),
+            Some(output) = self.output.recv() => {
+                self.audit.add_bytes(output.data.len());
+                StreamEvent::Output(output)
+            }
             () = tokio::time::sleep(self.state.streams.keep_alive) => StreamEvent::KeepAlive,
             result = &mut self.result => {
                 self.done = true;
@@ -472,6 +514,7 @@ impl Streaming {
                     Ok(result) => {
                         self.state.health.record_success(&self.environment_id);
                         finished(&result, self.started);
+                        self.audit.completed(&result);
                         StreamEvent::Result(InvokeResponse {
                             call_id: self.call_id.clone(),
                             result: result.result,
@@ -482,6 +525,7 @@ impl Streaming {
                     }
                     Err(_closed) => {
                         tracing::warn!(environment_id = %self.environment_id, call_id = %self.call_id, "runner disconnected during the call");
+                        self.audit.ended(AuditDecision::Error, "runner_disconnected");
                         journal_given_up(&self.state, &self.guard, &self.tool).await;
                         error_body(
                             "runner_disconnected",
@@ -500,6 +544,7 @@ impl Streaming {
                     self.state.clock.now(),
                 );
                 tracing::warn!(environment_id = %self.environment_id, call_id = %self.call_id, timeout_s = self.timeout_s, "call timed out");
+                self.audit.ended(AuditDecision::Timeout, "timeout");
                 journal_given_up(&self.state, &self.guard, &self.tool).await;
                 let message = format!(
                     "the call did not finish within {} s; the runner was told to cancel it",
@@ -528,6 +573,7 @@ async fn stream_call(
     call: Relayed<'_>,
     request: InvokeRequest,
     format: StreamFormat,
+    mut audit: CallAudit,
 ) -> Result<Response, ApiError> {
     let Relayed {
         environment_id,
@@ -537,7 +583,14 @@ async fn stream_call(
         notice,
     } = call;
     let tool = request.tool_name.clone();
-    let (handle, guard) = start(state, environment_id, call_id, request, timeout_s, true).await?;
+    let (handle, guard) =
+        match start(state, environment_id, call_id, request, timeout_s, true).await {
+            Ok(started) => started,
+            Err(error) => {
+                audit.failed(&error);
+                return Err(error);
+            }
+        };
     let streaming = Streaming {
         output: handle.output,
         result: handle.result,
@@ -551,6 +604,7 @@ async fn stream_call(
         started,
         notice,
         done: false,
+        audit,
     };
     Ok(match format {
         StreamFormat::ServerSentEvents => server_sent_events(streaming),

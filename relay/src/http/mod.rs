@@ -1,13 +1,16 @@
 //! The HTTP surface: the API of SPEC §7, the runner endpoints, health
 //! probes and the OpenAPI document, with JSON errors everywhere.
 
+mod audit;
 mod auth;
+mod call_audit;
 mod environments;
 pub mod error;
 mod invocations;
 pub mod invoke;
 mod members;
 pub mod openapi;
+mod origin;
 mod runner;
 #[cfg(test)]
 mod self_wake;
@@ -50,6 +53,7 @@ pub const MEMBER: &str = "/members/{id}";
 pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
 pub const OPENAPI: &str = "/openapi.json";
+pub const AUDIT: &str = "/audit";
 
 /// Every (method, path) the router serves; [`router`] is built from the
 /// same constants, and a test checks each one against the router and the
@@ -86,6 +90,7 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::GET, HEALTHZ),
     (Method::GET, READYZ),
     (Method::GET, OPENAPI),
+    (Method::GET, AUDIT),
 ];
 
 /// The relay's HTTP application.
@@ -125,6 +130,7 @@ pub fn router(state: AppState) -> Router {
         .route(HEALTHZ, get(healthz))
         .route(READYZ, get(readyz))
         .route(OPENAPI, get(openapi_document))
+        .route(AUDIT, get(audit::list))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -5,6 +5,7 @@ mod support;
 
 mod access;
 mod admission;
+mod audit;
 mod cli;
 mod cluster;
 mod cluster_rebalance;
