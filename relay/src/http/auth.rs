@@ -14,6 +14,7 @@ use super::origin::{key_id, KeyId, Origin};
 use crate::access;
 use crate::audit::AuditRecord;
 use crate::environment::EnvironmentRecord;
+use crate::ratelimit;
 use crate::secret::{hash_secret, hashes_match, API_KEY_PREFIX};
 use crate::state::AppState;
 use crate::store::Member;
@@ -74,17 +75,29 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
-/// Audits a request refused for its API key.
+/// Audits a request refused for its API key: the first
+/// [`ratelimit::PER_ADDRESS`] a minute from one address; past that they
+/// are only counted, so a flood of bad keys cannot fill the audit log.
 fn auth_failed(state: &AppState, parts: &Parts, code: &str) {
-    if state.audit.enabled() {
-        let record = AuditRecord::new(
-            state.clock.now(),
-            Origin::of(parts).anonymous(),
-            AuditAction::AuthFailed,
-        )
-        .decided(AuditDecision::Denied, code);
-        state.audit.record(record);
+    if !state.audit.enabled() {
+        return;
     }
+    let now = state.clock.now();
+    let origin = Origin::of(parts);
+    if let Some(source) = &origin.source {
+        let key = format!("api-key:{source}");
+        let flooding = state
+            .failures
+            .check(&key, ratelimit::PER_ADDRESS, now)
+            .is_err();
+        state.failures.record_failure(&key, now);
+        if flooding {
+            return;
+        }
+    }
+    let record = AuditRecord::new(now, origin.anonymous(), AuditAction::AuthFailed)
+        .decided(AuditDecision::Denied, code);
+    state.audit.record(record);
 }
 
 /// What the caller wants to do with an environment.

@@ -375,3 +375,75 @@ async fn secrets_never_appear_in_audit_rows() {
     }
     assert!(stored.contains("API_TOKEN"), "names are kept: {stored}");
 }
+
+#[tokio::test]
+async fn a_flood_of_bad_keys_is_recorded_only_up_to_the_address_limit() {
+    let relay = spawn_relay().await;
+    for _ in 0..25 {
+        let (status, _) = relay
+            .request(
+                Method::GET,
+                "/execution-environments",
+                Some("rnrk_flood"),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let failures = entries(&relay, "action=auth.failed").await;
+    assert_eq!(failures.len(), 10, "{failures:?}");
+}
+
+#[tokio::test]
+async fn a_timed_out_call_and_a_lost_runner_are_recorded_as_such() {
+    let relay = spawn_relay().await;
+    let (env, token) = relay.dev_env("slow").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("h", "i1", &["shell"])).await;
+    let invoke = relay.invoke(&env, json!({"tool_name": "shell", "timeout_s": 1}));
+    let ignore = async {
+        runner.next_call().await;
+    };
+    let ((status, _), ()) = tokio::join!(invoke, ignore);
+    assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
+    // The relay tells the runner to cancel it.
+    while !matches!(
+        runner.next_frame().await,
+        runner_proto::ws::RelayMessage::Cancel { .. }
+    ) {}
+
+    let invoke = relay.invoke(&env, json!({"tool_name": "shell"}));
+    let vanish = async {
+        runner.next_call().await;
+        drop(runner);
+    };
+    let ((status, _), ()) = tokio::join!(invoke, vanish);
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+
+    let calls = entries(&relay, "action=tool.invoke").await;
+    let outcomes: Vec<(&Value, &Value)> =
+        calls.iter().map(|e| (&e["decision"], &e["code"])).collect();
+    assert_eq!(
+        outcomes,
+        [
+            (&json!("timeout"), &json!("timeout")),
+            (&json!("error"), &json!("runner_disconnected"))
+        ]
+    );
+}
+
+#[tokio::test]
+async fn no_audit_records_nothing() {
+    let relay = spawn_relay_with(|state| {
+        state.with_audit(AuditSettings {
+            enabled: false,
+            arguments: false,
+        })
+    })
+    .await;
+    relay.dev_env("quiet").await;
+    let (status, _) = relay
+        .request(Method::GET, "/execution-environments", None, None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(entries(&relay, "").await.is_empty());
+}

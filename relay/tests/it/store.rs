@@ -894,3 +894,66 @@ async fn the_postgres_store_keeps_the_contract() {
     assert!(store.shared());
     the_store_keeps_its_contract(store.as_ref()).await;
 }
+
+/// Several relays on one PostgreSQL database append at the same time: the
+/// head row's lock keeps one chain, without gaps or forks.
+#[tokio::test]
+#[ignore = "needs PostgreSQL (run by .ci/run with --include-ignored)"]
+async fn relays_sharing_postgres_keep_one_audit_chain() {
+    let database = crate::cluster::Database::create().await;
+    let mut writers = Vec::new();
+    for relay in 0..3 {
+        let store = store::open(&database.url()).await.expect("open PostgreSQL");
+        writers.push(tokio::spawn(async move {
+            for batch in 0..10 {
+                let records: Vec<AuditRecord> = (0..5)
+                    .map(|i| {
+                        let mut record = AuditRecord::new(
+                            at(batch),
+                            AuditActor::default(),
+                            AuditAction::ToolInvoke,
+                        );
+                        record.target = Some(format!("relay{relay}-{batch}-{i}"));
+                        record
+                    })
+                    .collect();
+                store.append_audit(&records).await.expect("append");
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.expect("joined");
+    }
+    let store = store::open(&database.url()).await.expect("open PostgreSQL");
+    let all = store
+        .audit_entries(&AuditQuery {
+            limit: 1000,
+            ..AuditQuery::default()
+        })
+        .await
+        .expect("read");
+    assert_eq!(all.len(), 150);
+    let mut verifier = chain::Verifier::default();
+    for entry in &all {
+        verifier.check(entry).expect("one chain");
+    }
+    let head = store.audit_head().await.expect("head");
+    verifier
+        .finish(head.seq, &head.hash)
+        .expect("head is the last row");
+    // A batch stays together: the lock is held for its whole append.
+    for batch in all.chunks(5) {
+        let prefix = |e: &runner_relay::audit::StoredAudit| {
+            e.record
+                .target
+                .as_deref()
+                .unwrap_or("")
+                .rsplit_once('-')
+                .map(|(p, _)| p.to_owned())
+        };
+        assert!(
+            batch.iter().all(|e| prefix(e) == prefix(&batch[0])),
+            "{batch:?}"
+        );
+    }
+}
