@@ -107,6 +107,17 @@ impl CallAudit {
         self.finish(decision, Some(code));
     }
 
+    /// The call did not run now but became something else, e.g. an
+    /// approval request (`AuditAction::ApprovalRequest`, target: the
+    /// approval id): records the entry as that action, allowed.
+    pub fn became(&mut self, action: AuditAction, target: &str) {
+        if let Some(record) = &mut self.record {
+            record.action = action;
+            record.target = Some(target.to_owned());
+        }
+        self.finish(AuditDecision::Allowed, None);
+    }
+
     /// Moves the pending entry into a new guard (a stream that outlives
     /// the handler); this one then records nothing.
     pub fn take(&mut self) -> Self {
@@ -151,4 +162,35 @@ fn json_len(value: &Value) -> usize {
     // Writing to a counter cannot fail.
     let _ = serde_json::to_writer(&mut count, value);
     count.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::AuditQuery;
+    use crate::state::RelayConfig;
+
+    #[tokio::test]
+    async fn a_call_recorded_as_another_action_is_recorded_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", dir.path().join("relay.db").display());
+        let store = crate::store::open(&url).await.expect("store");
+        let state = AppState::new(RelayConfig::new(store.clone()));
+        let mut audit = CallAudit::start(&state, AuditActor::default(), "env_1", None);
+        audit.became(AuditAction::ApprovalRequest, "apr_1");
+        drop(audit);
+        state.audit.flush().await;
+        let entries = store
+            .audit_entries(&AuditQuery {
+                limit: 10,
+                ..AuditQuery::default()
+            })
+            .await
+            .expect("read");
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        let record = &entries[0].record;
+        assert_eq!(record.action, AuditAction::ApprovalRequest);
+        assert_eq!(record.target.as_deref(), Some("apr_1"));
+        assert_eq!(record.environment_id.as_deref(), Some("env_1"));
+    }
 }
