@@ -38,6 +38,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('token', 'token', [CompletionResultType]::ParameterValue, 'Generate, inspect and revoke an environment''s registration token')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Start, list, show and end sessions: calls that stay on one machine')
             [CompletionResult]::new('approvals', 'approvals', [CompletionResultType]::ParameterValue, 'List, show, approve and deny calls that wait for a person''s approval')
+            [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'Read the relay''s audit log (organisation admins)')
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List the tools an environment offers (its runner''s catalogue, filtered by policy)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show an environment''s status, or with --local this machine''s runner as it sees itself')
             [CompletionResult]::new('invoke', 'invoke', [CompletionResultType]::ParameterValue, 'Run a tool on an environment''s runner and print its output')
@@ -546,6 +547,29 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
         'runner;approvals;help;help' {
             break
         }
+        'runner;audit' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Only entries about this environment (id)')
+            [CompletionResult]::new('--actor', '--actor', [CompletionResultType]::ParameterName, 'Only entries by this member (id)')
+            [CompletionResult]::new('--action', '--action', [CompletionResultType]::ParameterName, 'Only this action, e.g. tool.invoke, token.generate, auth.failed')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Only calls through this session')
+            [CompletionResult]::new('--tool', '--tool', [CompletionResultType]::ParameterName, 'Only calls of this tool')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only entries at or after this time (RFC 3339 or Unix seconds)')
+            [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'Only entries before this time (RFC 3339 or Unix seconds)')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'At most this many entries (default: 50 in the table, all with --json)')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--follow', '--follow', [CompletionResultType]::ParameterName, 'Keep printing new entries as they are recorded (polls every 2 s; stop with Ctrl-C)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'runner;tools' {
             [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
@@ -843,6 +867,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('token', 'token', [CompletionResultType]::ParameterValue, 'Generate, inspect and revoke an environment''s registration token')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Start, list, show and end sessions: calls that stay on one machine')
             [CompletionResult]::new('approvals', 'approvals', [CompletionResultType]::ParameterValue, 'List, show, approve and deny calls that wait for a person''s approval')
+            [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'Read the relay''s audit log (organisation admins)')
             [CompletionResult]::new('tools', 'tools', [CompletionResultType]::ParameterValue, 'List the tools an environment offers (its runner''s catalogue, filtered by policy)')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show an environment''s status, or with --local this machine''s runner as it sees itself')
             [CompletionResult]::new('invoke', 'invoke', [CompletionResultType]::ParameterValue, 'Run a tool on an environment''s runner and print its output')
@@ -940,6 +965,9 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             break
         }
         'runner;help;approvals;deny' {
+            break
+        }
+        'runner;help;audit' {
             break
         }
         'runner;help;tools' {

@@ -145,6 +145,22 @@ pub enum Command {
         about = "List, show, approve and deny calls that wait for a person's approval"
     )]
     Approvals(ApprovalsCommand),
+    /// Read the relay's audit log (organisation admins): who invoked which
+    /// tool, changed which environment, token, member or team, and failed
+    /// authentications.
+    ///
+    /// A table of the newest entries by default; --json prints every
+    /// matching entry as JSON Lines, oldest first (an export: one entry a
+    /// line, with its hash-chain fields); --follow keeps printing new ones.
+    ///
+    ///   runner audit --env prod-box --since 2026-01-01T00:00:00Z
+    ///   runner audit --action tool.invoke --follow
+    ///   runner audit --json > audit.jsonl
+    #[command(
+        verbatim_doc_comment,
+        about = "Read the relay's audit log (organisation admins)"
+    )]
+    Audit(AuditArgs),
 
     /// List the tools an environment offers (its runner's catalogue, filtered by policy).
     Tools(EnvTarget),
@@ -666,6 +682,41 @@ pub struct SessionListArgs {
     /// Only sessions in this state.
     #[arg(long, value_enum)]
     pub state: Option<SessionStateArg>,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Only entries about this environment (id).
+    #[arg(long, value_name = "ENV_ID")]
+    pub env: Option<String>,
+    /// Only entries by this member (id).
+    #[arg(long, value_name = "MEMBER_ID")]
+    pub actor: Option<String>,
+    /// Only this action, e.g. tool.invoke, token.generate, auth.failed.
+    #[arg(long, value_name = "ACTION")]
+    pub action: Option<String>,
+    /// Only calls through this session.
+    #[arg(long, value_name = "SESSION_ID")]
+    pub session: Option<String>,
+    /// Only calls of this tool.
+    #[arg(long, value_name = "TOOL")]
+    pub tool: Option<String>,
+    /// Only entries at or after this time (RFC 3339 or Unix seconds).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Only entries before this time (RFC 3339 or Unix seconds).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// At most this many entries (default: 50 in the table, all with
+    /// --json).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+    /// Keep printing new entries as they are recorded (polls every 2 s;
+    /// stop with Ctrl-C).
+    #[arg(long)]
+    pub follow: bool,
     #[command(flatten)]
     pub api: ApiArgs,
 }

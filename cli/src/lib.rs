@@ -93,6 +93,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Env(command) => commands::env::run(&dirs, command).await?,
         Command::Session(command) => commands::session::run(&dirs, command).await?,
         Command::Approvals(command) => commands::approvals::run(&dirs, command).await?,
+        Command::Audit(args) => commands::audit::run(&dirs, args).await?,
         Command::Token(command) => commands::token::run(&dirs, command).await?,
         Command::Tools(target) => commands::tools::run(&dirs, target).await?,
         Command::Status(args) => return commands::status::run(&dirs, args).await,

@@ -11,8 +11,8 @@
 //! * [`api`]: the JSON bodies of the relay's HTTP API, so the `runner` CLI and
 //!   the relay agree on them without depending on each other.
 //!
-//! * [`sessions`] and [`members`]: the bodies of the session, member and
-//!   team routes of the same API.
+//! * [`sessions`], [`members`] and [`audit`]: the bodies of the session,
+//!   member, team and audit routes of the same API.
 //! * [`tools`] and [`version`]: names and rules both sides must agree on
 //!   (built-in tool names, the default allow-list, release version order).
 //!
@@ -22,6 +22,7 @@
 
 pub mod api;
 pub mod approvals;
+pub mod audit;
 pub mod members;
 pub mod sessions;
 pub mod tools;

@@ -48,6 +48,9 @@ pub const ENV_METRICS_ADDR_PUBLIC: &str = "RUNNER_RELAY_METRICS_ADDR_PUBLIC";
 pub const ENV_METRICS_TOKEN_FILE: &str = "RUNNER_RELAY_METRICS_TOKEN_FILE";
 /// `--no-metrics`.
 pub const ENV_NO_METRICS: &str = "RUNNER_RELAY_NO_METRICS";
+pub const ENV_NO_AUDIT: &str = "RUNNER_RELAY_NO_AUDIT";
+pub const ENV_AUDIT_ARGUMENTS: &str = "RUNNER_RELAY_AUDIT_ARGUMENTS";
+pub const ENV_AUDIT_RETENTION_DAYS: &str = "RUNNER_RELAY_AUDIT_RETENTION_DAYS";
 /// `--log-format`.
 pub const ENV_LOG_FORMAT: &str = "RUNNER_RELAY_LOG_FORMAT";
 /// `--access-log`.
@@ -199,6 +202,20 @@ pub struct ServeArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, env = ENV_TLS_KEY, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Record nothing in the audit log (who invoked what, token, member
+    /// and environment changes, failed authentications). On by default;
+    /// see docs/audit.md.
+    #[arg(long, env = ENV_NO_AUDIT, conflicts_with = "audit_arguments")]
+    pub no_audit: bool,
+    /// Keep each call's arguments in its audit entry (the values of the
+    /// `env` argument masked), not only their SHA-256 digest.
+    #[arg(long, env = ENV_AUDIT_ARGUMENTS)]
+    pub audit_arguments: bool,
+    /// Days audit entries are kept; older ones are pruned daily (the rest
+    /// still verifies).
+    #[arg(long, env = ENV_AUDIT_RETENTION_DAYS, default_value_t = 400,
+          value_parser = retention_days, value_name = "DAYS")]
+    pub audit_retention_days: u32,
     /// Boxed: it would make `Command` too large to move around cheaply.
     #[command(flatten)]
     pub metrics: Box<MetricsArgs>,
@@ -276,6 +293,23 @@ pub enum AdminCommand {
         /// Team name, as used in the `team:<name>` scope.
         name: String,
     },
+    /// The audit log.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Walk the audit log's hash chain from its oldest entry and check that
+    /// no entry was changed or deleted. Exits 1 naming the first bad entry
+    /// (changed row, broken link, missing rows); 0 when intact.
+    Verify {
+        /// Print the result as one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -298,6 +332,13 @@ fn positive_seconds(text: &str) -> Result<u64, String> {
         _ => Err(format!(
             "{text:?} is not a number of seconds from 1 to 86400"
         )),
+    }
+}
+
+fn retention_days(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(days) if (1..=36_500).contains(&days) => Ok(days),
+        _ => Err(format!("{text:?} is not a number of days from 1 to 36500")),
     }
 }
 

@@ -12,6 +12,8 @@ pub mod access;
 pub mod admission;
 pub mod approvals;
 pub mod args;
+pub mod audit;
+pub mod audit_writer;
 pub mod clock;
 pub mod commands;
 pub mod enforcement;
@@ -84,6 +86,7 @@ where
     let connections = state.connections.clone();
     let flushing = flush_periodically(&state, shutdown.clone());
     let trimming = heap::trim_after_bursts(state.admission.clone(), shutdown.clone());
+    let audit = state.audit.clone();
     let (journal, seen, sessions, store) = (
         state.journal.clone(),
         state.seen.clone(),
@@ -127,6 +130,7 @@ where
     journal.flush().await;
     seen.flush(store.as_ref()).await;
     sessions.flush(store.as_ref()).await;
+    audit.flush().await;
     Ok(())
 }
 

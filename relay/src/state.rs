@@ -9,6 +9,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::admission::Admission;
 use crate::approvals::ApprovalWaiters;
+use crate::audit_writer::{AuditLog, AuditSettings};
 use crate::ratelimit::FailureLimiter;
 use crate::read_cache::ReadCache;
 use crate::releases::LatestVersion;
@@ -125,6 +126,8 @@ pub struct AppState {
     pub public_url: Option<Arc<str>>,
     /// What `/metrics` shows (docs/metrics.md); off with `--no-metrics`.
     pub metrics: Metrics,
+    /// The audit log's batched writer (`state.audit.record(entry)`).
+    pub audit: Arc<AuditLog>,
 }
 
 impl AppState {
@@ -135,6 +138,10 @@ impl AppState {
         let reads = Arc::new(ReadCache::new(!config.store.shared()));
         let sessions = Arc::new(SessionUsage::new(!config.store.shared()));
         let approvals = Arc::new(ApprovalWaiters::new(config.store.shared()));
+        let audit = Arc::new(AuditLog::new(
+            config.store.clone(),
+            AuditSettings::default(),
+        ));
         let router = Arc::new(JournaledRouter::new(
             local.clone(),
             config.store.clone(),
@@ -168,7 +175,14 @@ impl AppState {
             webhook: None,
             public_url: None,
             metrics: Metrics::new(),
+            audit,
         }
+    }
+
+    /// Records what `settings` say (`serve --no-audit`, `--audit-arguments`).
+    pub fn with_audit(mut self, settings: AuditSettings) -> Self {
+        self.audit = Arc::new(AuditLog::new(self.store.clone(), settings));
+        self
     }
 
     /// Records into `metrics` (its scrape token, or off) instead.

@@ -1,6 +1,7 @@
 //! One module per command of the tree in [`crate::args`].
 
 pub mod approvals;
+pub mod audit;
 pub mod doctor;
 pub mod env;
 pub mod invoke;

@@ -414,3 +414,71 @@ async fn a_session_holds_calls_on_one_machine_across_commands() {
         "{stderr}"
     );
 }
+
+/// `runner audit`: JSON Lines (one entry a line, oldest first, the chain
+/// fields included) and a table; filters reach the relay.
+#[tokio::test]
+async fn audit_exports_json_lines_and_prints_a_table() {
+    let relay = Relay::spawn().await;
+    let (env, _runner) = Runner::online(
+        &relay,
+        json!({"name": "audited-box", "tier": "development"}),
+    )
+    .await;
+    let mut command = admin(&relay);
+    command.args(["invoke", &env, "ping", "--arg", "n:=1"]);
+    let (code, _, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+
+    let mut command = admin(&relay);
+    command.args(["audit", "--json"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let entries: Vec<runner_proto::audit::AuditEntry> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
+    assert_eq!(
+        actions,
+        ["environment.create", "token.generate", "tool.invoke"],
+        "{stdout}"
+    );
+    assert!(entries
+        .windows(2)
+        .all(|w| w[1].prev_hash == w[0].hash && w[1].seq == w[0].seq + 1));
+    let call = &entries[2];
+    assert_eq!(call.tool.as_deref(), Some("ping"));
+    assert_eq!(call.decision, runner_proto::audit::AuditDecision::Allowed);
+    assert!(
+        call.actor
+            .client
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("runner"),
+        "the CLI names itself: {:?}",
+        call.actor
+    );
+
+    let mut command = admin(&relay);
+    command.args(["audit", "--json", "--action", "tool.invoke", "--limit", "1"]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+
+    let mut command = admin(&relay);
+    command.args(["audit", "--env", &env]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.starts_with("SEQ"), "{stdout}");
+    assert!(
+        stdout.contains("tool.invoke") && stdout.contains("allowed"),
+        "{stdout}"
+    );
+
+    let mut command = admin(&relay);
+    command.args(["audit", "--action", "nonsense"]);
+    let (code, _, stderr) = run(command).await;
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("unknown action"), "{stderr}");
+}

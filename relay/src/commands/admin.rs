@@ -4,10 +4,12 @@
 use anyhow::Context;
 
 use super::{database_url, open_store, say};
-use crate::args::{AdminArgs, AdminCommand};
+use crate::args::{AdminArgs, AdminCommand, AuditCommand};
+use crate::audit::AuditRecord;
 use crate::clock::{Clock, SystemClock};
 use crate::members;
-use crate::store::{MemberKind, NewMember, StoreError};
+use crate::store::{MemberKind, NewMember, Store, StoreError};
+use runner_proto::audit::{AuditAction, AuditActor};
 
 pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
     let url = database_url(&args.store)?;
@@ -34,9 +36,19 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                 .await
                 .context("creating the member")?;
             tracing::info!(member_id = %created.id, admin = created.is_admin, teams = ?created.teams, "member created");
+            operator_audit(
+                store.as_ref(),
+                &clock,
+                AuditAction::MemberCreate,
+                &created.id,
+            )
+            .await;
             // The key alone, so that scripts can capture it.
             say(key.expose())
         }
+        AdminCommand::Audit {
+            command: AuditCommand::Verify { json },
+        } => super::audit::run_verify(store.as_ref(), json).await,
         AdminCommand::CreateTeam { name } => {
             if name.trim().is_empty() || name.contains(char::is_whitespace) {
                 anyhow::bail!("team name {name:?} must be non-empty and contain no spaces");
@@ -45,6 +57,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                 .create_team(&name, clock.now())
                 .await
                 .with_context(|| format!("creating team {name:?}"))?;
+            operator_audit(store.as_ref(), &clock, AuditAction::TeamCreate, &name).await;
             eprintln!("team {name:?} created");
             Ok(())
         }
@@ -61,6 +74,8 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                 }
             };
             if added {
+                let target = format!("{team}/{}", member.id);
+                operator_audit(store.as_ref(), &clock, AuditAction::TeamMemberAdd, &target).await;
                 eprintln!(
                     "{} {:?} ({}) added to team {team:?}",
                     member.kind.as_str(),
@@ -84,11 +99,34 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             if !removed {
                 anyhow::bail!("{:?} ({}) is not in team {team:?}", member.name, member.id);
             }
+            let target = format!("{team}/{}", member.id);
+            operator_audit(
+                store.as_ref(),
+                &clock,
+                AuditAction::TeamMemberRemove,
+                &target,
+            )
+            .await;
             eprintln!(
                 "{:?} ({}) removed from team {team:?}",
                 member.name, member.id
             );
             Ok(())
         }
+    }
+}
+
+/// Audits a change made here, straight in the store, by whoever runs
+/// `runner-relay admin` (an operator with access to the database). A
+/// failure is reported, not fatal: the change is made already.
+async fn operator_audit(store: &dyn Store, clock: &dyn Clock, action: AuditAction, target: &str) {
+    let actor = AuditActor {
+        kind: Some("operator".to_owned()),
+        client: Some("runner-relay admin".to_owned()),
+        ..AuditActor::default()
+    };
+    let record = AuditRecord::new(clock.now(), actor, action).target(target);
+    if let Err(error) = store.append_audit(&[record]).await {
+        eprintln!("warning: could not record this change in the audit log: {error}");
     }
 }

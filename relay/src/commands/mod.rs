@@ -2,6 +2,7 @@
 //! location, and the shutdown signal.
 
 mod admin;
+mod audit;
 mod dev;
 mod serve;
 

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{bind_error, cancel_on_signal, database_url, lock_sqlite, open_store, say};
 use crate::args::{MetricsArgs, ServeArgs};
+use crate::audit_writer::AuditSettings;
 use crate::clock::{Clock, SystemClock};
 use crate::members;
 use crate::metrics::Metrics;
@@ -23,6 +24,8 @@ use crate::store::Store;
 const JOURNAL_PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
 /// How long a finished call stays fetchable at `GET /invocations/{id}`.
 const JOURNAL_RETENTION: time::Duration = time::Duration::days(7);
+/// How often audit entries past `--audit-retention-days` are pruned.
+const AUDIT_PRUNE_INTERVAL: Duration = Duration::from_secs(86_400);
 /// Bound on one prune.
 const JOURNAL_PRUNE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Connections the kernel queues before the relay accepts them. A relay
@@ -85,7 +88,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_max_handshakes(args.max_handshakes)
         .with_session_idle_timeout(args.session_idle_timeout)
         .with_approval_ttl(Duration::from_secs(args.approval_ttl))
-        .with_metrics(metrics);
+        .with_metrics(metrics)
+        .with_audit(AuditSettings {
+            enabled: !args.no_audit,
+            arguments: args.audit_arguments,
+        });
+    if args.no_audit {
+        tracing::warn!("--no-audit: nothing is recorded in the audit log");
+    }
     if let Some(webhook) = webhook {
         tracing::info!(?webhook, "announcing approvals to the webhook");
         state = state.with_approval_webhook(webhook);
@@ -119,6 +129,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         state = state.with_cluster(router);
     }
     prune_journal(config.store.clone(), config.clock.clone(), shutdown.clone());
+    prune_audit(
+        config.store.clone(),
+        config.clock.clone(),
+        time::Duration::days(i64::from(args.audit_retention_days)),
+        shutdown.clone(),
+    );
 
     let address = listener
         .local_addr()
@@ -258,6 +274,32 @@ fn prune_journal(store: Arc<dyn Store>, clock: Arc<dyn Clock>, shutdown: Cancell
                 Ok(Ok(pruned)) => tracing::info!(pruned, "pruned old approvals"),
                 Ok(Err(error)) => tracing::warn!(%error, "could not prune approvals"),
                 Err(_elapsed) => tracing::warn!("pruning approvals timed out"),
+            }
+        }
+    });
+}
+
+/// Deletes audit entries older than `retention`, daily (from the oldest:
+/// the rest of the chain still verifies; docs/audit.md).
+fn prune_audit(
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    retention: time::Duration,
+    shutdown: CancellationToken,
+) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(AUDIT_PRUNE_INTERVAL);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            let before = clock.now() - retention;
+            match tokio::time::timeout(JOURNAL_PRUNE_TIMEOUT, store.prune_audit(before)).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(pruned)) => tracing::info!(pruned, "pruned old audit entries"),
+                Ok(Err(error)) => tracing::warn!(%error, "could not prune the audit log"),
+                Err(_elapsed) => tracing::warn!("pruning the audit log timed out"),
             }
         }
     });

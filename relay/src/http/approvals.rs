@@ -26,6 +26,7 @@ use runner_proto::approvals::{
     Approval, ApprovalList, ApprovalOutcome, ApprovalStatus, ApprovalTicket, Decide, DeliveryState,
     Notification, MAX_APPROVAL_WAIT_S,
 };
+use runner_proto::audit::{AuditAction, AuditDecision};
 use runner_proto::sessions::MemberRef;
 use runner_proto::ws::Call;
 use serde::Deserialize;
@@ -34,6 +35,7 @@ use time::OffsetDateTime;
 use super::auth::Caller;
 use super::error::{ApiError, ApiJson};
 use super::invoke::{not_connected, refusal_error, start_relayed};
+use super::origin::{entry, Origin};
 use crate::approvals::{self, ApprovalRecord, Decision};
 use crate::clock::rfc3339;
 use crate::enforcement;
@@ -59,6 +61,12 @@ pub(super) struct Ask<'a> {
     pub rule: String,
 }
 
+/// The answer to a call that asked for an approval, and that approval.
+pub(super) struct Asked {
+    pub response: Response,
+    pub approval_id: String,
+}
+
 /// Stores the call as a pending approval (or finds the one a repeated
 /// request with the same `call_id` made) and answers 202, or, with
 /// `approval_wait_s`, the call's answer if it is decided and ends in time.
@@ -66,7 +74,7 @@ pub(super) async fn ask(
     state: &AppState,
     caller: &Member,
     ask: Ask<'_>,
-) -> Result<Response, ApiError> {
+) -> Result<Asked, ApiError> {
     let Ask {
         environment,
         session_id,
@@ -139,7 +147,10 @@ pub(super) async fn ask(
         let wait = Duration::from_secs(wait_s.min(MAX_APPROVAL_WAIT_S));
         let settled = wait_settled(state, &stored.id, wait).await?;
         if let Some(answer) = settled_answer(&settled, state.clock.now()) {
-            return answer;
+            return answer.map(|response| Asked {
+                response,
+                approval_id: stored.id.clone(),
+            });
         }
     }
     let status = stored.status(state.clock.now());
@@ -157,7 +168,10 @@ pub(super) async fn ask(
             stored.tool, stored.id, stored.environment_name
         ),
     };
-    Ok((StatusCode::ACCEPTED, Json(ticket)).into_response())
+    Ok(Asked {
+        response: (StatusCode::ACCEPTED, Json(ticket)).into_response(),
+        approval_id: stored.id,
+    })
 }
 
 /// The answer of an invoke whose approval settled while it waited: the
@@ -466,25 +480,28 @@ pub async fn get(
 pub async fn approve(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<Decide>,
 ) -> Result<Json<Approval>, ApiError> {
-    decide(&state, &caller, &id, Decision::Approve, body).await
+    decide(&state, &caller, &origin, &id, Decision::Approve, body).await
 }
 
 /// `POST /approvals/{id}/deny`.
 pub async fn deny(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<Decide>,
 ) -> Result<Json<Approval>, ApiError> {
-    decide(&state, &caller, &id, Decision::Deny, body).await
+    decide(&state, &caller, &origin, &id, Decision::Deny, body).await
 }
 
 async fn decide(
     state: &AppState,
     caller: &Member,
+    origin: &Origin,
     id: &str,
     decision: Decision,
     body: Decide,
@@ -506,8 +523,25 @@ async fn decide(
             ))
         }
     };
-    approvals::may_decide(caller, &scope, &approval.requested_by.id)
-        .map_err(|why| ApiError::new(StatusCode::FORBIDDEN, "not_an_approver", why.to_string()))?;
+    // The audit entry of this decision, whatever becomes of it.
+    let record = |decided: AuditDecision, code: &str| {
+        let mut entry = entry(state, origin, caller, AuditAction::ApprovalDecide)
+            .environment(&approval.environment_id)
+            .target(&approval.id)
+            .decided(decided, code);
+        entry.tool = Some(approval.tool.clone());
+        entry.call_id = Some(approval.call_id.clone());
+        entry.session_id.clone_from(&approval.session_id);
+        state.audit.record(entry);
+    };
+    if let Err(why) = approvals::may_decide(caller, &scope, &approval.requested_by.id) {
+        record(AuditDecision::Denied, "not_an_approver");
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "not_an_approver",
+            why.to_string(),
+        ));
+    }
     let now = state.clock.now();
     let by = MemberName {
         id: caller.id.clone(),
@@ -553,6 +587,8 @@ async fn decide(
         return Err(ApiError::new(StatusCode::CONFLICT, code, message));
     }
     tracing::info!(approval_id = %id, decision = decision.as_str(), member = %caller.id, "approval decided");
+    // Allowed: the decision was taken; `code` says which.
+    record(AuditDecision::Allowed, decision.status().as_str());
     state.metrics.approval_decided(match decision {
         Decision::Approve => ApprovalDecision::Approved,
         Decision::Deny => ApprovalDecision::Denied,

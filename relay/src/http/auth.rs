@@ -7,11 +7,15 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
+use runner_proto::audit::{AuditAction, AuditDecision};
 
 use super::error::ApiError;
+use super::origin::{key_id, KeyId, Origin};
 use crate::access;
+use crate::audit::AuditRecord;
 use crate::environment::EnvironmentRecord;
 use crate::metrics::labels::AuthFailure;
+use crate::ratelimit;
 use crate::secret::{hash_secret, hashes_match, API_KEY_PREFIX};
 use crate::state::AppState;
 use crate::store::Member;
@@ -34,12 +38,16 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let key = bearer(&parts.headers).ok_or_else(|| {
+        let Some(key) = bearer(&parts.headers) else {
             state.metrics.auth_failure(AuthFailure::MissingCredential);
-            ApiError::unauthorized("missing API key: send `Authorization: Bearer rnrk_…`")
-        })?;
+            auth_failed(state, parts, "missing_api_key");
+            return Err(ApiError::unauthorized(
+                "missing API key: send `Authorization: Bearer rnrk_…`",
+            ));
+        };
         if !key.starts_with(API_KEY_PREFIX) {
             state.metrics.auth_failure(AuthFailure::MalformedApiKey);
+            auth_failed(state, parts, "invalid_api_key");
             return Err(ApiError::unauthorized("invalid API key"));
         }
         let hash = hash_secret(key);
@@ -58,13 +66,42 @@ impl FromRequestParts<AppState> for Caller {
             }
         };
         match found {
-            Some((member, stored)) if hashes_match(&stored, &hash) => Ok(Caller(member)),
+            Some((member, stored)) if hashes_match(&stored, &hash) => {
+                parts.extensions.insert(KeyId(key_id(&stored)));
+                Ok(Caller(member))
+            }
             _ => {
                 state.metrics.auth_failure(AuthFailure::InvalidApiKey);
+                auth_failed(state, parts, "invalid_api_key");
                 Err(ApiError::unauthorized("invalid API key"))
             }
         }
     }
+}
+
+/// Audits a request refused for its API key: the first
+/// [`ratelimit::PER_ADDRESS`] a minute from one address; past that they
+/// are only counted, so a flood of bad keys cannot fill the audit log.
+fn auth_failed(state: &AppState, parts: &Parts, code: &str) {
+    if !state.audit.enabled() {
+        return;
+    }
+    let now = state.clock.now();
+    let origin = Origin::of(parts);
+    if let Some(source) = &origin.source {
+        let key = format!("api-key:{source}");
+        let flooding = state
+            .failures
+            .check(&key, ratelimit::PER_ADDRESS, now)
+            .is_err();
+        state.failures.record_failure(&key, now);
+        if flooding {
+            return;
+        }
+    }
+    let record = AuditRecord::new(now, origin.anonymous(), AuditAction::AuthFailed)
+        .decided(AuditDecision::Denied, code);
+    state.audit.record(record);
 }
 
 /// What the caller wants to do with an environment.

@@ -9,9 +9,11 @@ use axum::Json;
 use runner_proto::api::{
     CreateEnvironment, Environment, EnvironmentList, EnvironmentStatus, ToolList, UpdateEnvironment,
 };
+use runner_proto::audit::AuditAction;
 
 use super::auth::{environment_for, Caller, Intent};
 use super::error::{ApiError, ApiJson};
+use super::origin::{entry, Origin};
 use crate::access;
 use crate::enforcement;
 use crate::environment::{
@@ -57,6 +59,7 @@ async fn with_status(state: &AppState, environment: &EnvironmentRecord) -> Envir
 pub async fn create(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     ApiJson(request): ApiJson<CreateEnvironment>,
 ) -> Result<(StatusCode, Json<Environment>), ApiError> {
     let scope = Scope::parse(request.scope.as_deref().unwrap_or("shared")).map_err(invalid)?;
@@ -87,6 +90,9 @@ pub async fn create(
     };
     state.store.insert_environment(&record).await?;
     tracing::info!(environment_id = %record.id, name = %record.name, scope = %record.scope, "environment created");
+    state.audit.record(
+        entry(&state, &origin, &caller, AuditAction::EnvironmentCreate).environment(&record.id),
+    );
     Ok((
         StatusCode::CREATED,
         Json(with_status(&state, &record).await),
@@ -107,6 +113,7 @@ pub async fn get(
 pub async fn update(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<UpdateEnvironment>,
 ) -> Result<Json<Environment>, ApiError> {
@@ -148,6 +155,10 @@ pub async fn update(
     }
     state.store.update_environment(&environment).await?;
     state.reads.forget_environment(&environment.id);
+    state.audit.record(
+        entry(&state, &origin, &caller, AuditAction::EnvironmentUpdate)
+            .environment(&environment.id),
+    );
     if policy_changed {
         // Restrictions apply at once anyway (every call is checked here);
         // pushing lets a connected runner pick up newly allowed tools too.
@@ -163,6 +174,7 @@ pub async fn update(
 pub async fn delete(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let environment = environment_for(&state, &caller, &id, Intent::Manage).await?;
@@ -182,6 +194,10 @@ pub async fn delete(
     state.health.forget(&environment.id);
     state.seen.forget(&environment.id);
     tracing::info!(environment_id = %environment.id, "environment deleted");
+    state.audit.record(
+        entry(&state, &origin, &caller, AuditAction::EnvironmentDelete)
+            .environment(&environment.id),
+    );
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -35,6 +35,7 @@ use runner_proto::api::{
     MAX_TIMEOUT_S, STREAM_MEDIA_TYPE,
 };
 use runner_proto::approvals::{OnApproval, MAX_APPROVAL_WAIT_S};
+use runner_proto::audit::{AuditAction, AuditDecision};
 use runner_proto::ws::{utf8_boundary, Call, CallResult, Stream};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
@@ -42,7 +43,9 @@ use tracing::Instrument;
 
 use super::approvals;
 use super::auth::{environment_for, Caller, Intent};
+use super::call_audit::CallAudit;
 use super::error::{ApiError, RawBody};
+use super::origin::Origin;
 use crate::enforcement::{self, Refusal};
 use crate::environment::EnvironmentRecord;
 use crate::metrics::labels::Outcome;
@@ -249,6 +252,7 @@ fn stream_format(headers: &HeaderMap) -> Option<StreamFormat> {
 pub async fn invoke(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(id): Path<String>,
     headers: HeaderMap,
     RawBody(body): RawBody,
@@ -260,6 +264,7 @@ pub async fn invoke(
         environment: &environment,
         notice: None,
         session_id: None,
+        audit: CallAudit::start(&state, origin.actor(&caller), &environment.id, None),
     };
     run_call(&state, &caller, destination, &headers, &body, started).await
 }
@@ -274,24 +279,54 @@ pub(super) struct Destination<'a> {
     pub notice: Option<Arc<str>>,
     /// The work session the call came through, if any.
     pub session_id: Option<&'a str>,
+    /// The call's audit entry, recorded once whatever the outcome.
+    pub audit: CallAudit,
 }
 
 /// Checks and relays one call.
 pub(super) async fn run_call(
     state: &AppState,
     caller: &Member,
+    mut destination: Destination<'_>,
+    headers: &HeaderMap,
+    body: &[u8],
+    started: Instant,
+) -> Result<Response, ApiError> {
+    let mut audit = destination.audit.take();
+    let result = check_and_relay(
+        state,
+        caller,
+        destination,
+        headers,
+        body,
+        started,
+        &mut audit,
+    )
+    .await;
+    if let Err(error) = &result {
+        audit.failed(error);
+    }
+    result
+}
+
+async fn check_and_relay(
+    state: &AppState,
+    caller: &Member,
     destination: Destination<'_>,
     headers: &HeaderMap,
     body: &[u8],
     started: Instant,
+    audit: &mut CallAudit,
 ) -> Result<Response, ApiError> {
     let Destination {
         environment,
         presence,
         notice,
         session_id,
+        audit: _,
     } = destination;
     let request = parse_request(body)?;
+    audit.request(&request);
     // Counted under its own name only if the runner offers it (a caller
     // may send any name): see `metrics::tools`.
     let offered = state.metrics.enabled()
@@ -332,7 +367,7 @@ pub(super) async fn run_call(
         // Asked while the runner is away: the approval can wait for it.
         (None, Some(rule)) => {
             let asked = approvals::ask(state, caller, ask(request, rule)).await;
-            return approval_asked(&mut metrics, asked);
+            return approval_asked(&mut metrics, audit, asked);
         }
         (None, None) => return Err(metrics.refused(not_connected(&environment.id))),
     };
@@ -360,13 +395,14 @@ pub(super) async fn run_call(
     let stream = stream_format(headers);
     if let Some(rule) = enforcement::approval_rule(&environment.policy, &request.tool_name) {
         let asked = approvals::ask(state, caller, ask(request, rule)).await;
-        return approval_asked(&mut metrics, asked);
+        return approval_asked(&mut metrics, audit, asked);
     }
 
     let call_id = request
         .call_id
         .clone()
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    audit.call_id(&call_id);
     // Off by default (`--access-log`), and then never built: with the
     // fmt layer a span formats its fields as it opens; with its line,
     // 13 % of the relay's instructions per `ping`.
@@ -388,26 +424,29 @@ pub(super) async fn run_call(
         metrics,
     };
     if let Some(format) = stream {
-        return stream_call(state, call, request, format)
+        return stream_call(state, call, request, format, audit.take())
             .instrument(span)
             .await;
     }
-    relay_call(state, call, request)
+    relay_call(state, call, request, audit)
         .instrument(span)
         .await
         .map(IntoResponse::into_response)
 }
 
-/// Counts a call that asked for an approval: under `approval` while it
-/// waits for one (202), as its refusal otherwise.
+/// Counts and records a call that asked for an approval: under `approval`
+/// (the audit entry becomes the approval's request), as its refusal when
+/// it was refused (the caller's `run_call` records that).
 fn approval_asked(
     metrics: &mut CallMetrics,
-    asked: Result<Response, ApiError>,
+    audit: &mut CallAudit,
+    asked: Result<approvals::Asked, ApiError>,
 ) -> Result<Response, ApiError> {
     match asked {
-        Ok(response) => {
+        Ok(asked) => {
             metrics.finish(Outcome::Approval);
-            Ok(response)
+            audit.became(AuditAction::ApprovalRequest, &asked.approval_id);
+            Ok(asked.response)
         }
         Err(error) => Err(metrics.refused(error)),
     }
@@ -508,6 +547,7 @@ async fn relay_call(
     state: &AppState,
     call: Relayed<'_>,
     request: InvokeRequest,
+    audit: &mut CallAudit,
 ) -> Result<Json<InvokeResponse>, ApiError> {
     let Relayed {
         environment_id,
@@ -528,6 +568,7 @@ async fn relay_call(
             state.health.record_success(environment_id);
             metrics.finish(outcome_of(&result));
             finished(&result, started);
+            audit.completed(&result);
             Ok(Json(InvokeResponse {
                 call_id: call_id.to_owned(),
                 result: result.result,
@@ -576,6 +617,7 @@ struct Streaming {
     notice: Option<Arc<str>>,
     done: bool,
     metrics: CallMetrics,
+    audit: CallAudit,
 }
 
 /// What a streamed call tells its caller, in order: output, then exactly
@@ -599,7 +641,10 @@ impl Streaming {
         let event = tokio::select! {
             // Output first: the runner sends every chunk before the result.
             biased;
-            Some(output) = self.output.recv() => StreamEvent::Output(output),
+            Some(output) = self.output.recv() => {
+                self.audit.add_bytes(output.data.len());
+                StreamEvent::Output(output)
+            }
             () = tokio::time::sleep(self.state.streams.keep_alive) => StreamEvent::KeepAlive,
             result = &mut self.result => {
                 self.done = true;
@@ -609,6 +654,7 @@ impl Streaming {
                         self.state.health.record_success(&self.environment_id);
                         self.metrics.finish(outcome_of(&result));
                         finished(&result, self.started);
+                        self.audit.completed(&result);
                         StreamEvent::Result(InvokeResponse {
                             call_id: self.call_id.clone(),
                             result: result.result,
@@ -620,6 +666,7 @@ impl Streaming {
                     Err(_closed) => {
                         self.metrics.finish(Outcome::Disconnected);
                         tracing::warn!(environment_id = %self.environment_id, call_id = %self.call_id, "runner disconnected during the call");
+                        self.audit.ended(AuditDecision::Error, "runner_disconnected");
                         journal_given_up(&self.state, &self.guard, &self.tool).await;
                         error_body(
                             "runner_disconnected",
@@ -639,6 +686,7 @@ impl Streaming {
                     self.state.clock.now(),
                 );
                 tracing::warn!(environment_id = %self.environment_id, call_id = %self.call_id, timeout_s = self.timeout_s, "call timed out");
+                self.audit.ended(AuditDecision::Timeout, "timeout");
                 journal_given_up(&self.state, &self.guard, &self.tool).await;
                 let message = format!(
                     "the call did not finish within {} s; the runner was told to cancel it",
@@ -667,6 +715,7 @@ async fn stream_call(
     call: Relayed<'_>,
     request: InvokeRequest,
     format: StreamFormat,
+    mut audit: CallAudit,
 ) -> Result<Response, ApiError> {
     let Relayed {
         environment_id,
@@ -677,9 +726,14 @@ async fn stream_call(
         mut metrics,
     } = call;
     let tool = request.tool_name.clone();
-    let (handle, guard) = start(state, environment_id, call_id, request, timeout_s, true)
-        .await
-        .map_err(|error| metrics.refused(error))?;
+    let (handle, guard) =
+        match start(state, environment_id, call_id, request, timeout_s, true).await {
+            Ok(started) => started,
+            Err(error) => {
+                audit.failed(&error);
+                return Err(metrics.refused(error));
+            }
+        };
     metrics.relayed();
     let streaming = Streaming {
         output: handle.output,
@@ -695,6 +749,7 @@ async fn stream_call(
         notice,
         done: false,
         metrics,
+        audit,
     };
     Ok(match format {
         StreamFormat::ServerSentEvents => server_sent_events(streaming),

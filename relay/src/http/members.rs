@@ -16,11 +16,13 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::{environment_for, Caller, Intent};
 use super::error::{ApiError, ApiJson};
+use super::origin::{entry, Origin};
 use crate::access;
 use crate::environment::Scope;
 use crate::members;
 use crate::state::AppState;
 use crate::store::{DefaultFor, Member, MemberKind, NewMember, StoreError};
+use runner_proto::audit::AuditAction;
 
 /// `POST /teams`.
 #[derive(Debug, Deserialize)]
@@ -79,6 +81,7 @@ fn valid_name(kind: &str, name: &str) -> Result<(), ApiError> {
 pub async fn create_team(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     ApiJson(request): ApiJson<CreateTeam>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     require_admin(&caller)?;
@@ -88,6 +91,9 @@ pub async fn create_team(
         .create_team(&request.name, state.clock.now())
         .await?;
     tracing::info!(team = %request.name, by = %caller.id, "team created");
+    state
+        .audit
+        .record(entry(&state, &origin, &caller, AuditAction::TeamCreate).target(&request.name));
     Ok((
         StatusCode::CREATED,
         Json(serde_json::json!({ "name": request.name })),
@@ -97,6 +103,7 @@ pub async fn create_team(
 pub async fn create_member(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     ApiJson(request): ApiJson<CreateMember>,
 ) -> Result<(StatusCode, Json<CreatedMember>), ApiError> {
     require_admin(&caller)?;
@@ -122,6 +129,9 @@ pub async fn create_member(
             members::MemberError::Randomness(_) => ApiError::internal(),
         })?;
     tracing::info!(member_id = %member.id, admin = member.is_admin, teams = ?member.teams, by = %caller.id, "member created");
+    state
+        .audit
+        .record(entry(&state, &origin, &caller, AuditAction::MemberCreate).target(&member.id));
     Ok((
         StatusCode::CREATED,
         Json(CreatedMember {
@@ -266,6 +276,7 @@ async fn default_target(
 pub async fn update_member(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<SetDefaultEnvironment>,
 ) -> Result<Json<MemberView>, ApiError> {
@@ -288,6 +299,9 @@ pub async fn update_member(
     }
     state.reads.forget_members();
     tracing::info!(member_id = %member.id, default_environment = ?target, by = %caller.id, "default environment set");
+    let mut record = entry(&state, &origin, &caller, AuditAction::MemberUpdate).target(&member.id);
+    record.environment_id = target.clone();
+    state.audit.record(record);
     let member = visible_member(&state, &caller, &member.id).await?;
     Ok(Json(member_view(&state, &member).await?))
 }
@@ -344,6 +358,7 @@ pub async fn get_team(
 pub async fn update_team(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(name): Path<String>,
     ApiJson(request): ApiJson<SetDefaultEnvironment>,
 ) -> Result<Json<TeamView>, ApiError> {
@@ -369,6 +384,9 @@ pub async fn update_team(
         return Err(team_not_found(&name));
     }
     tracing::info!(team = %name, default_environment = ?target, by = %caller.id, "team default environment set");
+    let mut record = entry(&state, &origin, &caller, AuditAction::TeamUpdate).target(&name);
+    record.environment_id = target.clone();
+    state.audit.record(record);
     Ok(Json(team_view(&state, &caller, &name).await?))
 }
 
@@ -386,6 +404,7 @@ pub(super) async fn named_member(state: &AppState, text: &str) -> Result<Member,
 pub async fn add_team_member(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(name): Path<String>,
     ApiJson(request): ApiJson<AddTeamMember>,
 ) -> Result<(StatusCode, Json<TeamView>), ApiError> {
@@ -398,6 +417,12 @@ pub async fn add_team_member(
     };
     state.reads.forget_members();
     tracing::info!(team = %name, member_id = %member.id, added, by = %caller.id, "team member added");
+    if added {
+        state.audit.record(
+            entry(&state, &origin, &caller, AuditAction::TeamMemberAdd)
+                .target(&format!("{name}/{}", member.id)),
+        );
+    }
     let status = if added {
         StatusCode::CREATED
     } else {
@@ -409,6 +434,7 @@ pub async fn add_team_member(
 pub async fn remove_team_member(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path((name, member)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     require_admin(&caller)?;
@@ -426,5 +452,9 @@ pub async fn remove_team_member(
         ));
     }
     tracing::info!(team = %name, member_id = %member.id, by = %caller.id, "team member removed");
+    state.audit.record(
+        entry(&state, &origin, &caller, AuditAction::TeamMemberRemove)
+            .target(&format!("{name}/{}", member.id)),
+    );
     Ok(StatusCode::NO_CONTENT)
 }

@@ -2,7 +2,9 @@
 //! probes and the OpenAPI document, with JSON errors everywhere.
 
 mod approvals;
+mod audit;
 mod auth;
+mod call_audit;
 mod environments;
 pub mod error;
 mod invocations;
@@ -10,6 +12,7 @@ pub mod invoke;
 mod members;
 pub mod metrics;
 pub mod openapi;
+mod origin;
 mod runner;
 #[cfg(test)]
 mod self_wake;
@@ -57,6 +60,7 @@ pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
 pub const OPENAPI: &str = "/openapi.json";
 pub const METRICS: &str = "/metrics";
+pub const AUDIT: &str = "/audit";
 
 /// Every (method, path) the router serves; [`router`] is built from the
 /// same constants, and a test checks each one against the router and the
@@ -98,6 +102,7 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::GET, READYZ),
     (Method::GET, OPENAPI),
     (Method::GET, METRICS),
+    (Method::GET, AUDIT),
 ];
 
 /// The relay's HTTP application.
@@ -143,6 +148,7 @@ pub fn router(state: AppState) -> Router {
         .route(READYZ, get(readyz))
         .route(OPENAPI, get(openapi_document))
         .route(METRICS, get(metrics::scrape))
+        .route(AUDIT, get(audit::list))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -4,6 +4,7 @@
 //! generated from their types ([`generated_schemas`]), so they cannot drift.
 
 use runner_proto::approvals::{Approval, ApprovalList, ApprovalTicket, ApprovalWebhook, Decide};
+use runner_proto::audit::AuditPage;
 use runner_proto::members::{AddTeamMember, MemberView, SetDefaultEnvironment, TeamList, TeamView};
 use runner_proto::sessions::{CreateSession, Session, SessionList};
 use schemars::generate::SchemaSettings;
@@ -28,6 +29,7 @@ fn generated_schemas() -> Map<String, Value> {
     generator.subschema_for::<ApprovalList>();
     generator.subschema_for::<Decide>();
     generator.subschema_for::<ApprovalWebhook>();
+    generator.subschema_for::<AuditPage>();
     generator.take_definitions(true)
 }
 
@@ -203,11 +205,46 @@ fn id_parameter() -> Value {
     json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } })
 }
 
+/// `GET /audit`.
+fn audit_paths(unauthorized: &Value) -> Value {
+    let query = |name: &str, description: &str| json!({ "name": name, "in": "query", "required": false, "description": description, "schema": { "type": "string" } });
+    json!({
+        "/audit": {
+            "get": {
+                "summary": "The audit log (organisation admins only): who invoked which tool, changed which environment, token, member or team, and failed authentications; entries chained by hash. Oldest first unless order=desc; page with next_cursor",
+                "parameters": [
+                    query("environment", "environment id"),
+                    query("actor", "member id"),
+                    query("action", "e.g. tool.invoke, token.generate, auth.failed"),
+                    query("session", "work session id"),
+                    query("tool", "tool name"),
+                    query("since", "RFC 3339 or Unix seconds, inclusive"),
+                    query("until", "RFC 3339 or Unix seconds, exclusive"),
+                    { "name": "limit", "in": "query", "required": false, "schema": { "type": "integer", "minimum": 1, "maximum": 1000 } },
+                    query("cursor", "next_cursor of the previous page (opaque)"),
+                    { "name": "order", "in": "query", "required": false, "schema": { "enum": ["asc", "desc"] } }
+                ],
+                "responses": {
+                    "200": json_response("a page of entries", "AuditPage"),
+                    "400": error_response("bad filter, limit or cursor"),
+                    "401": unauthorized,
+                    "403": error_response("not an organisation admin")
+                }
+            }
+        }
+    })
+}
+
 /// The document served at `/openapi.json`.
 pub fn document() -> Value {
     let mut document = hand_written();
     let unauthorized = error_response("missing or invalid API key");
     if let Value::Object(paths) = session_and_member_paths(&unauthorized) {
+        if let Some(Value::Object(into)) = document.get_mut("paths") {
+            into.extend(paths);
+        }
+    }
+    if let Value::Object(paths) = audit_paths(&unauthorized) {
         if let Some(Value::Object(into)) = document.get_mut("paths") {
             into.extend(paths);
         }

@@ -21,12 +21,14 @@ use super::auth::bearer;
 use super::error::ApiError;
 use super::websocket::Upgrade;
 use crate::admission::Refused;
+use crate::audit::AuditRecord;
 use crate::metrics::labels::AuthFailure;
 use crate::peer::Peer;
 use crate::ratelimit;
 use crate::registration::{self, TokenError};
 use crate::runner_connection::{self, ConnectionContext};
 use crate::state::AppState;
+use runner_proto::audit::{AuditAction, AuditDecision};
 
 /// Capacity of a socket's read buffer, and its largest read. Small on
 /// purpose: a relay holds thousands of mostly idle runner sockets. While
@@ -104,6 +106,7 @@ async fn authenticate_limited(
                 reason = %error,
                 "registration token refused"
             );
+            runner_auth_failed(state, headers, peer, environment.as_deref(), &error);
             if let Some(environment_id) = &environment {
                 let key = format!("env:{environment_id}");
                 state.failures.record_failure(&key, now);
@@ -118,6 +121,36 @@ async fn authenticate_limited(
             Err(token_error(error))
         }
     }
+}
+
+/// Audits a refused registration token (not those refused for the
+/// address's rate limit: a guesser fills no audit log).
+fn runner_auth_failed(
+    state: &AppState,
+    headers: &HeaderMap,
+    peer: Option<std::net::SocketAddr>,
+    environment_id: Option<&str>,
+    error: &TokenError,
+) {
+    if !state.audit.enabled() {
+        return;
+    }
+    let code = match error {
+        TokenError::Missing => "missing_token",
+        TokenError::Invalid => "invalid_token",
+        TokenError::EnvironmentGone => "environment_gone",
+        TokenError::Expired { .. } => "token_expired",
+        TokenError::Replaced { .. } => "token_replaced",
+        TokenError::Store(_) => "store_error",
+    };
+    let client = headers
+        .get(axum::http::header::USER_AGENT)
+        .and_then(|value| crate::audit::client_name(&String::from_utf8_lossy(value.as_bytes())));
+    let actor = crate::audit_writer::anonymous(client, peer.map(|addr| addr.ip().to_string()));
+    let mut record = AuditRecord::new(state.clock.now(), actor, AuditAction::RunnerAuthFailed)
+        .decided(AuditDecision::Denied, code);
+    record.environment_id = environment_id.map(str::to_owned);
+    state.audit.record(record);
 }
 
 /// A connect turned away by admission control: 503, retry shortly.

@@ -22,9 +22,11 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 
 use super::auth::{environment_for, Caller, Intent};
+use super::call_audit::CallAudit;
 use super::error::{ApiError, ApiJson, RawBody};
 use super::invoke::{run_call, Destination};
 use super::members::named_member;
+use super::origin::{entry, Origin};
 use crate::access;
 use crate::clock::rfc3339;
 use crate::environment::EnvironmentRecord;
@@ -34,6 +36,7 @@ use crate::sessions::{new_session_id, Lock, MemberName, Requested, RequestedFrom
 use crate::state::AppState;
 use crate::status;
 use crate::store::{Member, MemberKind};
+use runner_proto::audit::AuditAction;
 
 /// Most sessions one `GET /sessions` lists.
 const LIST_LIMIT: u32 = 500;
@@ -185,6 +188,7 @@ async fn requested(
 pub async fn create(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     ApiJson(request): ApiJson<CreateSession>,
 ) -> Result<(StatusCode, Json<Session>), ApiError> {
     validate_tags(&request.tags)?;
@@ -222,6 +226,9 @@ pub async fn create(
     state.store.insert_work_session(&session).await?;
     state.sessions.keep(&session);
     tracing::info!(session_id = %session.id, requested = session.requested.as_str(), member = %caller.id, "session created");
+    state
+        .audit
+        .record(entry(&state, &origin, &caller, AuditAction::SessionCreate).session(&session.id));
     Ok((StatusCode::CREATED, Json(view(&state, &session).await?)))
 }
 
@@ -266,6 +273,7 @@ pub async fn get(
 pub async fn end(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let session = visible_session(&state, &caller, &id).await?;
@@ -276,6 +284,9 @@ pub async fn end(
     state.sessions.forget(&session.id);
     if ended {
         tracing::info!(session_id = %session.id, member = %caller.id, "session ended");
+        state
+            .audit
+            .record(entry(&state, &origin, &caller, AuditAction::SessionEnd).session(&session.id));
     }
     Ok(StatusCode::NO_CONTENT)
 }
@@ -541,6 +552,7 @@ fn closed(session: &WorkSession, state: SessionState, now: OffsetDateTime) -> Ap
 pub async fn invoke(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(id): Path<String>,
     headers: HeaderMap,
     RawBody(body): RawBody,
@@ -600,6 +612,12 @@ pub async fn invoke(
         presence: standing.presence,
         notice,
         session_id: Some(&session.id),
+        audit: CallAudit::start(
+            &state,
+            origin.actor(&caller),
+            &environment.id,
+            Some(session.id.as_str()),
+        ),
     };
     let mut response = run_call(&state, &caller, destination, &headers, &body, started).await?;
     if let Ok(value) = HeaderValue::from_str(&environment.id) {

@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use runner_proto::api::{GeneratedToken, RevokedTokens, TokenStatus};
+use runner_proto::audit::AuditAction;
 
 use super::auth::{environment_for, Caller, Intent};
 use super::error::ApiError;
+use super::origin::{entry, Origin};
 use crate::registration::{self, DEFAULT_GRACE_HOURS, MAX_GRACE_HOURS};
 use crate::routing::CallRouter;
 use crate::state::AppState;
@@ -29,6 +31,7 @@ fn grace_hours(query: &HashMap<String, String>) -> Result<i64, ApiError> {
 pub async fn generate(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(id): Path<String>,
     query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<GeneratedToken>, ApiError> {
@@ -43,6 +46,16 @@ pub async fn generate(
     )
     .await?;
     tracing::info!(environment_id = %environment.id, hint = %answer.hint, grace_hours = grace, "registration token generated");
+    let action = if answer.previous_valid_until.is_some() {
+        AuditAction::TokenRotate
+    } else {
+        AuditAction::TokenGenerate
+    };
+    state.audit.record(
+        entry(&state, &origin, &caller, action)
+            .environment(&environment.id)
+            .target(&answer.hint),
+    );
     Ok(Json(answer))
 }
 
@@ -65,6 +78,7 @@ pub async fn status(
 pub async fn revoke(
     State(state): State<AppState>,
     Caller(caller): Caller,
+    origin: Origin,
     Path(id): Path<String>,
 ) -> Result<Json<RevokedTokens>, ApiError> {
     let environment = environment_for(&state, &caller, &id, Intent::Manage).await?;
@@ -79,6 +93,9 @@ pub async fn revoke(
         )
         .await;
     tracing::info!(environment_id = %environment.id, revoked, disconnected, "registration tokens revoked");
+    state.audit.record(
+        entry(&state, &origin, &caller, AuditAction::TokenRevoke).environment(&environment.id),
+    );
     Ok(Json(RevokedTokens {
         environment_id: environment.id.clone(),
         revoked_tokens: revoked,

@@ -28,6 +28,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::approvals::{ApprovalRecord, Decision};
+use crate::audit::{AuditHead, AuditQuery, AuditRecord, StoredAudit};
 use crate::environment::EnvironmentRecord;
 use crate::sessions::{Lock, MemberName, WorkSession};
 
@@ -450,6 +451,19 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<(), StoreError>;
     /// Deletes approvals requested before `before`.
     async fn prune_approvals(&self, before: OffsetDateTime) -> Result<u64, StoreError>;
+    /// Appends entries to the audit log's chain, in order, in one
+    /// transaction that holds the chain's head row locked: appends from
+    /// several relays (or `runner-relay admin`) never interleave.
+    async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError>;
+    /// Audit entries matching `query`, in sequence order (ascending or
+    /// descending), at most `query.limit`.
+    async fn audit_entries(&self, query: &AuditQuery) -> Result<Vec<StoredAudit>, StoreError>;
+    /// The chain's head and how far it was pruned.
+    async fn audit_head(&self) -> Result<AuditHead, StoreError>;
+    /// Deletes the oldest entries up to the newest one made before
+    /// `before` (a prefix of the chain, so the rest still verifies from
+    /// its first entry); returns how many.
+    async fn prune_audit(&self, before: OffsetDateTime) -> Result<u64, StoreError>;
 }
 
 /// A decision for [`Store::decide_approval`].

@@ -9,6 +9,9 @@ use sqlx::FromRow;
 
 use super::{InvocationRecord, Member, MemberKind, SessionRecord, StoreError, TokenRecord};
 use crate::approvals::ApprovalRecord;
+use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
+
+use crate::audit::{from_unix_ms, AuditRecord, StoredAudit};
 use crate::clock::from_unix;
 use crate::environment::{EnvironmentRecord, Scope};
 use crate::sessions::{Lock, MemberName, Requested, RequestedFrom, WorkSession};
@@ -409,6 +412,91 @@ impl TryFrom<ApprovalRow> for ApprovalRecord {
                 .as_deref()
                 .map(|text| from_json(table, text))
                 .transpose()?,
+        })
+    }
+}
+
+/// A row of `audit_log`.
+#[derive(FromRow)]
+pub struct AuditRow {
+    seq: i64,
+    at_ms: i64,
+    action: String,
+    actor_id: Option<String>,
+    actor_name: Option<String>,
+    actor_kind: Option<String>,
+    key_id: Option<String>,
+    client: Option<String>,
+    source: Option<String>,
+    environment_id: Option<String>,
+    session_id: Option<String>,
+    tool: Option<String>,
+    call_id: Option<String>,
+    target: Option<String>,
+    args_digest: Option<String>,
+    args: Option<String>,
+    decision: String,
+    code: Option<String>,
+    exit_code: Option<i32>,
+    duration_ms: Option<i64>,
+    bytes_out: Option<i64>,
+    prev_hash: String,
+    hash: String,
+}
+
+impl AuditRow {
+    /// In the order [`super::sql_store`]'s append binds them.
+    pub const COLUMNS: &str = "seq, at_ms, action, actor_id, actor_name, actor_kind, key_id, \
+         client, source, environment_id, session_id, tool, call_id, target, args_digest, args, \
+         decision, code, exit_code, duration_ms, bytes_out, prev_hash, hash";
+    /// Columns a row has.
+    pub const WIDTH: usize = 23;
+}
+
+/// An unsigned count as stored (saturating: durations and byte counts
+/// never get near the limit).
+pub fn count_to_db(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+impl TryFrom<AuditRow> for StoredAudit {
+    type Error = StoreError;
+
+    fn try_from(row: AuditRow) -> Result<Self, StoreError> {
+        let table = "audit_log";
+        let action = AuditAction::parse(&row.action)
+            .ok_or_else(|| corrupt(table, format!("unknown action {:?}", row.action)))?;
+        let decision = AuditDecision::parse(&row.decision)
+            .ok_or_else(|| corrupt(table, format!("unknown decision {:?}", row.decision)))?;
+        let mut record = AuditRecord::new(
+            from_unix_ms(row.at_ms),
+            AuditActor {
+                member_id: row.actor_id,
+                name: row.actor_name,
+                kind: row.actor_kind,
+                key_id: row.key_id,
+                client: row.client,
+                source: row.source,
+            },
+            action,
+        );
+        record.environment_id = row.environment_id;
+        record.session_id = row.session_id;
+        record.tool = row.tool;
+        record.call_id = row.call_id;
+        record.target = row.target;
+        record.args_digest = row.args_digest;
+        record.args = row.args;
+        record.decision = decision;
+        record.code = row.code;
+        record.exit_code = row.exit_code;
+        record.duration_ms = row.duration_ms.map(|ms| u64::try_from(ms).unwrap_or(0));
+        record.bytes_out = row.bytes_out.map(|n| u64::try_from(n).unwrap_or(0));
+        Ok(StoredAudit {
+            seq: u64::try_from(row.seq).unwrap_or(0),
+            record,
+            prev_hash: row.prev_hash,
+            hash: row.hash,
         })
     }
 }

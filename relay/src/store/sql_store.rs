@@ -14,16 +14,47 @@ use time::OffsetDateTime;
 
 use super::backend::{Backend, Column};
 use super::rows::{
-    corrupt, epoch_from_db, epoch_to_db, json_text, tier_text, ApprovalRow, EnvironmentRow,
-    InvocationRow, KeyedMemberRow, MemberRow, SessionRow, TokenRow, WorkSessionRow,
+    corrupt, count_to_db, epoch_from_db, epoch_to_db, json_text, tier_text, ApprovalRow, AuditRow,
+    EnvironmentRow, InvocationRow, KeyedMemberRow, MemberRow, SessionRow, TokenRow, WorkSessionRow,
 };
 use super::{
     DecidedApproval, DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh, Member, NewMember,
     SeenRecord, SessionRecord, Store, StoreError, Team, TokenRecord,
 };
 use crate::approvals::ApprovalRecord;
+use crate::audit::{chain, AuditHead, AuditQuery, AuditRecord, StoredAudit};
 use crate::environment::EnvironmentRecord;
 use crate::sessions::{Lock, MemberName, WorkSession};
+
+/// Audit rows one `INSERT` carries: within SQLite's 32 766 and
+/// PostgreSQL's 65 535 bound parameters.
+const AUDIT_ROWS_PER_INSERT: usize = 32_766 / AuditRow::WIDTH;
+/// Locks the audit chain's head row for the rest of the transaction and
+/// reads it. An `UPDATE` first: PostgreSQL keeps the row lock until
+/// commit (other relays' appends wait), and SQLite takes its write lock
+/// before reading anything (no read-then-write upgrade to fail).
+const LOCK_AUDIT_HEAD: &str =
+    "UPDATE audit_head SET seq = seq WHERE id = 1 RETURNING seq, hash, pruned_through";
+
+/// `INSERT INTO audit_log` of `rows` rows, numbered placeholders in
+/// [`AuditRow::COLUMNS`] order.
+fn audit_insert(rows: usize) -> String {
+    let mut sql = format!("INSERT INTO audit_log ({}) VALUES ", AuditRow::COLUMNS);
+    for row in 0..rows {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for column in 0..AuditRow::WIDTH {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("${}", row * AuditRow::WIDTH + column + 1));
+        }
+        sql.push(')');
+    }
+    sql
+}
 
 /// The store on database backend `B`.
 #[derive(Debug, Clone)]
@@ -85,6 +116,7 @@ where
     i64: Column<DB>,
     Option<i64>: Column<DB>,
     i32: Column<DB>,
+    Option<i32>: Column<DB>,
     bool: Column<DB>,
 {
     fn shared(&self) -> bool {
@@ -925,6 +957,151 @@ where
         .bind(before.unix_timestamp())
         .execute(&self.pool)
         .await?;
+        Ok(B::rows_affected(&done))
+    }
+
+    async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await?;
+        let (seq, hash, _pruned): (i64, String, i64) =
+            sqlx::query_as(LOCK_AUDIT_HEAD).fetch_one(&mut *tx).await?;
+        let linked = chain::link(u64::try_from(seq).unwrap_or(0), hash, records);
+        let Some((last_seq, _, last_hash)) = linked.last().cloned() else {
+            return Ok(());
+        };
+        let rows: Vec<_> = records.iter().zip(linked).collect();
+        for chunk in rows.chunks(AUDIT_ROWS_PER_INSERT) {
+            let sql = audit_insert(chunk.len());
+            let mut insert = sqlx::query(&sql);
+            for (record, (seq, prev_hash, hash)) in chunk {
+                let actor = &record.actor;
+                insert = insert
+                    .bind(count_to_db(*seq))
+                    .bind(record.at_ms())
+                    .bind(record.action.as_str())
+                    .bind(actor.member_id.as_deref())
+                    .bind(actor.name.as_deref())
+                    .bind(actor.kind.as_deref())
+                    .bind(actor.key_id.as_deref())
+                    .bind(actor.client.as_deref())
+                    .bind(actor.source.as_deref())
+                    .bind(record.environment_id.as_deref())
+                    .bind(record.session_id.as_deref())
+                    .bind(record.tool.as_deref())
+                    .bind(record.call_id.as_deref())
+                    .bind(record.target.as_deref())
+                    .bind(record.args_digest.as_deref())
+                    .bind(record.args.as_deref())
+                    .bind(record.decision.as_str())
+                    .bind(record.code.as_deref())
+                    .bind(record.exit_code)
+                    .bind(record.duration_ms.map(count_to_db))
+                    .bind(record.bytes_out.map(count_to_db))
+                    .bind(prev_hash.as_str())
+                    .bind(hash.as_str());
+            }
+            insert.execute(&mut *tx).await?;
+        }
+        sqlx::query("UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1")
+            .bind(count_to_db(last_seq))
+            .bind(last_hash)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn audit_entries(&self, query: &AuditQuery) -> Result<Vec<StoredAudit>, StoreError> {
+        let mut conditions: Vec<String> = Vec::new();
+        let mut texts: Vec<&str> = Vec::new();
+        let mut numbers: Vec<i64> = Vec::new();
+        // Text filters first, then numbers: placeholders are numbered in
+        // the order they are bound below.
+        for (column, value) in [
+            ("environment_id", query.environment_id.as_deref()),
+            ("actor_id", query.actor_id.as_deref()),
+            ("action", query.action.map(|action| action.as_str())),
+            ("session_id", query.session_id.as_deref()),
+            ("tool", query.tool.as_deref()),
+        ] {
+            if let Some(value) = value {
+                texts.push(value);
+                conditions.push(format!("{column} = ${}", texts.len()));
+            }
+        }
+        for (condition, value) in [
+            ("at_ms >=", query.since_ms),
+            ("at_ms <", query.until_ms),
+            (
+                if query.descending { "seq <" } else { "seq >" },
+                query.cursor.map(count_to_db),
+            ),
+        ] {
+            if let Some(value) = value {
+                numbers.push(value);
+                conditions.push(format!("{condition} ${}", texts.len() + numbers.len()));
+            }
+        }
+        let filter = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conditions.join(" AND "))
+        };
+        let sql = format!(
+            "SELECT {} FROM audit_log {filter} ORDER BY seq {} LIMIT ${}",
+            AuditRow::COLUMNS,
+            if query.descending { "DESC" } else { "ASC" },
+            texts.len() + numbers.len() + 1
+        );
+        let mut select = sqlx::query_as::<_, AuditRow>(&sql);
+        for text in texts {
+            select = select.bind(text);
+        }
+        for number in numbers {
+            select = select.bind(number);
+        }
+        let rows = select
+            .bind(i64::from(query.limit))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.into_iter().map(StoredAudit::try_from).collect()
+    }
+
+    async fn audit_head(&self) -> Result<AuditHead, StoreError> {
+        let (seq, hash, pruned): (i64, String, i64) =
+            sqlx::query_as("SELECT seq, hash, pruned_through FROM audit_head WHERE id = 1")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(AuditHead {
+            seq: u64::try_from(seq).unwrap_or(0),
+            hash,
+            pruned_through: u64::try_from(pruned).unwrap_or(0),
+        })
+    }
+
+    async fn prune_audit(&self, before: OffsetDateTime) -> Result<u64, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let (_seq, _hash, pruned): (i64, String, i64) =
+            sqlx::query_as(LOCK_AUDIT_HEAD).fetch_one(&mut *tx).await?;
+        let newest_old: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(seq) FROM audit_log WHERE at_ms < $1")
+                .bind(crate::audit::unix_ms(before))
+                .fetch_one(&mut *tx)
+                .await?;
+        let Some(through) = newest_old.filter(|through| *through > pruned) else {
+            return Ok(0);
+        };
+        let done = sqlx::query("DELETE FROM audit_log WHERE seq <= $1")
+            .bind(through)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE audit_head SET pruned_through = $1 WHERE id = 1")
+            .bind(through)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         Ok(B::rows_affected(&done))
     }
 }

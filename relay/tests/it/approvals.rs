@@ -183,6 +183,66 @@ async fn approved_calls_run_once_with_the_stored_arguments() {
         .expect("approval");
     assert!(!stored.args.to_string().contains(SECRET_VALUE));
     assert!(stored.call_sha256.len() == 64);
+
+    // The audit log says who asked and who decided, once each (the no-op
+    // second approval leaves no entry), and holds no secret.
+    let audit = audit_entries(&relay, 4).await;
+    let actions: Vec<(&str, &str, &str)> = audit
+        .iter()
+        .map(|entry| {
+            (
+                entry["action"].as_str().unwrap_or_default(),
+                entry["actor"]["member_id"].as_str().unwrap_or_default(),
+                entry["decision"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let (admin, _) = relay
+        .store
+        .member_by_key_hash(&runner_relay::secret::hash_secret(&relay.admin_key))
+        .await
+        .expect("store")
+        .expect("the admin");
+    let admin_id = admin.id;
+    assert_eq!(
+        actions,
+        vec![
+            ("approval.request", agent_id.as_str(), "allowed"),
+            ("approval.decide", agent_id.as_str(), "denied"),
+            ("approval.decide", actions[2].1, "denied"),
+            ("approval.decide", admin_id.as_str(), "allowed"),
+        ],
+        "{audit:?}"
+    );
+    assert!(audit
+        .iter()
+        .all(|entry| entry["target"] == approval_id.as_str()));
+    assert!(!Value::Array(audit).to_string().contains(SECRET_VALUE));
+}
+
+/// The audit log's approval entries, once there are `count` of them
+/// (written in batches).
+async fn audit_entries(relay: &TestRelay, count: usize) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let (status, page) = relay.get("/audit?limit=1000&order=asc").await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        let found: Vec<Value> = page["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .filter(|entry| {
+                entry["action"]
+                    .as_str()
+                    .is_some_and(|action| action.starts_with("approval."))
+            })
+            .cloned()
+            .collect();
+        if found.len() >= count || tokio::time::Instant::now() > deadline {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test]

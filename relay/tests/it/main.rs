@@ -6,6 +6,7 @@ mod support;
 mod access;
 mod admission;
 mod approvals;
+mod audit;
 mod cli;
 mod cluster;
 mod cluster_rebalance;

@@ -5,7 +5,9 @@
 
 use runner_proto::api::{InvocationState, RunnerInfo, Tier};
 use runner_proto::approvals::{ApprovalOutcome, ApprovalStatus, DeliveryState, Notification};
+use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
 use runner_relay::approvals::{self, ApprovalRecord, Decision};
+use runner_relay::audit::{chain, AuditQuery, AuditRecord};
 use runner_relay::environment::{default_policy, EnvironmentRecord, Scope};
 use runner_relay::sessions::{Lock, MemberName, Requested, RequestedFrom, WorkSession};
 use runner_relay::store::{
@@ -860,6 +862,152 @@ async fn approvals(store: &dyn Store) {
     assert!(store.approval("apr_2").await.expect("read").is_some());
 }
 
+/// The audit log: appends chain in order (across calls), filters and
+/// cursors in both orders, the head follows, pruning removes a prefix.
+async fn audit_log(store: &dyn Store) {
+    let head = store.audit_head().await.expect("head");
+    assert_eq!((head.seq, head.pruned_through), (0, 0));
+    assert_eq!(head.hash, chain::GENESIS);
+    let record = |seconds: i64, action: AuditAction, environment: Option<&str>| {
+        let mut record = AuditRecord::new(
+            at(seconds),
+            AuditActor {
+                member_id: Some("mem_ada".to_owned()),
+                name: Some("ada".to_owned()),
+                kind: Some("person".to_owned()),
+                key_id: Some("0123456789ab".to_owned()),
+                client: Some("test/1".to_owned()),
+                source: Some("127.0.0.1".to_owned()),
+            },
+            action,
+        );
+        record.environment_id = environment.map(str::to_owned);
+        record.tool = Some("shell".to_owned());
+        record.exit_code = Some(-1);
+        record.duration_ms = Some(12);
+        record.bytes_out = Some(3_000_000_000);
+        record.args = Some(r#"{"a":1}"#.to_owned());
+        record
+    };
+    let first = vec![
+        record(0, AuditAction::EnvironmentCreate, Some("env_a")),
+        record(1, AuditAction::ToolInvoke, Some("env_a")),
+    ];
+    store.append_audit(&first).await.expect("append");
+    let mut denied = record(2, AuditAction::ToolInvoke, Some("env_b"));
+    denied.decision = AuditDecision::Denied;
+    denied.code = Some("tool_not_allowed".to_owned());
+    store
+        .append_audit(&[denied.clone(), record(3, AuditAction::AuthFailed, None)])
+        .await
+        .expect("append");
+
+    let all = store
+        .audit_entries(&AuditQuery {
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .expect("read");
+    assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    assert_eq!(all[0].record, first[0], "a row reads back as written");
+    assert_eq!(all[2].record, denied);
+    assert_eq!(all[0].prev_hash, chain::GENESIS);
+    let mut verifier = chain::Verifier::default();
+    for entry in &all {
+        verifier.check(entry).expect("the chain links");
+    }
+    let head = store.audit_head().await.expect("head");
+    assert_eq!((head.seq, head.hash.as_str()), (4, all[3].hash.as_str()));
+    verifier
+        .finish(head.seq, &head.hash)
+        .expect("head is the last row");
+
+    let query = |query: AuditQuery| async move {
+        store
+            .audit_entries(&AuditQuery { limit: 10, ..query })
+            .await
+            .expect("read")
+            .iter()
+            .map(|e| e.seq)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        query(AuditQuery {
+            environment_id: Some("env_a".to_owned()),
+            ..AuditQuery::default()
+        })
+        .await,
+        [1, 2]
+    );
+    assert_eq!(
+        query(AuditQuery {
+            action: Some(AuditAction::ToolInvoke),
+            actor_id: Some("mem_ada".to_owned()),
+            tool: Some("shell".to_owned()),
+            ..AuditQuery::default()
+        })
+        .await,
+        [2, 3]
+    );
+    assert_eq!(
+        query(AuditQuery {
+            since_ms: Some(at(1).unix_timestamp() * 1000),
+            until_ms: Some(at(3).unix_timestamp() * 1000),
+            ..AuditQuery::default()
+        })
+        .await,
+        [2, 3]
+    );
+    assert_eq!(
+        query(AuditQuery {
+            cursor: Some(2),
+            ..AuditQuery::default()
+        })
+        .await,
+        [3, 4]
+    );
+    assert_eq!(
+        query(AuditQuery {
+            cursor: Some(3),
+            descending: true,
+            ..AuditQuery::default()
+        })
+        .await,
+        [2, 1]
+    );
+    assert!(query(AuditQuery {
+        session_id: Some("ses_none".to_owned()),
+        ..AuditQuery::default()
+    })
+    .await
+    .is_empty());
+
+    // Entries before second 2 go, as a prefix; the rest still verifies.
+    assert_eq!(store.prune_audit(at(2)).await.expect("prune"), 2);
+    assert_eq!(store.prune_audit(at(2)).await.expect("prune"), 0);
+    let head = store.audit_head().await.expect("head");
+    assert_eq!((head.seq, head.pruned_through), (4, 2));
+    let rest = store
+        .audit_entries(&AuditQuery {
+            limit: 10,
+            ..AuditQuery::default()
+        })
+        .await
+        .expect("read");
+    let mut verifier = chain::Verifier::after_pruning(head.pruned_through);
+    for entry in &rest {
+        verifier.check(entry).expect("the rest links");
+    }
+    verifier.finish(head.seq, &head.hash).expect("intact");
+    // Appends go on after pruning.
+    store
+        .append_audit(&[record(5, AuditAction::SessionEnd, None)])
+        .await
+        .expect("append");
+    assert_eq!(store.audit_head().await.expect("head").seq, 5);
+}
+
 async fn the_store_keeps_its_contract(store: &dyn Store) {
     members_and_teams(store).await;
     environments(store).await;
@@ -869,6 +1017,7 @@ async fn the_store_keeps_its_contract(store: &dyn Store) {
     work_sessions(store).await;
     approvals(store).await;
     deletion_cascades(store).await;
+    audit_log(store).await;
 }
 
 #[tokio::test]
@@ -887,4 +1036,67 @@ async fn the_postgres_store_keeps_the_contract() {
     let store = store::open(&database.url()).await.expect("open PostgreSQL");
     assert!(store.shared());
     the_store_keeps_its_contract(store.as_ref()).await;
+}
+
+/// Several relays on one PostgreSQL database append at the same time: the
+/// head row's lock keeps one chain, without gaps or forks.
+#[tokio::test]
+#[ignore = "needs PostgreSQL (run by .ci/run with --include-ignored)"]
+async fn relays_sharing_postgres_keep_one_audit_chain() {
+    let database = crate::cluster::Database::create().await;
+    let mut writers = Vec::new();
+    for relay in 0..3 {
+        let store = store::open(&database.url()).await.expect("open PostgreSQL");
+        writers.push(tokio::spawn(async move {
+            for batch in 0..10 {
+                let records: Vec<AuditRecord> = (0..5)
+                    .map(|i| {
+                        let mut record = AuditRecord::new(
+                            at(batch),
+                            AuditActor::default(),
+                            AuditAction::ToolInvoke,
+                        );
+                        record.target = Some(format!("relay{relay}-{batch}-{i}"));
+                        record
+                    })
+                    .collect();
+                store.append_audit(&records).await.expect("append");
+            }
+        }));
+    }
+    for writer in writers {
+        writer.await.expect("joined");
+    }
+    let store = store::open(&database.url()).await.expect("open PostgreSQL");
+    let all = store
+        .audit_entries(&AuditQuery {
+            limit: 1000,
+            ..AuditQuery::default()
+        })
+        .await
+        .expect("read");
+    assert_eq!(all.len(), 150);
+    let mut verifier = chain::Verifier::default();
+    for entry in &all {
+        verifier.check(entry).expect("one chain");
+    }
+    let head = store.audit_head().await.expect("head");
+    verifier
+        .finish(head.seq, &head.hash)
+        .expect("head is the last row");
+    // A batch stays together: the lock is held for its whole append.
+    for batch in all.chunks(5) {
+        let prefix = |e: &runner_relay::audit::StoredAudit| {
+            e.record
+                .target
+                .as_deref()
+                .unwrap_or("")
+                .rsplit_once('-')
+                .map(|(p, _)| p.to_owned())
+        };
+        assert!(
+            batch.iter().all(|e| prefix(e) == prefix(&batch[0])),
+            "{batch:?}"
+        );
+    }
 }

@@ -34,6 +34,8 @@ pub struct TestRelay {
     pub clock: Arc<ManualClock>,
     pub store: Arc<dyn Store>,
     pub http: reqwest::Client,
+    /// The SQLite database's URL (`sqlite://…`).
+    pub database_url: String,
     shutdown: CancellationToken,
     _dir: tempfile::TempDir,
 }
@@ -86,6 +88,7 @@ pub async fn spawn_relay_timed(
         clock,
         store,
         http: reqwest::Client::new(),
+        database_url: url,
         shutdown,
         _dir: dir,
     }

@@ -1,0 +1,231 @@
+//! The audit log's entries, their hash chain and the digest of a call's
+//! arguments: pure functions and types, no I/O. The batched writer is
+//! [`crate::audit_writer`]; the rows live in the store (`audit_log`).
+//!
+//! docs/audit.md describes what is recorded and how the chain is checked.
+
+pub mod canonical;
+pub mod chain;
+
+use runner_proto::audit::{AuditAction, AuditActor, AuditDecision, AuditEntry};
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use crate::clock::rfc3339;
+
+/// An entry as recorded, before the store puts it in the chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRecord {
+    /// When it happened, to the millisecond (what the store keeps).
+    pub at: OffsetDateTime,
+    pub actor: AuditActor,
+    pub action: AuditAction,
+    pub environment_id: Option<String>,
+    pub session_id: Option<String>,
+    pub tool: Option<String>,
+    pub call_id: Option<String>,
+    pub target: Option<String>,
+    pub args_digest: Option<String>,
+    /// Canonical JSON of the (masked) arguments, only with
+    /// `--audit-arguments`. Text, so that the hash covers exactly what is
+    /// stored.
+    pub args: Option<String>,
+    pub decision: AuditDecision,
+    pub code: Option<String>,
+    pub exit_code: Option<i32>,
+    pub duration_ms: Option<u64>,
+    pub bytes_out: Option<u64>,
+}
+
+impl AuditRecord {
+    /// An allowed `action` by `actor` at `at`; the other fields empty.
+    pub fn new(at: OffsetDateTime, actor: AuditActor, action: AuditAction) -> Self {
+        Self {
+            at: truncate_to_millis(at),
+            actor,
+            action,
+            environment_id: None,
+            session_id: None,
+            tool: None,
+            call_id: None,
+            target: None,
+            args_digest: None,
+            args: None,
+            decision: AuditDecision::Allowed,
+            code: None,
+            exit_code: None,
+            duration_ms: None,
+            bytes_out: None,
+        }
+    }
+
+    pub fn environment(mut self, id: &str) -> Self {
+        self.environment_id = Some(id.to_owned());
+        self
+    }
+
+    pub fn target(mut self, target: &str) -> Self {
+        self.target = Some(target.to_owned());
+        self
+    }
+
+    pub fn session(mut self, id: &str) -> Self {
+        self.session_id = Some(id.to_owned());
+        self
+    }
+
+    /// Refused (`Denied`) or failed, with the rule or error code.
+    pub fn decided(mut self, decision: AuditDecision, code: &str) -> Self {
+        self.decision = decision;
+        self.code = Some(code.to_owned());
+        self
+    }
+
+    /// `at` in Unix milliseconds, as stored.
+    pub fn at_ms(&self) -> i64 {
+        unix_ms(self.at)
+    }
+}
+
+/// An entry as stored: the record, its place in the chain and its hashes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredAudit {
+    pub seq: u64,
+    pub record: AuditRecord,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+impl StoredAudit {
+    /// The API's view.
+    pub fn to_api(&self) -> AuditEntry {
+        let record = &self.record;
+        AuditEntry {
+            seq: self.seq,
+            at: rfc3339(record.at),
+            actor: record.actor.clone(),
+            action: record.action,
+            environment_id: record.environment_id.clone(),
+            session_id: record.session_id.clone(),
+            tool: record.tool.clone(),
+            call_id: record.call_id.clone(),
+            target: record.target.clone(),
+            args_digest: record.args_digest.clone(),
+            args: record
+                .args
+                .as_deref()
+                .and_then(|text| serde_json::from_str::<Value>(text).ok()),
+            decision: record.decision,
+            code: record.code.clone(),
+            exit_code: record.exit_code,
+            duration_ms: record.duration_ms,
+            bytes_out: record.bytes_out,
+            prev_hash: self.prev_hash.clone(),
+            hash: self.hash.clone(),
+        }
+    }
+}
+
+/// The chain's newest entry and what pruning removed before its oldest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditHead {
+    /// Sequence number of the newest entry (0: none yet).
+    pub seq: u64,
+    /// Its hash ([`chain::GENESIS`] before the first entry).
+    pub hash: String,
+    /// Entries up to this sequence number were pruned (retention).
+    pub pruned_through: u64,
+}
+
+/// Filters of an audit query (`GET /audit`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditQuery {
+    pub environment_id: Option<String>,
+    pub actor_id: Option<String>,
+    pub action: Option<AuditAction>,
+    pub session_id: Option<String>,
+    pub tool: Option<String>,
+    /// Inclusive, Unix milliseconds.
+    pub since_ms: Option<i64>,
+    /// Exclusive, Unix milliseconds.
+    pub until_ms: Option<i64>,
+    /// Only entries after (ascending) or before (descending) this one.
+    pub cursor: Option<u64>,
+    pub descending: bool,
+    pub limit: u32,
+}
+
+/// Unix milliseconds of a time.
+pub fn unix_ms(at: OffsetDateTime) -> i64 {
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+/// The time of Unix milliseconds (the epoch for one out of range).
+pub fn from_unix_ms(ms: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}
+
+fn truncate_to_millis(at: OffsetDateTime) -> OffsetDateTime {
+    from_unix_ms(unix_ms(at))
+}
+
+/// A `User-Agent` as recorded: at most [`MAX_CLIENT_CHARS`] characters,
+/// control characters replaced, so that a client cannot forge lines in a
+/// terminal or a log.
+pub fn client_name(user_agent: &str) -> Option<String> {
+    let cleaned: String = user_agent
+        .chars()
+        .take(MAX_CLIENT_CHARS)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    let cleaned = cleaned.trim();
+    (!cleaned.is_empty()).then(|| cleaned.to_owned())
+}
+
+/// Longest client name kept.
+pub const MAX_CLIENT_CHARS: usize = 128;
+
+/// What [`crate::audit_writer::AuditLog`] keeps of a call's arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgsRecord {
+    pub digest: String,
+    pub masked: Option<String>,
+}
+
+/// The digest of `args` and, when `keep` is set, their masked canonical
+/// JSON.
+pub fn args_record(args: &Value, keep: bool) -> ArgsRecord {
+    let canonical = canonical::to_string(args);
+    let digest = canonical::sha256_hex(canonical.as_bytes());
+    let masked = keep.then(|| canonical::to_string(&canonical::mask_env(args)));
+    ArgsRecord { digest, masked }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_names_are_short_and_printable() {
+        assert_eq!(
+            client_name("runner/1.2 (linux)").as_deref(),
+            Some("runner/1.2 (linux)")
+        );
+        assert_eq!(client_name("a\nb\u{1b}[31m").as_deref(), Some("a?b?[31m"));
+        assert_eq!(
+            client_name("x".repeat(500).as_str()).map(|s| s.len()),
+            Some(128)
+        );
+        assert_eq!(client_name("  "), None);
+    }
+
+    #[test]
+    fn milliseconds_round_trip() {
+        let at = OffsetDateTime::from_unix_timestamp_nanos(1_700_000_000_123_456_789)
+            .expect("a valid time");
+        let record = AuditRecord::new(at, AuditActor::default(), AuditAction::ToolInvoke);
+        assert_eq!(record.at_ms(), 1_700_000_000_123);
+        assert_eq!(from_unix_ms(record.at_ms()), record.at);
+    }
+}

@@ -1,0 +1,198 @@
+//! The audit entry of one tool call: started when the call's environment
+//! is known, completed with its outcome, and recorded exactly once, when
+//! it ends or (a caller that went away, a dropped stream) when dropped.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use runner_proto::api::InvokeRequest;
+use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
+use runner_proto::ws::CallResult;
+use serde_json::Value;
+
+use super::error::ApiError;
+use crate::audit::AuditRecord;
+use crate::audit_writer::AuditLog;
+use crate::state::AppState;
+
+/// What a call ended with when nobody saw its end (the caller went away).
+const ABANDONED: &str = "abandoned";
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct CallAudit {
+    log: Arc<AuditLog>,
+    /// `None` once recorded, or when the audit is off.
+    record: Option<AuditRecord>,
+    started: Instant,
+}
+
+impl CallAudit {
+    /// A call by `actor` to environment `environment_id`, maybe through a
+    /// work session.
+    pub fn start(
+        state: &AppState,
+        actor: AuditActor,
+        environment_id: &str,
+        session_id: Option<&str>,
+    ) -> Self {
+        let record = state.audit.enabled().then(|| {
+            let mut record = AuditRecord::new(state.clock.now(), actor, AuditAction::ToolInvoke)
+                .environment(environment_id);
+            record.session_id = session_id.map(str::to_owned);
+            record
+        });
+        Self {
+            log: state.audit.clone(),
+            record,
+            started: Instant::now(),
+        }
+    }
+
+    /// The parsed request: tool and arguments (digest; masked copy with
+    /// `--audit-arguments`).
+    pub fn request(&mut self, request: &InvokeRequest) {
+        if let Some(record) = &mut self.record {
+            let args = self.log.args(&request.args);
+            record.tool = Some(request.tool_name.clone());
+            record.args_digest = Some(args.digest);
+            record.args = args.masked;
+        }
+    }
+
+    pub fn call_id(&mut self, call_id: &str) {
+        if let Some(record) = &mut self.record {
+            record.call_id = Some(call_id.to_owned());
+        }
+    }
+
+    /// Output relayed to the caller (streamed calls).
+    pub fn add_bytes(&mut self, bytes: usize) {
+        if let Some(record) = &mut self.record {
+            let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
+            record.bytes_out = Some(record.bytes_out.unwrap_or(0).saturating_add(bytes));
+        }
+    }
+
+    /// The runner answered: allowed, or an error the runner reported
+    /// (its permission file, a failed start).
+    pub fn completed(&mut self, result: &CallResult) {
+        if self.record.is_none() {
+            return;
+        }
+        let bytes = json_len(&result.result);
+        self.add_bytes(bytes);
+        if let Some(record) = &mut self.record {
+            record.exit_code = result.exit_code;
+        }
+        match &result.error {
+            None => self.finish(AuditDecision::Allowed, None),
+            Some(_) => self.finish(AuditDecision::Error, Some("runner_error")),
+        }
+    }
+
+    /// The call was refused or failed with `error`.
+    pub fn failed(&mut self, error: &ApiError) {
+        let decision = match error.code {
+            "timeout" => AuditDecision::Timeout,
+            "tool_not_allowed" | "approval_required" | "path_not_allowed" => AuditDecision::Denied,
+            _ => AuditDecision::Error,
+        };
+        self.finish(decision, Some(error.code));
+    }
+
+    /// Ended with `decision` and `code` (streamed calls, whose errors are
+    /// events rather than answers).
+    pub fn ended(&mut self, decision: AuditDecision, code: &str) {
+        self.finish(decision, Some(code));
+    }
+
+    /// The call did not run now but became something else, e.g. an
+    /// approval request (`AuditAction::ApprovalRequest`, target: the
+    /// approval id): records the entry as that action, allowed.
+    // Called by the approvals' 202 path once it is wired in.
+    #[allow(dead_code)]
+    pub fn became(&mut self, action: AuditAction, target: &str) {
+        if let Some(record) = &mut self.record {
+            record.action = action;
+            record.target = Some(target.to_owned());
+        }
+        self.finish(AuditDecision::Allowed, None);
+    }
+
+    /// Moves the pending entry into a new guard (a stream that outlives
+    /// the handler); this one then records nothing.
+    pub fn take(&mut self) -> Self {
+        Self {
+            log: self.log.clone(),
+            record: self.record.take(),
+            started: self.started,
+        }
+    }
+
+    fn finish(&mut self, decision: AuditDecision, code: Option<&str>) {
+        let Some(mut record) = self.record.take() else {
+            return;
+        };
+        record.decision = decision;
+        record.code = code.map(str::to_owned);
+        record.duration_ms =
+            Some(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX));
+        self.log.record(record);
+    }
+}
+
+impl Drop for CallAudit {
+    fn drop(&mut self) {
+        self.finish(AuditDecision::Error, Some(ABANDONED));
+    }
+}
+
+/// Length of `value` as compact JSON, without keeping the text.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::AuditQuery;
+    use crate::state::RelayConfig;
+
+    #[tokio::test]
+    async fn a_call_recorded_as_another_action_is_recorded_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("sqlite://{}", dir.path().join("relay.db").display());
+        let store = crate::store::open(&url).await.expect("store");
+        let state = AppState::new(RelayConfig::new(store.clone()));
+        let mut audit = CallAudit::start(&state, AuditActor::default(), "env_1", None);
+        audit.became(AuditAction::ApprovalRequest, "apr_1");
+        drop(audit);
+        state.audit.flush().await;
+        let entries = store
+            .audit_entries(&AuditQuery {
+                limit: 10,
+                ..AuditQuery::default()
+            })
+            .await
+            .expect("read");
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        let record = &entries[0].record;
+        assert_eq!(record.action, AuditAction::ApprovalRequest);
+        assert_eq!(record.target.as_deref(), Some("apr_1"));
+        assert_eq!(record.environment_id.as_deref(), Some("env_1"));
+    }
+}

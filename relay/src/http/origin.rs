@@ -1,0 +1,99 @@
+//! Where a request came from, for the audit log: the API key that
+//! authenticated it (as a non-secret id), the client's name and the peer
+//! address.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::connect_info::ConnectInfo;
+use axum::extract::FromRequestParts;
+use axum::http::header;
+use axum::http::request::Parts;
+use runner_proto::audit::AuditActor;
+
+use crate::audit::client_name;
+use crate::peer::PeerAddr;
+use crate::store::Member;
+
+/// Hex digits of a key's stored SHA-256 that name it in the audit log:
+/// enough to tell a member's keys apart, and only a digest of a 256-bit
+/// random key (nothing to guess from).
+pub const KEY_ID_HEX: usize = 12;
+
+/// The authenticated key's id, left in the request by
+/// [`super::auth::Caller`].
+#[derive(Debug, Clone)]
+pub struct KeyId(pub Arc<str>);
+
+/// The id of the key whose stored hash is `hash`.
+pub fn key_id(hash: &str) -> Arc<str> {
+    Arc::from(hash.get(..KEY_ID_HEX).unwrap_or(hash))
+}
+
+/// Extractor: see the module documentation.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    pub key_id: Option<Arc<str>>,
+    pub client: Option<String>,
+    pub source: Option<String>,
+}
+
+impl Origin {
+    /// What a request's parts say.
+    pub fn of(parts: &Parts) -> Self {
+        // Left by the `Caller` extractor, which handlers take first.
+        let key = parts.extensions.get::<KeyId>().map(|KeyId(id)| id.clone());
+        Self {
+            key_id: key,
+            client: parts
+                .headers
+                .get(header::USER_AGENT)
+                .map(|value| String::from_utf8_lossy(value.as_bytes()))
+                .and_then(|text| client_name(&text)),
+            source: parts
+                .extensions
+                .get::<ConnectInfo<PeerAddr>>()
+                .map(|ConnectInfo(PeerAddr(addr))| addr.ip().to_string()),
+        }
+    }
+
+    /// `member` acting from here.
+    pub fn actor(&self, member: &Member) -> AuditActor {
+        AuditActor {
+            member_id: Some(member.id.clone()),
+            name: Some(member.name.clone()),
+            kind: Some(member.kind.as_str().to_owned()),
+            key_id: self.key_id.as_deref().map(str::to_owned),
+            client: self.client.clone(),
+            source: self.source.clone(),
+        }
+    }
+
+    /// Somebody not authenticated, from here (no key id: a key that did
+    /// not authenticate may be anything, even a pasted password).
+    pub fn anonymous(&self) -> AuditActor {
+        AuditActor {
+            client: self.client.clone(),
+            source: self.source.clone(),
+            ..AuditActor::default()
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Origin {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Infallible> {
+        Ok(Self::of(parts))
+    }
+}
+
+/// An allowed `action` by `caller` from `origin`, now.
+pub fn entry(
+    state: &crate::state::AppState,
+    origin: &Origin,
+    caller: &Member,
+    action: runner_proto::audit::AuditAction,
+) -> crate::audit::AuditRecord {
+    crate::audit::AuditRecord::new(state.clock.now(), origin.actor(caller), action)
+}
