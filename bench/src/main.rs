@@ -18,6 +18,7 @@ mod footprint;
 mod invoke;
 mod machine;
 mod output;
+mod oversight;
 mod policy;
 mod procs;
 mod report;
@@ -112,6 +113,9 @@ enum Section {
     Policy,
     /// 7. Runner binary size, idle RSS, start to online.
     Footprint,
+    /// Issue 29: approve → execution start, and the relay CPU the audit
+    /// log and metrics cost per `ping`.
+    Oversight,
 }
 
 #[derive(Debug, clap::Args)]
@@ -153,6 +157,9 @@ pub struct RunArgs {
     /// Repetitions of each large-output method.
     #[arg(long, default_value_t = 3)]
     output_repeats: usize,
+    /// Approvals asked for and approved in the oversight section.
+    #[arg(long, default_value_t = 200)]
+    approval_calls: usize,
 }
 
 impl RunArgs {
@@ -164,6 +171,7 @@ impl RunArgs {
             self.fleet = vec!["1000".to_owned(), "5000".to_owned()];
             self.fleet_hold_seconds = self.fleet_hold_seconds.min(5);
             self.output_repeats = 1;
+            self.approval_calls = self.approval_calls.min(30);
         }
     }
 
@@ -278,6 +286,11 @@ async fn run(mut args: RunArgs) -> anyhow::Result<()> {
         output::run(&bins, &args, output::Source::File)
     );
     section!("fleet", Section::Fleet, fleet::run(&bins, &args, nofile));
+    section!(
+        "oversight",
+        Section::Oversight,
+        oversight::run(&bins, &args)
+    );
 
     let results = json!({
         "schema": RESULTS_SCHEMA,

@@ -76,6 +76,17 @@ impl Relay {
         listen: &str,
         admin_key: Option<&str>,
     ) -> anyhow::Result<Relay> {
+        Relay::spawn_with(bins, data_dir, listen, admin_key, &[]).await
+    }
+
+    /// [`Relay::spawn`] with extra `serve` flags.
+    pub async fn spawn_with(
+        bins: &Bins,
+        data_dir: &Path,
+        listen: &str,
+        admin_key: Option<&str>,
+        flags: &[&str],
+    ) -> anyhow::Result<Relay> {
         fs_err::create_dir_all(data_dir)?;
         let log = fs_err::OpenOptions::new()
             .create(true)
@@ -84,6 +95,7 @@ impl Relay {
         let mut child = Command::new(&bins.relay)
             .args(["serve", "--listen", listen, "--data-dir"])
             .arg(data_dir)
+            .args(flags)
             .env_remove("RUNNER_RELAY_DATABASE_URL")
             .env(
                 "RUST_LOG",

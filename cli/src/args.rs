@@ -772,7 +772,7 @@ pub struct ApprovalShowArgs {
     pub approval: String,
     /// Wait until the approval is settled (denied, expired, or approved and
     /// its call ended), up to this long: 90s, 10m, 1h.
-    #[arg(long, value_name = "DURATION", value_parser = crate::commands::approvals::parse_wait)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_wait)]
     pub wait: Option<std::time::Duration>,
     #[command(flatten)]
     pub api: ApiArgs,
@@ -820,10 +820,33 @@ pub struct InvokeArgs {
     /// goes to stderr. Denied or expired: exit 66; still pending: 75.
     /// Tools that need no approval run at once.
     #[arg(long, value_name = "DURATION", num_args = 0..=1, require_equals = true,
-          default_missing_value = "10m", value_parser = crate::commands::approvals::parse_wait)]
+          default_missing_value = "10m", value_parser = parse_wait)]
     pub wait_approval: Option<std::time::Duration>,
     #[command(flatten)]
     pub api: ApiArgs,
+}
+
+/// `--wait-approval` and `--wait`: `90`, `90s`, `10m`, `1h` (at most 24 h).
+pub fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let factor = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        _ => return Err(format!("{text:?} is not a duration like 90s, 10m or 1h")),
+    };
+    match number.parse::<u64>() {
+        Ok(value) if value > 0 && value * factor <= 86_400 => {
+            Ok(std::time::Duration::from_secs(value * factor))
+        }
+        _ => Err(format!(
+            "{text:?} is not a duration from 1s to 24h (e.g. 90s, 10m, 1h)"
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Who may see and who may manage an environment (SPEC §2).
+//! Who may see and who may manage an environment (SPEC §2), and who may
+//! decide its approvals.
 //!
 //! Using (read, status, tools, invoke): shared environments and the member's
 //! own teams' ones. Managing (update, delete, tokens): organisation admins
@@ -8,7 +9,7 @@
 //! team gets 403, while any other member gets 404 and learns nothing).
 
 use crate::environment::{EnvironmentRecord, Scope};
-use crate::store::Member;
+use crate::store::{Member, MemberKind};
 
 /// Whether the member may see and use environments of this scope.
 pub fn can_use(member: &Member, scope: &Scope) -> bool {
@@ -30,6 +31,41 @@ pub fn can_manage(member: &Member, scope: &Scope) -> bool {
 /// Whether the environment exists as far as this member is concerned.
 pub fn can_see(member: &Member, environment: &EnvironmentRecord) -> bool {
     member.is_admin || can_use(member, &environment.scope)
+}
+
+/// Why a member may not decide an approval.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CannotDecide {
+    #[error("nobody approves their own request: another person must decide it")]
+    OwnRequest,
+    #[error("agents cannot decide approvals: a person must")]
+    Agent,
+    #[error("{0}")]
+    Scope(String),
+}
+
+/// Whether `member` may decide an approval for `environment`: a person
+/// (not an agent) who may manage the environment's scope (organisation
+/// admins for shared environments, the team's members for a team's), and
+/// not the requester.
+pub fn may_decide(member: &Member, scope: &Scope, requester_id: &str) -> Result<(), CannotDecide> {
+    if member.id == requester_id {
+        return Err(CannotDecide::OwnRequest);
+    }
+    if member.kind == MemberKind::Agent {
+        return Err(CannotDecide::Agent);
+    }
+    if !can_manage(member, scope) {
+        return Err(CannotDecide::Scope(match scope {
+            Scope::Shared => {
+                "only organisation admins decide approvals of shared environments".to_owned()
+            }
+            Scope::Team(team) => {
+                format!("only members of team {team:?} decide approvals of its environments")
+            }
+        }));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -58,5 +94,37 @@ mod tests {
         assert!(can_manage(&operator, &ops));
         assert!(can_use(&operator, &Scope::Shared));
         assert!(!can_manage(&operator, &Scope::Shared));
+    }
+
+    #[test]
+    fn requesters_agents_and_outsiders_cannot_decide() {
+        let member = |id: &str, admin: bool, teams: &[&str], kind| Member {
+            id: id.into(),
+            name: id.into(),
+            is_admin: admin,
+            teams: teams.iter().map(|team| (*team).to_owned()).collect(),
+            kind,
+            default_environment: None,
+        };
+        let mut scope = Scope::Team("ops".into());
+        let ops = member("m_ops", false, &["ops"], MemberKind::Person);
+        assert_eq!(may_decide(&ops, &scope, "m_other"), Ok(()));
+        assert_eq!(
+            may_decide(&ops, &scope, "m_ops"),
+            Err(CannotDecide::OwnRequest)
+        );
+        let agent = member("m_bot", false, &["ops"], MemberKind::Agent);
+        assert_eq!(
+            may_decide(&agent, &scope, "m_other"),
+            Err(CannotDecide::Agent)
+        );
+        let admin = member("m_admin", true, &[], MemberKind::Person);
+        assert!(matches!(
+            may_decide(&admin, &scope, "m_other"),
+            Err(CannotDecide::Scope(_))
+        ));
+        scope = Scope::Shared;
+        assert_eq!(may_decide(&admin, &scope, "m_other"), Ok(()));
+        assert!(may_decide(&ops, &scope, "m_other").is_err());
     }
 }

@@ -329,7 +329,15 @@ async fn metrics(
             axum::http::header::CONTENT_TYPE,
             super::metrics::CONTENT_TYPE,
         )],
-        health.metrics.encode(&health),
+        health.metrics.encode({
+            let snapshot = health.snapshot();
+            super::metrics::Gauges {
+                in_flight: snapshot.in_flight,
+                backlog: snapshot.backlog,
+                connected: snapshot.state.is_up(),
+                update_available: snapshot.latest_version.is_some(),
+            }
+        }),
     )
 }
 

@@ -4,7 +4,7 @@
 //!
 //! Calls are counted as they end (atomic increments on series resolved
 //! when a tool is first seen); the gauges (in flight, backlog, connected,
-//! update) are read from [`super::health::Health`] at scrape time. The
+//! update) are set from what the health endpoint reads at scrape time. The
 //! `tool` label is capped at [`MAX_TOOLS`] names, later ones count as
 //! `other`: the relay may send any name.
 
@@ -255,14 +255,13 @@ impl RunnerMetrics {
             .store(u8::try_from(index).unwrap_or(0), Ordering::Relaxed);
     }
 
-    /// The exposition, with the gauges as `health` reads now.
-    pub fn encode(&self, health: &super::health::Health) -> String {
-        let snapshot = health.snapshot();
-        self.in_flight.set(i64::from(snapshot.in_flight));
-        self.backlog.set(i64::from(snapshot.backlog));
-        self.connected.set(i64::from(snapshot.state.is_up()));
-        self.update_available
-            .set(i64::from(snapshot.latest_version.is_some()));
+    /// The exposition, with the gauges set to `now` (what the health
+    /// endpoint reads at the scrape).
+    pub fn encode(&self, now: Gauges) -> String {
+        self.in_flight.set(i64::from(now.in_flight));
+        self.backlog.set(i64::from(now.backlog));
+        self.connected.set(i64::from(now.connected));
+        self.update_available.set(i64::from(now.update_available));
         let current = usize::from(self.update_state.load(Ordering::Relaxed));
         for (index, state) in UpdateState::ALL.into_iter().enumerate() {
             self.update
@@ -274,6 +273,15 @@ impl RunnerMetrics {
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
     }
+}
+
+/// The runner's state at a scrape, as the health endpoint reads it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gauges {
+    pub in_flight: u32,
+    pub backlog: u32,
+    pub connected: bool,
+    pub update_available: bool,
 }
 
 fn series(calls: &Family<CallLabels, Counter>, tool: Arc<str>) -> [Counter; 4] {
@@ -296,8 +304,7 @@ mod tests {
             metrics.call_finished(&format!("tool_{n}"), Outcome::Ok);
         }
         metrics.call_finished("x", Outcome::Denied);
-        let health = super::super::health::Health::new("http://relay", 1, None);
-        let text = metrics.encode(&health);
+        let text = metrics.encode(Gauges::default());
         assert!(text.contains("runner_tool_calls_total{tool=\"tool_0\",outcome=\"ok\"} 1"));
         assert!(text.contains("runner_tool_calls_total{tool=\"other\",outcome=\"ok\"} 5"));
         assert!(text.contains("runner_tool_calls_total{tool=\"other\",outcome=\"denied\"} 1"));

@@ -325,35 +325,13 @@ fn humanise(wait: Duration) -> String {
     }
 }
 
-/// `--wait-approval` and `--wait`: `90`, `90s`, `10m`, `1h` (at most 24 h).
-pub fn parse_wait(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => text.split_at(at),
-        None => (text, "s"),
-    };
-    let factor = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        _ => return Err(format!("{text:?} is not a duration like 90s, 10m or 1h")),
-    };
-    match number.parse::<u64>() {
-        Ok(value) if value > 0 && value * factor <= 86_400 => {
-            Ok(Duration::from_secs(value * factor))
-        }
-        _ => Err(format!(
-            "{text:?} is not a duration from 1s to 24h (e.g. 90s, 10m, 1h)"
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn waits_parse_with_units_and_are_bounded() {
+        use crate::args::parse_wait;
         assert_eq!(parse_wait("90"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_wait("90s"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_wait("10m"), Ok(Duration::from_secs(600)));

@@ -2,9 +2,10 @@
 //! someone allowed to decide approves or denies it (docs/approvals.md).
 //!
 //! This module holds what an approval is and the rules that do not need the
-//! store or the network: the hash that binds the approved call, the masking
-//! of secrets an approver is shown, and who may decide. Routes and the run
-//! of an approved call are in `http::approvals`; the webhook in `notify`.
+//! store or the network: the hash that binds the approved call and the
+//! masking of secrets an approver is shown. Who may decide is in `access`;
+//! routes and the run of an approved call in `http::approvals`; the webhook
+//! in `webhook`.
 
 pub mod waiters;
 
@@ -13,10 +14,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
-use crate::access;
-use crate::environment::Scope;
 use crate::sessions::MemberName;
-use crate::store::{Member, MemberKind};
 
 pub use waiters::ApprovalWaiters;
 
@@ -175,41 +173,6 @@ pub fn masked(args: &Value) -> Value {
     args
 }
 
-/// Why a member may not decide an approval.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CannotDecide {
-    #[error("nobody approves their own request: another person must decide it")]
-    OwnRequest,
-    #[error("agents cannot decide approvals: a person must")]
-    Agent,
-    #[error("{0}")]
-    Scope(String),
-}
-
-/// Whether `member` may decide an approval for `environment`: a person
-/// (not an agent) who may manage the environment's scope (organisation
-/// admins for shared environments, the team's members for a team's), and
-/// not the requester.
-pub fn may_decide(member: &Member, scope: &Scope, requester_id: &str) -> Result<(), CannotDecide> {
-    if member.id == requester_id {
-        return Err(CannotDecide::OwnRequest);
-    }
-    if member.kind == MemberKind::Agent {
-        return Err(CannotDecide::Agent);
-    }
-    if !access::can_manage(member, scope) {
-        return Err(CannotDecide::Scope(match scope {
-            Scope::Shared => {
-                "only organisation admins decide approvals of shared environments".to_owned()
-            }
-            Scope::Team(team) => {
-                format!("only members of team {team:?} decide approvals of its environments")
-            }
-        }));
-    }
-    Ok(())
-}
-
 /// A comment as kept: trimmed, at most [`MAX_COMMENT_CHARS`] characters.
 pub fn comment(text: Option<&str>) -> Option<String> {
     let text = text?.trim();
@@ -251,38 +214,6 @@ mod tests {
         assert!(!shown.to_string().contains("s3cret"));
         assert_eq!(masked(&json!({"env": "A=b"})), json!({"env": MASK}));
         assert_eq!(masked(&json!({"path": "x"})), json!({"path": "x"}));
-    }
-
-    #[test]
-    fn requesters_agents_and_outsiders_cannot_decide() {
-        let member = |id: &str, admin: bool, teams: &[&str], kind| Member {
-            id: id.into(),
-            name: id.into(),
-            is_admin: admin,
-            teams: teams.iter().map(|team| (*team).to_owned()).collect(),
-            kind,
-            default_environment: None,
-        };
-        let mut scope = Scope::Team("ops".into());
-        let ops = member("m_ops", false, &["ops"], MemberKind::Person);
-        assert_eq!(may_decide(&ops, &scope, "m_other"), Ok(()));
-        assert_eq!(
-            may_decide(&ops, &scope, "m_ops"),
-            Err(CannotDecide::OwnRequest)
-        );
-        let agent = member("m_bot", false, &["ops"], MemberKind::Agent);
-        assert_eq!(
-            may_decide(&agent, &scope, "m_other"),
-            Err(CannotDecide::Agent)
-        );
-        let admin = member("m_admin", true, &[], MemberKind::Person);
-        assert!(matches!(
-            may_decide(&admin, &scope, "m_other"),
-            Err(CannotDecide::Scope(_))
-        ));
-        scope = Scope::Shared;
-        assert_eq!(may_decide(&admin, &scope, "m_other"), Ok(()));
-        assert!(may_decide(&ops, &scope, "m_other").is_err());
     }
 
     #[test]

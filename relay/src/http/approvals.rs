@@ -26,7 +26,7 @@ use runner_proto::approvals::{
     Approval, ApprovalList, ApprovalOutcome, ApprovalStatus, ApprovalTicket, Decide, DeliveryState,
     Notification, MAX_APPROVAL_WAIT_S,
 };
-use runner_proto::audit::{AuditAction, AuditDecision};
+use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
 use runner_proto::sessions::MemberRef;
 use runner_proto::ws::Call;
 use serde::Deserialize;
@@ -37,6 +37,7 @@ use super::error::{ApiError, ApiJson};
 use super::invoke::{not_connected, refusal_error, start_relayed};
 use super::origin::{entry, Origin};
 use crate::approvals::{self, ApprovalRecord, Decision};
+use crate::audit::AuditRecord;
 use crate::clock::rfc3339;
 use crate::enforcement;
 use crate::environment::EnvironmentRecord;
@@ -534,7 +535,7 @@ async fn decide(
         entry.session_id.clone_from(&approval.session_id);
         state.audit.record(entry);
     };
-    if let Err(why) = approvals::may_decide(caller, &scope, &approval.requested_by.id) {
+    if let Err(why) = crate::access::may_decide(caller, &scope, &approval.requested_by.id) {
         record(AuditDecision::Denied, "not_an_approver");
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -619,7 +620,7 @@ async fn run_approved(
         Err(outcome) => Err(outcome),
     };
     match started {
-        Err(outcome) => finish(state, &approval.id, &outcome).await,
+        Err(outcome) => finish(state, &approval, &outcome).await,
         Ok((handle, mut guard)) => {
             let state = state.clone();
             let timeout = Duration::from_secs(approval.timeout_s);
@@ -653,7 +654,7 @@ async fn run_approved(
                         state.clock.now(),
                     ),
                 };
-                finish(&state, &approval.id, &outcome).await;
+                finish(&state, &approval, &outcome).await;
             });
         }
     }
@@ -734,9 +735,49 @@ async fn prepare(
     })
 }
 
-async fn finish(state: &AppState, id: &str, outcome: &ApprovalOutcome) {
+async fn finish(state: &AppState, approval: &ApprovalRecord, outcome: &ApprovalOutcome) {
+    let id = &approval.id;
     if let Err(error) = state.store.finish_approval(id, outcome).await {
         tracing::warn!(approval_id = %id, %error, "could not record the end of an approved call");
     }
     state.approvals.notify();
+    state
+        .audit
+        .record(approved_call_entry(state, approval, outcome));
+}
+
+/// The approved call's `tool.invoke` entry: the requester's call, run on
+/// a person's approval (the target names it), with how it ended.
+fn approved_call_entry(
+    state: &AppState,
+    approval: &ApprovalRecord,
+    outcome: &ApprovalOutcome,
+) -> AuditRecord {
+    let actor = AuditActor {
+        member_id: Some(approval.requested_by.id.clone()),
+        name: Some(approval.requested_by.name.clone()),
+        ..AuditActor::default()
+    };
+    let (decision, code) = match outcome.error_code.as_deref() {
+        None if outcome.error.is_none() => (AuditDecision::Allowed, None),
+        None => (AuditDecision::Error, Some("runner_error")),
+        Some("timeout") => (AuditDecision::Timeout, Some("timeout")),
+        Some(code @ ("tool_not_allowed" | "path_not_allowed")) => {
+            (AuditDecision::Denied, Some(code))
+        }
+        Some(code) => (AuditDecision::Error, Some(code)),
+    };
+    let mut entry = AuditRecord::new(state.clock.now(), actor, AuditAction::ToolInvoke)
+        .environment(&approval.environment_id)
+        .target(&approval.id);
+    entry.session_id.clone_from(&approval.session_id);
+    entry.tool = Some(approval.tool.clone());
+    entry.call_id = Some(approval.call_id.clone());
+    // The stored arguments are masked by now; the digest is of the call as
+    // asked, which its hash binds.
+    entry.args_digest = Some(approval.call_sha256.clone());
+    entry.exit_code = outcome.exit_code;
+    entry.decision = decision;
+    entry.code = code.map(str::to_owned);
+    entry
 }

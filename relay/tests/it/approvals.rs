@@ -218,6 +218,19 @@ async fn approved_calls_run_once_with_the_stored_arguments() {
         .iter()
         .all(|entry| entry["target"] == approval_id.as_str()));
     assert!(!Value::Array(audit).to_string().contains(SECRET_VALUE));
+    // The approved call itself, as the requester's, naming its approval.
+    let (_, page) = relay.get("/audit?limit=1000&action=tool.invoke").await;
+    let runs: Vec<&Value> = page["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|entry| entry["target"] == approval_id.as_str())
+        .collect();
+    assert_eq!(runs.len(), 1, "{page}");
+    assert_eq!(runs[0]["actor"]["member_id"], agent_id.as_str());
+    assert_eq!(runs[0]["decision"], "allowed");
+    assert_eq!(runs[0]["exit_code"], 0);
+    assert_eq!(runs[0]["call_id"], call_id.as_str());
 }
 
 /// The audit log's approval entries, once there are `count` of them
