@@ -6,9 +6,8 @@
 //!   the call is written to the runner's socket, so its round trip bounds
 //!   the time from decision to execution start. Approve → result is the
 //!   time until the approval shows the call's answer.
-//! * Relay CPU per `ping`: two relays side by side, one with
-//!   `--no-audit --no-metrics`, one with both on (the default), each with
-//!   its runner; batches of `ping` alternate between them, and each relay's
+//! * Relay CPU per `ping`: four relays side by side (both off, metrics
+//!   only, audit only, both on: the default), each with its runner; batches of `ping` alternate between them, and each relay's
 //!   CPU time (every thread's `schedstat`, in nanoseconds) is read around
 //!   its own batches only.
 
@@ -130,6 +129,8 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
     let mut sides = Vec::new();
     for (name, flags) in [
         ("off", &["--no-audit", "--no-metrics"][..]),
+        ("metrics_only", &["--no-audit"][..]),
+        ("audit_only", &["--no-metrics"][..]),
         ("on", &[][..]),
     ] {
         let relay = Relay::spawn_with(bins, &dir.join(name), "127.0.0.1:0", None, flags).await?;
@@ -175,7 +176,16 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
         ));
         result.insert(side.name.into(), entry);
     }
-    let ratio = per_call[1] / per_call[0].max(f64::MIN_POSITIVE);
+    let over_off = |index: usize| per_call[index] / per_call[0].max(f64::MIN_POSITIVE);
+    result.insert(
+        "cpu_metrics_only_over_off".into(),
+        json!(round(over_off(1), 3)),
+    );
+    result.insert(
+        "cpu_audit_only_over_off".into(),
+        json!(round(over_off(2), 3)),
+    );
+    let ratio = over_off(3);
     result.insert("cpu_on_over_off".into(), json!(round(ratio, 3)));
     result.insert("target_ratio".into(), json!(1.10));
     result.insert("met".into(), json!(ratio <= 1.10));

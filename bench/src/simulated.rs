@@ -406,7 +406,7 @@ async fn welcomed(fleet: &Fleet, socket: Socket, interval: Duration) -> Ended {
                     }
                     Ok(RelayMessage::Call(call)) => {
                         let result = if call.tool == "ping" {
-                            CallResult { call_id: call.call_id, result: call.args, exit_code: None, error: None }
+                            CallResult { call_id: call.call_id, result: call.args, exit_code: None, error: None, error_code: None }
                         } else {
                             CallResult { call_id: call.call_id, error: Some("simulated runner: only ping".into()), ..Default::default() }
                         };

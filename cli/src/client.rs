@@ -278,6 +278,11 @@ pub fn status_error(status: StatusCode, body: &[u8]) -> ExitError {
                     "add --wait-approval to ask a person to approve this call, and wait".to_owned(),
                 ),
                 Some("approval_denied" | "approval_expired" | "not_an_approver") => None,
+                Some("denied_by_runner_policy") => Some(
+                    "the permission file on the runner's machine refused it; \
+                     `runner policy check` there shows which rule"
+                        .to_owned(),
+                ),
                 _ => Some(
                     "an admin can change the environment's policy (`runner env update`)".to_owned(),
                 ),

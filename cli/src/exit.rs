@@ -34,7 +34,8 @@ pub const UPDATE_OFF: u8 = 14;
 pub const BAD_REQUEST: u8 = 64;
 /// No or a bad API key / token (HTTP 401).
 pub const UNAUTHORIZED: u8 = 65;
-/// The environment's policy refused the call, or it needs approval (HTTP 403).
+/// The environment's policy or the runner's permission file refused the
+/// call, or an approval was denied or expired (HTTP 403).
 pub const FORBIDDEN: u8 = 66;
 /// No such environment or tool (HTTP 404).
 pub const NOT_FOUND: u8 = 67;
@@ -93,7 +94,7 @@ pub const TABLE: &[(u8, &str)] = &[
     (UPDATE_OFF, "`update`: self-update is off: this build trusts no release key (built without RUNNER_RELEASE_PUBKEY); update with the install script or a package instead"),
     (BAD_REQUEST, "the relay refused the request as malformed (HTTP 400)"),
     (UNAUTHORIZED, "missing or bad API key or token (HTTP 401)"),
-    (FORBIDDEN, "refused by the environment's policy or needs approval (HTTP 403)"),
+    (FORBIDDEN, "refused by the environment's policy or the runner's permission file, or the approval was denied or expired (HTTP 403)"),
     (NOT_FOUND, "no such environment or tool (HTTP 404)"),
     (NO_RUNNER, "no runner connected to the environment (HTTP 503); `status --local`: this machine's runner is not running or not connected"),
     (TIMEOUT, "the call timed out and was cancelled on the runner (HTTP 504)"),

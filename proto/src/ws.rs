@@ -396,7 +396,16 @@ pub struct CallResult {
     /// Why the call failed, when it did.
     #[serde(default)]
     pub error: Option<String>,
+    /// What kind of failure `error` is, when a caller should tell it apart:
+    /// [`DENIED_BY_RUNNER_POLICY`]. Absent from runners that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
 }
+
+/// [`CallResult::error_code`] of a call the runner's permission file (or
+/// its workspace boundary) refused: the relay answers 403 with this code
+/// and `runner invoke` exits 66, as for the relay's own policy refusals.
+pub const DENIED_BY_RUNNER_POLICY: &str = "denied_by_runner_policy";
 
 /// Where to cut a byte stream so that the part before the cut does not end
 /// inside a UTF-8 sequence: the length of that part. For [`Output`]'s

@@ -69,7 +69,7 @@ impl Outcome {
     pub fn of_error(error: Option<&str>) -> Outcome {
         match error {
             None => Outcome::Ok,
-            Some(error) if error.starts_with(crate::gate::DENIED_PREFIX) => Outcome::Denied,
+            Some(error) if crate::gate::is_denial(error) => Outcome::Denied,
             Some(_) => Outcome::Error,
         }
     }

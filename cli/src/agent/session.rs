@@ -702,11 +702,17 @@ impl Calls {
                 );
                 let (exit_code, error) = (outcome.exit_code, outcome.error.clone());
                 let call_id = call.call_id.clone();
+                let error_code = outcome
+                    .error
+                    .as_deref()
+                    .filter(|error| crate::gate::is_denial(error))
+                    .map(|_| runner_proto::ws::DENIED_BY_RUNNER_POLICY.to_owned());
                 let result = RunnerMessage::Result(CallResult {
                     call_id: call.call_id,
                     result: outcome.result,
                     exit_code: outcome.exit_code,
                     error: outcome.error,
+                    error_code,
                 });
                 // The session may be gone; the result then has nowhere to go.
                 let _ = out.send(Outbound::Message(result)).await;

@@ -289,7 +289,9 @@ pub async fn wait_for_call(
                 let status = match code.as_str() {
                     "timeout" => exit::TIMEOUT,
                     "runner_disconnected" | "runner_not_connected" => exit::NO_RUNNER,
-                    "tool_not_allowed" | "path_not_allowed" => exit::FORBIDDEN,
+                    "tool_not_allowed" | "path_not_allowed" | "denied_by_runner_policy" => {
+                        exit::FORBIDDEN
+                    }
                     _ => exit::FAILURE,
                 };
                 let message = outcome

@@ -303,6 +303,7 @@ async fn stream(
                     let status = match code.as_deref() {
                         Some("timeout") => reqwest::StatusCode::GATEWAY_TIMEOUT,
                         Some("runner_disconnected") => reqwest::StatusCode::SERVICE_UNAVAILABLE,
+                        Some("denied_by_runner_policy") => reqwest::StatusCode::FORBIDDEN,
                         _ => reqwest::StatusCode::BAD_GATEWAY,
                     };
                     return Err(crate::client::status_error(status, &payload).into());

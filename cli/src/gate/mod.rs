@@ -120,6 +120,11 @@ impl Gate<'_> {
 /// count such calls as denied).
 pub const DENIED_PREFIX: &str = "denied by the runner's permission file";
 
+/// Whether a call's error is a refusal by this gate (the permission file).
+pub fn is_denial(error: &str) -> bool {
+    error.starts_with(DENIED_PREFIX)
+}
+
 fn denied(summary: &str) -> String {
     format!("{DENIED_PREFIX}: {summary}")
 }

@@ -57,10 +57,27 @@ async fn the_permission_file_gates_every_shell_call() {
                 json!({"tool_name": "shell", "args": {"command": command}}),
             )
             .await;
-        assert_eq!(status, 200, "{body}");
-        let error = body["error"].as_str().unwrap_or_default();
+        assert_eq!(status, 403, "{body}");
+        assert_eq!(body["error"]["code"], "denied_by_runner_policy", "{body}");
+        let error = body["error"]["message"].as_str().unwrap_or_default();
         assert!(error.contains("permission file"), "{command}: {body}");
         assert!(!marker.exists(), "{command} ran");
+    }
+
+    // `runner invoke` exits 66 for it, as for any policy refusal, streamed
+    // or not, and says where to look.
+    for stream in [false, true] {
+        let mut command = relay.admin_command();
+        command.args(["invoke", &env, "shell", "--arg"]);
+        command.arg(format!("command=touch {}", marker.display()));
+        if stream {
+            command.arg("--stream");
+        }
+        let output = command.output().await.expect("runner invoke");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(66), "stream {stream}: {stderr}");
+        assert!(stderr.contains("permission file"), "{stderr}");
+        assert!(!marker.exists(), "ran");
     }
 }
 
@@ -103,8 +120,9 @@ async fn the_permission_file_gates_a_calls_environment() {
             let (status, body) = relay
                 .invoke(&env, json!({"tool_name": tool, "args": args}))
                 .await;
-            assert_eq!(status, 200, "{body}");
-            let error = body["error"].as_str().unwrap_or_default();
+            assert_eq!(status, 403, "{body}");
+            assert_eq!(body["error"]["code"], "denied_by_runner_policy", "{body}");
+            let error = body["error"]["message"].as_str().unwrap_or_default();
             assert!(
                 error.contains("permission file") && error.contains("environment variable"),
                 "{rules_text}: {tool} {args}: {body}"

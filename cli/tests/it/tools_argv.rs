@@ -133,7 +133,8 @@ async fn argv_calls_are_checked_against_the_permission_file_and_name_the_rule() 
             json!({"tool_name": "git", "args": {"args": ["push", "origin", "main"]}}),
         )
         .await;
-    let error = body["error"].as_str().unwrap_or_default();
+    assert_eq!(body["error"]["code"], "denied_by_runner_policy", "{body}");
+    let error = body["error"]["message"].as_str().unwrap_or_default();
     assert!(
         error.contains("permission file") && error.contains("git push *"),
         "{body}"

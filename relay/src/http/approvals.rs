@@ -212,6 +212,7 @@ fn outcome_error(approval: &ApprovalRecord, code: &str, outcome: &ApprovalOutcom
         "runner_not_connected" => (StatusCode::SERVICE_UNAVAILABLE, "runner_not_connected"),
         "tool_not_allowed" => (StatusCode::FORBIDDEN, "tool_not_allowed"),
         "path_not_allowed" => (StatusCode::FORBIDDEN, "path_not_allowed"),
+        "denied_by_runner_policy" => (StatusCode::FORBIDDEN, "denied_by_runner_policy"),
         "unknown_tool" => (StatusCode::NOT_FOUND, "unknown_tool"),
         "invalid_arguments" => (StatusCode::BAD_REQUEST, "invalid_arguments"),
         _ => (StatusCode::BAD_GATEWAY, "approved_call_failed"),
@@ -632,7 +633,7 @@ async fn run_approved(
                             result: result.result,
                             exit_code: result.exit_code,
                             error: result.error,
-                            error_code: None,
+                            error_code: result.error_code,
                             finished_at: rfc3339(state.clock.now()),
                         }
                     }
@@ -762,7 +763,7 @@ fn approved_call_entry(
         None if outcome.error.is_none() => (AuditDecision::Allowed, None),
         None => (AuditDecision::Error, Some("runner_error")),
         Some("timeout") => (AuditDecision::Timeout, Some("timeout")),
-        Some(code @ ("tool_not_allowed" | "path_not_allowed")) => {
+        Some(code @ ("tool_not_allowed" | "path_not_allowed" | "denied_by_runner_policy")) => {
             (AuditDecision::Denied, Some(code))
         }
         Some(code) => (AuditDecision::Error, Some(code)),

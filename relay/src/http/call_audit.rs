@@ -95,7 +95,10 @@ impl CallAudit {
     pub fn failed(&mut self, error: &ApiError) {
         let decision = match error.code {
             "timeout" => AuditDecision::Timeout,
-            "tool_not_allowed" | "approval_required" | "path_not_allowed" => AuditDecision::Denied,
+            "tool_not_allowed"
+            | "approval_required"
+            | "path_not_allowed"
+            | "denied_by_runner_policy" => AuditDecision::Denied,
             _ => AuditDecision::Error,
         };
         self.finish(decision, Some(error.code));

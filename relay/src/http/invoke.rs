@@ -36,7 +36,7 @@ use runner_proto::api::{
 };
 use runner_proto::approvals::{OnApproval, MAX_APPROVAL_WAIT_S};
 use runner_proto::audit::{AuditAction, AuditDecision};
-use runner_proto::ws::{utf8_boundary, Call, CallResult, Stream};
+use runner_proto::ws::{utf8_boundary, Call, CallResult, Stream, DENIED_BY_RUNNER_POLICY};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
@@ -566,8 +566,12 @@ async fn relay_call(
         Ok(Ok(result)) => {
             guard.armed = false;
             state.health.record_success(environment_id);
-            metrics.finish(outcome_of(&result));
             finished(&result, started);
+            if let Some(refused) = runner_refusal(&result, call_id) {
+                audit.failed(&refused);
+                return Err(metrics.refused(refused));
+            }
+            metrics.finish(outcome_of(&result));
             audit.completed(&result);
             Ok(Json(InvokeResponse {
                 call_id: call_id.to_owned(),
@@ -600,6 +604,22 @@ async fn relay_call(
             .with_call_id(call_id))
         }
     }
+}
+
+/// The 403 of a call the runner's permission file refused: a refusal like
+/// the relay's own, not a tool that failed.
+fn runner_refusal(result: &CallResult, call_id: &str) -> Option<ApiError> {
+    (result.error_code.as_deref() == Some(DENIED_BY_RUNNER_POLICY)).then(|| {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            DENIED_BY_RUNNER_POLICY,
+            result
+                .error
+                .clone()
+                .unwrap_or_else(|| "denied by the runner's permission file".to_owned()),
+        )
+        .with_call_id(call_id)
+    })
 }
 
 /// A streamed call's state between events.
@@ -652,8 +672,13 @@ impl Streaming {
                 match result {
                     Ok(result) => {
                         self.state.health.record_success(&self.environment_id);
-                        self.metrics.finish(outcome_of(&result));
                         finished(&result, self.started);
+                        if let Some(refused) = runner_refusal(&result, &self.call_id) {
+                            self.audit.failed(&refused);
+                            let refused = self.metrics.refused(refused);
+                            return Some(error_body(refused.code, &refused.message, &self.call_id));
+                        }
+                        self.metrics.finish(outcome_of(&result));
                         self.audit.completed(&result);
                         StreamEvent::Result(InvokeResponse {
                             call_id: self.call_id.clone(),

@@ -78,7 +78,7 @@ impl Outcome {
     /// (the `code` of [`crate::http::error::ApiError`]).
     pub fn of_error_code(code: &str) -> Outcome {
         match code {
-            "tool_not_allowed" | "path_not_allowed" => Outcome::Denied,
+            "tool_not_allowed" | "path_not_allowed" | "denied_by_runner_policy" => Outcome::Denied,
             "approval_required" => Outcome::Approval,
             "timeout" => Outcome::Timeout,
             "runner_disconnected" => Outcome::Disconnected,

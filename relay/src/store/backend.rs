@@ -22,6 +22,11 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// The column of `registration_tokens` that orders rows as inserted,
     /// for tokens made in the same second.
     const INSERTION_ORDER: &'static str;
+    /// Whether a statement with thousands of parameters should number
+    /// them by position (`?`, SQLite: a `$N` name is looked up for each
+    /// parameter bound, quadratic in their number) rather than `$N`
+    /// (PostgreSQL, which has no `?`).
+    const POSITIONAL_PARAMETERS: bool;
 
     /// Rows a statement changed (sqlx has no trait for it).
     fn rows_affected(done: &<Self::Db as Database>::QueryResult) -> u64;

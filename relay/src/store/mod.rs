@@ -205,6 +205,8 @@ impl InvocationRecord {
             result: self.result.clone(),
             exit_code: self.exit_code,
             error: self.error.clone(),
+            // The journal keeps the error's text, not its kind.
+            error_code: None,
         })
     }
 }

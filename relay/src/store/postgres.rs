@@ -87,6 +87,7 @@ impl Backend for PostgresBackend {
 
     const SHARED: bool = true;
     const INSERTION_ORDER: &'static str = "seq";
+    const POSITIONAL_PARAMETERS: bool = false;
 
     fn rows_affected(done: &PgQueryResult) -> u64 {
         done.rows_affected()

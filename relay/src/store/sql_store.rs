@@ -26,9 +26,28 @@ use crate::audit::{chain, AuditHead, AuditQuery, AuditRecord, StoredAudit};
 use crate::environment::EnvironmentRecord;
 use crate::sessions::{Lock, MemberName, WorkSession};
 
-/// Audit rows one `INSERT` carries: within SQLite's 32 766 and
-/// PostgreSQL's 65 535 bound parameters.
-const AUDIT_ROWS_PER_INSERT: usize = 32_766 / AuditRow::WIDTH;
+/// Most audit rows one `INSERT` carries: a power of two within SQLite's
+/// 32 766 and PostgreSQL's 65 535 bound parameters.
+const AUDIT_ROWS_PER_INSERT: usize = 1024;
+const _: () = assert!(AUDIT_ROWS_PER_INSERT * AuditRow::WIDTH <= 32_766);
+
+/// The rows of an append cut into statements of a power of two rows each
+/// (largest first): every statement text is prepared once and kept in the
+/// connection's cache, so a batch of any size reuses at most eleven shapes
+/// instead of preparing a new one for each size.
+fn audit_chunks<T>(mut rows: &[T]) -> impl Iterator<Item = &[T]> {
+    std::iter::from_fn(move || {
+        if rows.is_empty() {
+            return None;
+        }
+        let fits = rows.len().min(AUDIT_ROWS_PER_INSERT);
+        // The largest power of two not above `fits` (at least 1).
+        let size = 1usize << (usize::BITS - 1 - fits.leading_zeros());
+        let (chunk, rest) = rows.split_at(size);
+        rows = rest;
+        Some(chunk)
+    })
+}
 /// Locks the audit chain's head row for the rest of the transaction and
 /// reads it. An `UPDATE` first: PostgreSQL keeps the row lock until
 /// commit (other relays' appends wait), and SQLite takes its write lock
@@ -36,9 +55,10 @@ const AUDIT_ROWS_PER_INSERT: usize = 32_766 / AuditRow::WIDTH;
 const LOCK_AUDIT_HEAD: &str =
     "UPDATE audit_head SET seq = seq WHERE id = 1 RETURNING seq, hash, pruned_through";
 
-/// `INSERT INTO audit_log` of `rows` rows, numbered placeholders in
-/// [`AuditRow::COLUMNS`] order.
-fn audit_insert(rows: usize) -> String {
+/// `INSERT INTO audit_log` of `rows` rows, placeholders in
+/// [`AuditRow::COLUMNS`] order: `?` when `positional` (see
+/// [`Backend::POSITIONAL_PARAMETERS`]), else `$1`, `$2`…
+fn audit_insert(rows: usize, positional: bool) -> String {
     let mut sql = format!("INSERT INTO audit_log ({}) VALUES ", AuditRow::COLUMNS);
     for row in 0..rows {
         if row > 0 {
@@ -49,7 +69,11 @@ fn audit_insert(rows: usize) -> String {
             if column > 0 {
                 sql.push_str(", ");
             }
-            sql.push_str(&format!("${}", row * AuditRow::WIDTH + column + 1));
+            if positional {
+                sql.push('?');
+            } else {
+                sql.push_str(&format!("${}", row * AuditRow::WIDTH + column + 1));
+            }
         }
         sql.push(')');
     }
@@ -972,8 +996,8 @@ where
             return Ok(());
         };
         let rows: Vec<_> = records.iter().zip(linked).collect();
-        for chunk in rows.chunks(AUDIT_ROWS_PER_INSERT) {
-            let sql = audit_insert(chunk.len());
+        for chunk in audit_chunks(&rows) {
+            let sql = audit_insert(chunk.len(), B::POSITIONAL_PARAMETERS);
             let mut insert = sqlx::query(&sql);
             for (record, (seq, prev_hash, hash)) in chunk {
                 let actor = &record.actor;
@@ -1103,5 +1127,25 @@ where
             .await?;
         tx.commit().await?;
         Ok(B::rows_affected(&done))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audit_appends_use_few_statement_shapes() {
+        for count in [1usize, 2, 3, 7, 200, 1023, 1024, 1025, 5000] {
+            let rows: Vec<usize> = (0..count).collect();
+            let chunks: Vec<&[usize]> = audit_chunks(&rows).collect();
+            assert_eq!(chunks.concat(), rows, "{count}: every row once, in order");
+            assert!(
+                chunks
+                    .iter()
+                    .all(|chunk| chunk.len().is_power_of_two()
+                        && chunk.len() <= AUDIT_ROWS_PER_INSERT)
+            );
+        }
     }
 }

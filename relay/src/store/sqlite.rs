@@ -105,6 +105,7 @@ impl Backend for SqliteBackend {
     // One relay per file; `runner-relay admin` only adds members.
     const SHARED: bool = false;
     const INSERTION_ORDER: &'static str = "rowid";
+    const POSITIONAL_PARAMETERS: bool = true;
 
     fn rows_affected(done: &SqliteQueryResult) -> u64 {
         done.rows_affected()

@@ -400,6 +400,7 @@ async fn welcomed(fleet: &Fleet, socket: Socket, interval: Duration) -> Ended {
                             result: call.args,
                             exit_code: None,
                             error: None,
+                            error_code: None,
                         };
                         let Ok(text) = serde_json::to_string(&RunnerMessage::Result(result)) else {
                             continue;

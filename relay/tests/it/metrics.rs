@@ -222,6 +222,7 @@ async fn a_mixed_workload_is_counted_and_scraped_by_a_real_parser() {
             result: json!(null),
             exit_code: Some(0),
             error: None,
+            error_code: None,
         }))
         .await;
     // Two failed authentications.

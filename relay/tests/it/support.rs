@@ -383,6 +383,7 @@ impl FakeRunner {
             result: json!({ "echo": call.args }),
             exit_code: Some(exit_code),
             error: (exit_code != 0).then(|| "tool failed".to_owned()),
+            error_code: None,
         }))
         .await;
     }
