@@ -2,11 +2,12 @@
 //! `--metrics-addr` listener, after real calls; both parsed by the
 //! Prometheus client's OpenMetrics parser (scripts/parse-openmetrics.py).
 
-use std::process::{Command, Stdio};
-
 use serde_json::{json, Value};
 
 use crate::support::{dev_env, Relay, Runner};
+
+#[path = "../../../scripts/parse_openmetrics.rs"]
+mod openmetrics;
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -18,46 +19,7 @@ fn free_port() -> u16 {
 /// The families of an exposition as the Python parser reads them. Fails
 /// (never skips) when the parser is not installed.
 fn parse(text: &str) -> Value {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../scripts/parse-openmetrics.py"
-    );
-    let candidates: Vec<String> = std::env::var("RUNNER_TEST_PYTHON")
-        .into_iter()
-        .chain(["/usr/bin/python3".to_owned(), "python3".to_owned()])
-        .collect();
-    for python in &candidates {
-        let Ok(mut child) = Command::new(python)
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-        else {
-            continue;
-        };
-        {
-            use std::io::Write;
-            let mut stdin = child.stdin.take().expect("stdin");
-            stdin
-                .write_all(text.as_bytes())
-                .expect("exposition written");
-        }
-        let output = child.wait_with_output().expect("parser ran");
-        match output.status.code() {
-            Some(0) => return serde_json::from_slice(&output.stdout).expect("parser JSON"),
-            Some(3) => continue,
-            _ => panic!(
-                "the Prometheus parser rejected the exposition: {}\n{text}",
-                String::from_utf8_lossy(&output.stderr)
-            ),
-        }
-    }
-    panic!(
-        "no Python with the Prometheus client found (tried {candidates:?}): install \
-         python3-prometheus-client (scripts/install-test-deps.sh), or point RUNNER_TEST_PYTHON \
-         at a python3 that has it"
-    );
+    openmetrics::parse_json(text)
 }
 
 /// The family `name`'s type, and the sum of its samples named `sample`

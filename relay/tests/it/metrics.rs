@@ -4,7 +4,6 @@
 //! made, and no label may carry an id.
 
 use std::collections::HashMap;
-use std::process::{Command, Stdio};
 
 use reqwest::StatusCode;
 use runner_proto::ws::{CallResult, RunnerMessage};
@@ -16,6 +15,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::{hello, spawn_relay_with, FakeRunner, TestRelay};
+
+#[path = "../../../scripts/parse_openmetrics.rs"]
+mod openmetrics;
 
 const SCRAPE_TOKEN: &str = "metrics-scrape-token-0123456789abcdef0123456789";
 
@@ -72,47 +74,7 @@ impl Exposition {
 /// Parses an exposition with the Prometheus Python client's OpenMetrics
 /// parser. Fails (never skips) when the parser is not installed.
 pub fn parse(text: &str) -> Exposition {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../scripts/parse-openmetrics.py"
-    );
-    let candidates: Vec<String> = std::env::var("RUNNER_TEST_PYTHON")
-        .into_iter()
-        .chain(["/usr/bin/python3".to_owned(), "python3".to_owned()])
-        .collect();
-    for python in &candidates {
-        let mut child = match Command::new(python)
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-        {
-            Ok(child) => child,
-            Err(_) => continue,
-        };
-        {
-            use std::io::Write;
-            let mut stdin = child.stdin.take().expect("stdin");
-            stdin
-                .write_all(text.as_bytes())
-                .expect("exposition written");
-        }
-        let output = child.wait_with_output().expect("parser ran");
-        match output.status.code() {
-            Some(0) => return serde_json::from_slice(&output.stdout).expect("parser JSON"),
-            Some(3) => continue,
-            _ => panic!(
-                "the Prometheus parser rejected the exposition: {}\n{text}",
-                String::from_utf8_lossy(&output.stderr)
-            ),
-        }
-    }
-    panic!(
-        "no Python with the Prometheus client found (tried {candidates:?}): install \
-         python3-prometheus-client (scripts/install-test-deps.sh), or point RUNNER_TEST_PYTHON \
-         at a python3 that has it"
-    );
+    serde_json::from_value(openmetrics::parse_json(text)).expect("the parser's JSON")
 }
 
 async fn scrape(relay: &TestRelay, token: Option<&str>) -> (StatusCode, String, String) {
