@@ -108,6 +108,13 @@ pub enum Command {
     Admin(AdminArgs),
     /// Start a relay and a local runner in one command, for development.
     Dev(DevArgs),
+    /// Regenerate completions/ and man/ from these definitions (for developers).
+    #[command(hide = true)]
+    GenerateAssets {
+        /// Repository root to write into.
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
+    },
 }
 
 /// Where the store lives.

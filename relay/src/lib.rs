@@ -12,6 +12,7 @@ pub mod access;
 pub mod admission;
 pub mod approvals;
 pub mod args;
+pub mod assets;
 pub mod audit;
 pub mod audit_writer;
 pub mod clock;

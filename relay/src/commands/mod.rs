@@ -24,6 +24,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(*args).await,
         Command::Admin(args) => admin::run(args).await,
         Command::Dev(args) => dev::run(args).await,
+        Command::GenerateAssets { out } => {
+            for path in crate::assets::generate(&out)? {
+                println!("wrote {}", path.display());
+            }
+            Ok(())
+        }
     }
 }
 
