@@ -34,6 +34,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('unregister', 'unregister', [CompletionResultType]::ParameterValue, 'Remove the stored registration (config and token)')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Connect to the relay and execute tool calls until stopped')
             [CompletionResult]::new('login', 'login', [CompletionResultType]::ParameterValue, 'Store the relay URL and an API key for the admin commands')
+            [CompletionResult]::new('logout', 'logout', [CompletionResultType]::ParameterValue, 'Forget the relay URL and API key `runner login` stored (the key is removed from the keychain and the credentials file). RUNNER_URL and RUNNER_API_KEY are not touched')
             [CompletionResult]::new('env', 'env', [CompletionResultType]::ParameterValue, 'Create, list, show, update and delete execution environments')
             [CompletionResult]::new('token', 'token', [CompletionResultType]::ParameterValue, 'Generate, inspect and revoke an environment''s registration token')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Start, list, show and end sessions: calls that stay on one machine')
@@ -112,6 +113,19 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--api-key-stdin', '--api-key-stdin', [CompletionResultType]::ParameterName, 'Read the API key from standard input')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;logout' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the result as JSON')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -863,6 +877,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('unregister', 'unregister', [CompletionResultType]::ParameterValue, 'Remove the stored registration (config and token)')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Connect to the relay and execute tool calls until stopped')
             [CompletionResult]::new('login', 'login', [CompletionResultType]::ParameterValue, 'Store the relay URL and an API key for the admin commands')
+            [CompletionResult]::new('logout', 'logout', [CompletionResultType]::ParameterValue, 'Forget the relay URL and API key `runner login` stored (the key is removed from the keychain and the credentials file). RUNNER_URL and RUNNER_API_KEY are not touched')
             [CompletionResult]::new('env', 'env', [CompletionResultType]::ParameterValue, 'Create, list, show, update and delete execution environments')
             [CompletionResult]::new('token', 'token', [CompletionResultType]::ParameterValue, 'Generate, inspect and revoke an environment''s registration token')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Start, list, show and end sessions: calls that stay on one machine')
@@ -889,6 +904,9 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             break
         }
         'runner;help;login' {
+            break
+        }
+        'runner;help;logout' {
             break
         }
         'runner;help;env' {

@@ -40,6 +40,9 @@ _runner() {
             runner,login)
                 cmd="runner__subcmd__login"
                 ;;
+            runner,logout)
+                cmd="runner__subcmd__logout"
+                ;;
             runner,policy)
                 cmd="runner__subcmd__policy"
                 ;;
@@ -159,6 +162,9 @@ _runner() {
                 ;;
             runner__subcmd__help,login)
                 cmd="runner__subcmd__help__subcmd__login"
+                ;;
+            runner__subcmd__help,logout)
+                cmd="runner__subcmd__help__subcmd__logout"
                 ;;
             runner__subcmd__help,policy)
                 cmd="runner__subcmd__help__subcmd__policy"
@@ -386,7 +392,7 @@ _runner() {
 
     case "${cmd}" in
         runner)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version register unregister run login env token session approvals audit tools status invoke doctor service update policy generate-assets help"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1242,7 +1248,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__help)
-            opts="register unregister run login env token session approvals audit tools status invoke doctor service update policy generate-assets help"
+            opts="register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1480,6 +1486,20 @@ _runner() {
             return 0
             ;;
         runner__subcmd__help__subcmd__login)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__help__subcmd__logout)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1934,6 +1954,40 @@ _runner() {
                     ;;
                 --credential-store)
                     COMPREPLY=($(compgen -W "auto keyring file" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__logout)
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --insecure-skip-tls-verify)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

@@ -104,6 +104,11 @@ pub enum Command {
     /// stored, so CI needs no login.
     Login(LoginArgs),
 
+    /// Forget the relay URL and API key `runner login` stored (the key is
+    /// removed from the keychain and the credentials file). RUNNER_URL and
+    /// RUNNER_API_KEY are not touched.
+    Logout(LogoutArgs),
+
     /// Create, list, show, update and delete execution environments.
     #[command(subcommand)]
     Env(EnvCommand),
@@ -451,6 +456,13 @@ pub struct UpdateArgs {
     #[arg(long, short)]
     pub yes: bool,
 
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogoutArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,

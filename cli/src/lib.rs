@@ -90,6 +90,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Unregister => commands::register::unregister(&dirs).await?,
         Command::Run(args) => commands::run::run(&dirs, args).await?,
         Command::Login(args) => commands::login::login(&dirs, args).await?,
+        Command::Logout(args) => commands::login::logout(&dirs, args).await?,
         Command::Env(command) => commands::env::run(&dirs, command).await?,
         Command::Session(command) => commands::session::run(&dirs, command).await?,
         Command::Approvals(command) => commands::approvals::run(&dirs, command).await?,

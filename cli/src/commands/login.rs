@@ -1,9 +1,10 @@
-//! `runner login`: store a relay URL and an API key for the admin commands.
+//! `runner login` and `runner logout`: store, and forget, a relay URL and an
+//! API key for the admin commands.
 
 use anyhow::Result;
 use runner_proto::api::EnvironmentList;
 
-use crate::args::LoginArgs;
+use crate::args::{LoginArgs, LogoutArgs};
 use crate::client::ApiClient;
 use crate::config::{ConfigFile, Dirs, Login};
 use crate::credentials::{self, SecretKind};
@@ -41,5 +42,35 @@ pub async fn login(dirs: &Dirs, args: LoginArgs) -> Result<()> {
         ),
         ("environments visible", list.environments.len().to_string()),
     ])?;
+    Ok(())
+}
+
+/// Removes the stored API key (keychain and file, wherever it is) and the
+/// login from the config file. Not logged in is not an error: the goal,
+/// nothing stored, holds either way.
+pub async fn logout(dirs: &Dirs, args: LogoutArgs) -> Result<()> {
+    let mut config = ConfigFile::load(dirs)?;
+    let login = config.login.take();
+    credentials::remove(dirs, SecretKind::ApiKey).await?;
+    if login.is_some() {
+        config.save(dirs)?;
+    }
+    let url = login.as_ref().map(|login| login.url.clone());
+    if args.json {
+        output::json(&serde_json::json!({ "logged_out_of": url }))?;
+    } else {
+        match &url {
+            Some(url) => output::note(&format!(
+                "logged out of {url}: the stored API key is removed"
+            )),
+            None => output::note("not logged in: nothing was stored"),
+        }
+        if std::env::var_os(env_vars::API_KEY).is_some() {
+            output::note(&format!(
+                "{} is still set in this shell and still used",
+                env_vars::API_KEY
+            ));
+        }
+    }
     Ok(())
 }

@@ -320,6 +320,38 @@ async fn login_stores_the_key_privately_and_commands_use_it() {
     let (code, stdout, stderr) = run(command).await;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("environments"), "{stdout}");
+
+    // `runner logout` forgets both; commands then ask for a login again,
+    // and a second logout is fine.
+    for round in 0..2 {
+        let mut command = tokio::process::Command::new(runner_bin());
+        command
+            .env("RUNNER_CONFIG_DIR", home.path())
+            .env("RUNNER_CREDENTIAL_STORE", "file")
+            .env_remove("RUNNER_API_KEY")
+            .env_remove("RUNNER_URL")
+            .args(["logout", "--json"]);
+        let (code, stdout, stderr) = run(command).await;
+        assert_eq!(code, Some(0), "{stderr}");
+        let expected = if round == 0 {
+            serde_json::json!({"logged_out_of": relay.url})
+        } else {
+            serde_json::json!({"logged_out_of": null})
+        };
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&stdout).expect("json"),
+            expected
+        );
+    }
+    assert!(!key_file.exists(), "the key file is gone");
+    let mut command = tokio::process::Command::new(runner_bin());
+    command
+        .env("RUNNER_CONFIG_DIR", home.path())
+        .env_remove("RUNNER_API_KEY")
+        .env_remove("RUNNER_URL")
+        .args(["env", "list"]);
+    let (code, _, stderr) = run(command).await;
+    assert_ne!(code, Some(0), "{stderr}");
 }
 
 /// A CI job's session: created once, used by later steps through
