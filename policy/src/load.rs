@@ -66,9 +66,13 @@ pub enum Problem {
     /// The document is not a mapping.
     #[error("the top level must be a mapping with a `permission` key, found {0}")]
     NotAMapping(&'static str),
-    /// No `permission` key.
-    #[error("no `permission` key")]
-    MissingPermission,
+    /// No `permission` key; `near` is a top-level key that looks like a
+    /// misspelling of it.
+    #[error("no `permission` key{}", near.as_ref().map(|key| format!(" (found \"{key}\": did you mean \"permission\"?)")).unwrap_or_default())]
+    MissingPermission {
+        /// The key that is probably meant as `permission`.
+        near: Option<String>,
+    },
     /// A top-level key appears twice.
     #[error("duplicate top-level key \"{0}\"")]
     DuplicateTopKey(String),
@@ -131,6 +135,8 @@ enum RawDoc {
     Map {
         permission: Option<RawRules>,
         duplicate: Option<String>,
+        /// Every string key, in document order.
+        keys: Vec<String>,
     },
     Other(&'static str),
 }
@@ -238,6 +244,7 @@ impl<'de> Visitor<'de> for DocVisitor {
         Ok(RawDoc::Map {
             permission,
             duplicate,
+            keys: seen,
         })
     }
 }
@@ -246,6 +253,28 @@ impl<'de> de::Deserialize<'de> for RawDoc {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(DocVisitor)
     }
+}
+
+/// Whether `found` is probably a misspelling of `wanted`: the same but for
+/// case, or at most two single-character edits away (`permissions`,
+/// `permision`, `Permission`).
+fn looks_like(wanted: &str, found: &str) -> bool {
+    found != wanted && edit_distance(wanted, &found.to_lowercase()) <= 2
+}
+
+/// Levenshtein distance, by characters (two short keys: quadratic is fine).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous[j] + usize::from(ca != *cb);
+            current.push(substitute.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
 }
 
 /// Read and validate a permission file.
@@ -276,11 +305,12 @@ pub(crate) fn parse_rules(text: &str, path: &Path) -> Result<Vec<Rule>, LoadErro
             invalid(line, Problem::Yaml(e.to_string()))
         })?
     };
-    let (permission, duplicate) = match doc {
+    let (permission, duplicate, keys) = match doc {
         RawDoc::Map {
             permission,
             duplicate,
-        } => (permission, duplicate),
+            keys,
+        } => (permission, duplicate, keys),
         RawDoc::Other(found) => return Err(invalid(None, Problem::NotAMapping(found))),
     };
     if let Some(key) = duplicate {
@@ -290,7 +320,11 @@ pub(crate) fn parse_rules(text: &str, path: &Path) -> Result<Vec<Rule>, LoadErro
         ));
     }
     let entries = match permission {
-        None => return Err(invalid(None, Problem::MissingPermission)),
+        None => {
+            let near = keys.into_iter().find(|key| looks_like("permission", key));
+            let line = near.as_deref().and_then(|key| find_key_line(text, key, 1));
+            return Err(invalid(line, Problem::MissingPermission { near }));
+        }
         Some(RawRules::Other(found)) => {
             return Err(invalid(
                 find_key_line(text, "permission", 1),

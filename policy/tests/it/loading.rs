@@ -23,6 +23,15 @@ use runner_policy::PermissionSet;
 )]
 #[case("permission: [\n", "invalid YAML")]
 #[case("other: 1\n", "no `permission` key")]
+#[case(
+    "permissions:\n  '*': deny\n",
+    "line 1: no `permission` key (found \"permissions\": did you mean \"permission\"?)"
+)]
+#[case(
+    "# rules\nPermission:\n  '*': deny\n",
+    "line 2: no `permission` key (found \"Permission\": did you mean \"permission\"?)"
+)]
+#[case("permision:\n  '*': deny\n", "did you mean \"permission\"?")]
 #[case("permission: {}\n", "no rules under `permission`")]
 #[case("permission:\n", "found null")]
 #[case("permission: 3\n", "found a number")]
@@ -33,6 +42,13 @@ use runner_policy::PermissionSet;
     "duplicate top-level key"
 )]
 fn refused(#[case] yaml: &str, #[case] message: &str) {
+    // A key far from `permission` gets no suggestion.
+    if yaml == "other: 1\n" {
+        let text = PermissionSet::from_yaml_str(yaml)
+            .expect_err("must be refused")
+            .to_string();
+        assert!(!text.contains("did you mean"), "{text}");
+    }
     let error = PermissionSet::from_yaml_str(yaml).expect_err("must be refused");
     let text = error.to_string();
     assert!(text.starts_with("permission file '<inline>': "), "{text}");
