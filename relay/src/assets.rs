@@ -4,6 +4,10 @@
 //! `runner-relay generate-assets` writes them into `completions/` and
 //! `man/` (beside `runner`'s); a test regenerates them into a temp dir and
 //! fails when the checked-in copies are stale.
+//!
+//! The same steps as `cli/src/assets.rs`, written twice on purpose: the two
+//! binaries share no crate but `proto` (wire types only), and a crate of its
+//! own for forty lines of build tooling would cost more than it saves.
 
 use std::path::{Path, PathBuf};
 
