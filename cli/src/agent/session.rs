@@ -102,8 +102,8 @@ pub enum SessionEnd {
 pub const RECENT_CALL_IDS: usize = 4096;
 /// Bytes read from the socket at a time. tungstenite zero-fills this much
 /// of its buffer before every read, and its default (128 KiB) made that
-/// `memset` 3 % of the runner's time per `ping` (perf); call frames are
-/// small, and a large one (a `file_write`) is read in more pieces.
+/// `memset` show in a profile of every `ping`; call frames are small, and a
+/// large one (a `file_write`) is read in more pieces.
 const READ_BUFFER_BYTES: usize = 16 * 1024;
 /// Frames queued for the socket (results, streamed output) across all calls.
 const OUTBOUND_FRAMES: usize = 256;
@@ -126,8 +126,8 @@ pub struct Carry {
 }
 
 /// The last [`RECENT_CALL_IDS`] call ids, oldest first out. A set beside
-/// the queue: a linear scan of 4,096 ids was 2 % of the runner's CPU per
-/// `shell` call (perf, this machine).
+/// the queue: a linear scan of 4,096 ids showed in a profile of every
+/// `shell` call.
 #[derive(Default)]
 struct RecentIds {
     order: std::collections::VecDeque<String>,

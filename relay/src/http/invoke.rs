@@ -404,8 +404,8 @@ async fn check_and_relay(
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     audit.call_id(&call_id);
     // Off by default (`--access-log`), and then never built: with the
-    // fmt layer a span formats its fields as it opens; with its line,
-    // 13 % of the relay's instructions per `ping`.
+    // fmt layer a span formats its fields as it opens, a cost the
+    // benchmarks show per `ping` (BENCHMARKS.md).
     let span = tracing::info_span!(
         target: ACCESS_LOG,
         "call",

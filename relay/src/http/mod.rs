@@ -200,8 +200,8 @@ async fn method_not_allowed(method: Method, uri: axum::http::Uri) -> ApiError {
 }
 
 /// The API version header on every answer; with `--access-log`, one span
-/// per request and a line per answer (off, neither is built: 4 % of the
-/// relay's instructions per `ping`).
+/// per request and a line per answer (off, neither is built: their cost per
+/// `ping` is in BENCHMARKS.md).
 async fn request_span(request: Request, next: Next) -> Response {
     let span = tracing::info_span!(
         target: invoke::ACCESS_LOG,
