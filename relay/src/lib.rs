@@ -15,6 +15,7 @@ pub mod args;
 pub mod assets;
 pub mod audit;
 pub mod audit_writer;
+pub mod canonical;
 pub mod clock;
 pub mod commands;
 pub mod enforcement;

@@ -2,8 +2,9 @@
 //! someone allowed to decide approves or denies it (docs/approvals.md).
 //!
 //! This module holds what an approval is and the rules that do not need the
-//! store or the network: the hash that binds the approved call and the
-//! masking of secrets an approver is shown. Who may decide is in `access`;
+//! store or the network: the hash that binds the approved call (canonical
+//! JSON and `env` masking are `crate::canonical`'s, shared with the audit
+//! log). Who may decide is in `access`;
 //! routes and the run of an approved call in `http::approvals`; the webhook
 //! in `webhook`.
 
@@ -11,15 +12,15 @@ pub mod waiters;
 
 use runner_proto::approvals::{ApprovalOutcome, ApprovalStatus, Notification};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 
+use crate::canonical;
 use crate::sessions::MemberName;
 
 pub use waiters::ApprovalWaiters;
 
 /// What an approver is shown instead of a value of the `env` argument.
-pub const MASK: &str = "***";
+pub use crate::canonical::MASK;
 
 /// Longest decision comment kept.
 pub const MAX_COMMENT_CHARS: usize = 1000;
@@ -109,68 +110,15 @@ pub fn call_hash(
     timeout_s: u64,
     call_id: &str,
 ) -> String {
-    let mut text = String::new();
-    canonical(
-        &serde_json::json!({
-            "v": 1,
-            "environment_id": environment_id,
-            "tool": tool,
-            "args": args,
-            "timeout_s": timeout_s,
-            "call_id": call_id,
-        }),
-        &mut text,
-    );
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-/// JSON with object keys sorted, independent of how serde_json orders maps.
-fn canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (index, key) in keys.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                canonical(&map[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-/// The arguments as an approver sees them: every value of `env` (the
-/// variables a `shell` call sets, where secrets go) replaced by [`MASK`].
-pub fn masked(args: &Value) -> Value {
-    let mut args = args.clone();
-    if let Some(env) = args.get_mut("env") {
-        match env {
-            Value::Object(vars) => {
-                for value in vars.values_mut() {
-                    *value = Value::String(MASK.to_owned());
-                }
-            }
-            Value::Null => {}
-            other => *other = Value::String(MASK.to_owned()),
-        }
-    }
-    args
+    let call = serde_json::json!({
+        "v": 1,
+        "environment_id": environment_id,
+        "tool": tool,
+        "args": args,
+        "timeout_s": timeout_s,
+        "call_id": call_id,
+    });
+    canonical::sha256_hex(canonical::to_string(&call).as_bytes())
 }
 
 /// A comment as kept: trimmed, at most [`MAX_COMMENT_CHARS`] characters.
@@ -206,14 +154,20 @@ mod tests {
     #[test]
     fn env_values_are_masked_and_nothing_else() {
         let args = json!({"command": "deploy", "env": {"TOKEN": "s3cret", "N": 1}});
-        let shown = masked(&args);
+        let shown = canonical::mask_env(&args);
         assert_eq!(
             shown,
             json!({"command": "deploy", "env": {"TOKEN": MASK, "N": MASK}})
         );
         assert!(!shown.to_string().contains("s3cret"));
-        assert_eq!(masked(&json!({"env": "A=b"})), json!({"env": MASK}));
-        assert_eq!(masked(&json!({"path": "x"})), json!({"path": "x"}));
+        assert_eq!(
+            canonical::mask_env(&json!({"env": "A=b"})),
+            json!({"env": MASK})
+        );
+        assert_eq!(
+            canonical::mask_env(&json!({"path": "x"})),
+            json!({"path": "x"})
+        );
     }
 
     #[test]

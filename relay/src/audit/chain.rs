@@ -6,8 +6,8 @@
 use runner_proto::audit::{AuditAction, AuditDecision};
 use serde::Serialize;
 
-use super::canonical::sha256_hex;
 use super::{AuditRecord, StoredAudit};
+use crate::canonical::sha256_hex;
 
 /// The `prev_hash` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

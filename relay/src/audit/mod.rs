@@ -4,13 +4,13 @@
 //!
 //! docs/audit.md describes what is recorded and how the chain is checked.
 
-pub mod canonical;
 pub mod chain;
 
 use runner_proto::audit::{AuditAction, AuditActor, AuditDecision, AuditEntry};
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use crate::canonical;
 use crate::clock::rfc3339;
 
 /// An entry as recorded, before the store puts it in the chain.

@@ -38,6 +38,7 @@ use super::invoke::{not_connected, refusal_error, start_relayed};
 use super::origin::{entry, Origin};
 use crate::approvals::{self, ApprovalRecord, Decision};
 use crate::audit::AuditRecord;
+use crate::canonical;
 use crate::clock::rfc3339;
 use crate::enforcement;
 use crate::environment::EnvironmentRecord;
@@ -374,7 +375,7 @@ pub fn view(approval: &ApprovalRecord, now: OffsetDateTime) -> Approval {
         environment_name: approval.environment_name.clone(),
         session_id: approval.session_id.clone(),
         tool: approval.tool.clone(),
-        args: approvals::masked(&approval.args),
+        args: canonical::mask_env(&approval.args),
         timeout_s: approval.timeout_s,
         call_sha256: approval.call_sha256.clone(),
         rule: approval.rule.clone(),
@@ -550,7 +551,7 @@ async fn decide(
         name: caller.name.clone(),
     };
     let comment = approvals::comment(body.comment.as_deref());
-    let masked = approvals::masked(&approval.args);
+    let masked = canonical::mask_env(&approval.args);
     let won = state
         .store
         .decide_approval(&DecidedApproval {

@@ -1,6 +1,8 @@
 //! Canonical JSON (object keys sorted, no spaces) and SHA-256, so that a
 //! digest or hash is the same whichever order a client or a database gave
-//! the keys in.
+//! the keys in: the audit log's digests and chain, and the hash that binds
+//! an approved call. And the masking of a call's `env` values, which
+//! neither the audit log nor an approver is shown.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
