@@ -253,6 +253,26 @@ pub async fn decode<T: DeserializeOwned>(response: reqwest::Response, url: &str)
     Err(status_error(status, &bytes).into())
 }
 
+/// `path?name=value&…` with each given value form-encoded (names, ids and
+/// times a user typed may hold anything); absent values are left out.
+pub fn with_query(path: &str, pairs: &[(&str, Option<&str>)]) -> Result<String> {
+    // Only for its query encoder: the client adds the relay's address.
+    let mut url = reqwest::Url::parse("http://relay").context("building the query")?;
+    url.set_path(path);
+    {
+        let mut query = url.query_pairs_mut();
+        for (name, value) in pairs {
+            if let Some(value) = value {
+                query.append_pair(name, value);
+            }
+        }
+    }
+    Ok(match url.query().filter(|query| !query.is_empty()) {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_owned(),
+    })
+}
+
 /// Maps an HTTP error answer to an exit code and a message that says what to do.
 pub fn status_error(status: StatusCode, body: &[u8]) -> ExitError {
     let detail = serde_json::from_slice::<ErrorBody>(body)
@@ -322,6 +342,33 @@ pub fn status_error(status: StatusCode, body: &[u8]) -> ExitError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn queries_are_encoded_and_absent_values_left_out() {
+        assert_eq!(
+            with_query(
+                "/approvals",
+                &[
+                    ("status", Some("pending")),
+                    ("environment", Some("build box&x=1"))
+                ]
+            )
+            .expect("query"),
+            "/approvals?status=pending&environment=build+box%26x%3D1"
+        );
+        assert_eq!(
+            with_query(
+                "/approvals",
+                &[("environment", Some("env_1.a-b")), ("x", None)]
+            )
+            .expect("query"),
+            "/approvals?environment=env_1.a-b"
+        );
+        assert_eq!(
+            with_query("/audit", &[("x", None)]).expect("query"),
+            "/audit"
+        );
+    }
 
     #[test]
     fn base_urls_are_normalised_and_checked() {

@@ -10,7 +10,7 @@ use runner_proto::api::InvokeResponse;
 use runner_proto::approvals::{Approval, ApprovalList, ApprovalStatus, ApprovalTicket, Decide};
 
 use crate::args::{ApprovalDecideArgs, ApprovalStatusArg, ApprovalsCommand};
-use crate::client::{ApiClient, REQUEST_TIMEOUT};
+use crate::client::{with_query, ApiClient, REQUEST_TIMEOUT};
 use crate::config::Dirs;
 use crate::exit::{self, ExitError};
 use crate::output;
@@ -24,10 +24,13 @@ pub async fn run(dirs: &Dirs, command: ApprovalsCommand) -> Result<()> {
     match command {
         ApprovalsCommand::List(args) => {
             let client = ApiClient::from_args(dirs, &args.api).await?;
-            let mut path = format!("/approvals?status={}", status_name(args.status));
-            if let Some(env) = &args.env {
-                path.push_str(&format!("&environment={}", urlencode(env)));
-            }
+            let path = with_query(
+                "/approvals",
+                &[
+                    ("status", Some(status_name(args.status))),
+                    ("environment", args.env.as_deref()),
+                ],
+            )?;
             let list: ApprovalList = client.get(&path).await?;
             if args.api.json {
                 output::json(&list)?;
@@ -116,18 +119,6 @@ fn status_name(status: ApprovalStatusArg) -> &'static str {
         ApprovalStatusArg::Expired => "expired",
         ApprovalStatusArg::All => "all",
     }
-}
-
-/// Percent-encodes a query value (environment names may hold anything).
-fn urlencode(text: &str) -> String {
-    text.bytes()
-        .map(|byte| match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (byte as char).to_string()
-            }
-            _ => format!("%{byte:02X}"),
-        })
-        .collect()
 }
 
 /// The call in one cell: a shell command, else the arguments as JSON, cut.
@@ -343,11 +334,5 @@ mod tests {
         }
         assert_eq!(humanise(Duration::from_secs(600)), "10m");
         assert_eq!(humanise(Duration::from_secs(90)), "90s");
-    }
-
-    #[test]
-    fn query_values_are_encoded() {
-        assert_eq!(urlencode("build box&x=1"), "build%20box%26x%3D1");
-        assert_eq!(urlencode("env_1.a-b"), "env_1.a-b");
     }
 }

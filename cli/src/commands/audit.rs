@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use runner_proto::audit::{AuditEntry, AuditPage, MAX_AUDIT_PAGE};
 
 use crate::args::AuditArgs;
-use crate::client::ApiClient;
+use crate::client::{with_query, ApiClient};
 use crate::config::Dirs;
 use crate::output;
 
@@ -77,11 +77,10 @@ async fn fetch(
     limit: u32,
     cursor: Option<&str>,
 ) -> Result<AuditPage> {
-    // Only for its query encoder: the client adds the relay's address.
-    let mut url = reqwest::Url::parse("http://relay/audit").context("building the query")?;
-    {
-        let mut query = url.query_pairs_mut();
-        for (name, value) in [
+    let limit = limit.to_string();
+    let path = with_query(
+        "/audit",
+        &[
             ("environment", args.env.as_deref()),
             ("actor", args.actor.as_deref()),
             ("action", args.action.as_deref()),
@@ -90,15 +89,10 @@ async fn fetch(
             ("since", args.since.as_deref()),
             ("until", args.until.as_deref()),
             ("cursor", cursor),
-        ] {
-            if let Some(value) = value {
-                query.append_pair(name, value);
-            }
-        }
-        query.append_pair("order", order);
-        query.append_pair("limit", &limit.to_string());
-    }
-    let path = format!("/audit?{}", url.query().unwrap_or_default());
+            ("order", Some(order)),
+            ("limit", Some(&limit)),
+        ],
+    )?;
     client.get(&path).await
 }
 
