@@ -177,7 +177,9 @@ pub struct ServeArgs {
     pub approval_ttl: u64,
     /// Post each new approval to this URL (JSON a chat tool can post,
     /// signed with HMAC-SHA256: docs/approvals.md). Needs
-    /// --approval-webhook-secret-file.
+    /// --approval-webhook-secret-file. A chat webhook URL holds a token:
+    /// set it in the environment (a 0600 env file), not on the command
+    /// line; the relay never logs more than its origin.
     #[arg(long, env = ENV_APPROVAL_WEBHOOK, value_name = "URL",
           requires = "approval_webhook_secret_file")]
     pub approval_webhook: Option<String>,

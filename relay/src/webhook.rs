@@ -49,8 +49,9 @@ pub struct Webhook {
 
 impl std::fmt::Debug for Webhook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The origin only: chat webhooks carry their token in the path.
         f.debug_struct("Webhook")
-            .field("url", &self.url.as_str())
+            .field("origin", &self.url.origin().ascii_serialization())
             .finish_non_exhaustive()
     }
 }
@@ -64,8 +65,8 @@ impl Webhook {
     }
 
     pub fn new(url: &str, secret: Secret) -> anyhow::Result<Self> {
-        let url = reqwest::Url::parse(url)
-            .with_context(|| format!("--approval-webhook {url:?} is not a URL"))?;
+        // Not echoed: the URL may hold the receiver's token.
+        let url = reqwest::Url::parse(url).context("--approval-webhook is not a URL")?;
         if !matches!(url.scheme(), "http" | "https") {
             bail!("--approval-webhook must be an http:// or https:// URL");
         }
@@ -256,6 +257,18 @@ mod tests {
         assert!(Webhook::new("http://127.0.0.1/", Secret::new("short")).is_err());
         let webhook = Webhook::new("http://127.0.0.1:9/hook", secret()).expect("valid");
         assert!(!format!("{webhook:?}").contains("0123456789abcdef"));
+        // Chat webhooks carry a token in the path: neither Debug nor an
+        // error shows it.
+        let token = "T000/B000/XXXXsecretpath";
+        let webhook =
+            Webhook::new(&format!("https://hooks.example.test/{token}"), secret()).expect("valid");
+        let shown = format!("{webhook:?}");
+        assert!(
+            shown.contains("hooks.example.test") && !shown.contains(token),
+            "{shown}"
+        );
+        let error = Webhook::new(&format!("not a url {token}"), secret()).expect_err("bad");
+        assert!(!format!("{error:#}").contains(token), "{error:#}");
     }
 
     #[cfg(unix)]
