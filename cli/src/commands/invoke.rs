@@ -92,7 +92,9 @@ impl Answer {
             Answer::Done(response) => Ok(response),
             Answer::Approval(ticket) => {
                 // Only sent for --wait-approval, so it is set.
-                let wait = args.wait_approval.unwrap_or(Duration::from_secs(600));
+                let wait = args.wait_approval.unwrap_or(Duration::from_secs(
+                    runner_proto::approvals::DEFAULT_APPROVAL_TTL_S,
+                ));
                 crate::commands::approvals::wait_for_call(client, &ticket, wait).await
             }
         }

@@ -63,6 +63,12 @@ impl ApprovalRecord {
         }
     }
 
+    /// Nothing more will change at `now`: refused (denied, expired), or
+    /// approved and its call ended.
+    pub fn settled(&self, now: OffsetDateTime) -> bool {
+        self.status(now).refused() || self.outcome.is_some()
+    }
+
     /// Whether the stored call is still the one that was asked for.
     pub fn hash_matches(&self) -> bool {
         let hash = call_hash(

@@ -264,7 +264,7 @@ async fn wait_settled(
         let mut changes = state.approvals.subscribe();
         let approval = load(state, id).await?;
         let now = state.clock.now();
-        if settled(&approval, now) || tokio::time::Instant::now() >= deadline {
+        if approval.settled(now) || tokio::time::Instant::now() >= deadline {
             return Ok(approval);
         }
         let until_expiry = (approval.expires_at - now).unsigned_abs();
@@ -274,10 +274,6 @@ async fn wait_settled(
         )
         .await;
     }
-}
-
-fn settled(approval: &ApprovalRecord, now: OffsetDateTime) -> bool {
-    approval.status(now).refused() || approval.outcome.is_some()
 }
 
 /// An approval from the store, with the end of an approved call filled in

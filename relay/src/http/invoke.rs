@@ -362,8 +362,8 @@ async fn check_and_relay(
         request,
         rule,
     };
-    let presence = match (presence, approval) {
-        (Some(presence), _) => presence,
+    let (presence, approval) = match (presence, approval) {
+        (Some(presence), approval) => (presence, approval),
         // Asked while the runner is away: the approval can wait for it.
         (None, Some(rule)) => {
             let asked = approvals::ask(state, caller, ask(request, rule)).await;
@@ -393,7 +393,9 @@ async fn check_and_relay(
         ))
     })?;
     let stream = stream_format(headers);
-    if let Some(rule) = enforcement::approval_rule(&environment.policy, &request.tool_name) {
+    // Checked against the runner's schema first: nobody is asked to approve
+    // a call that cannot run.
+    if let Some(rule) = approval {
         let asked = approvals::ask(state, caller, ask(request, rule)).await;
         return approval_asked(&mut metrics, audit, asked);
     }
