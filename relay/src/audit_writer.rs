@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use runner_proto::audit::AuditActor;
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -203,14 +202,5 @@ impl Inner {
             queue.extend(newer);
             return false;
         }
-    }
-}
-
-/// An actor with nothing known but where it came from.
-pub fn anonymous(client: Option<String>, source: Option<String>) -> AuditActor {
-    AuditActor {
-        client,
-        source,
-        ..AuditActor::default()
     }
 }

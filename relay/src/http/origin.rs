@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::FromRequestParts;
-use axum::http::header;
 use axum::http::request::Parts;
+use axum::http::{header, HeaderMap};
 use runner_proto::audit::AuditActor;
 
 use crate::audit::client_name;
@@ -41,19 +41,27 @@ pub struct Origin {
 impl Origin {
     /// What a request's parts say.
     pub fn of(parts: &Parts) -> Self {
-        // Left by the `Caller` extractor, which handlers take first.
-        let key = parts.extensions.get::<KeyId>().map(|KeyId(id)| id.clone());
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<PeerAddr>>()
+            .map(|ConnectInfo(PeerAddr(addr))| *addr);
         Self {
-            key_id: key,
-            client: parts
-                .headers
+            // Left by the `Caller` extractor, which handlers take first.
+            key_id: parts.extensions.get::<KeyId>().map(|KeyId(id)| id.clone()),
+            ..Self::unauthenticated(&parts.headers, peer)
+        }
+    }
+
+    /// What a request's headers and peer address say, before (or without)
+    /// an API key: a runner's connect, a failed authentication.
+    pub fn unauthenticated(headers: &HeaderMap, peer: Option<std::net::SocketAddr>) -> Self {
+        Self {
+            key_id: None,
+            client: headers
                 .get(header::USER_AGENT)
                 .map(|value| String::from_utf8_lossy(value.as_bytes()))
                 .and_then(|text| client_name(&text)),
-            source: parts
-                .extensions
-                .get::<ConnectInfo<PeerAddr>>()
-                .map(|ConnectInfo(PeerAddr(addr))| addr.ip().to_string()),
+            source: peer.map(|addr| addr.ip().to_string()),
         }
     }
 

@@ -143,10 +143,7 @@ fn runner_auth_failed(
         TokenError::Replaced { .. } => "token_replaced",
         TokenError::Store(_) => "store_error",
     };
-    let client = headers
-        .get(axum::http::header::USER_AGENT)
-        .and_then(|value| crate::audit::client_name(&String::from_utf8_lossy(value.as_bytes())));
-    let actor = crate::audit_writer::anonymous(client, peer.map(|addr| addr.ip().to_string()));
+    let actor = super::origin::Origin::unauthenticated(headers, peer).anonymous();
     let mut record = AuditRecord::new(state.clock.now(), actor, AuditAction::RunnerAuthFailed)
         .decided(AuditDecision::Denied, code);
     record.environment_id = environment_id.map(str::to_owned);
