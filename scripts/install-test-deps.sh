@@ -27,3 +27,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# The tests of the relay's MCP server use a second MCP implementation, the
+# Python SDK (PyPI's `mcp`; Debian has no package), with the python3 on PATH.
+if ! python3 -c 'import mcp.client.streamable_http' 2>/dev/null; then
+  echo "installing: the Python MCP SDK (pip: mcp)" >&2
+  python3 -m pip install --quiet --disable-pip-version-check 'mcp>=1.10,<2'
+fi

@@ -17,6 +17,7 @@ mod fleet;
 mod footprint;
 mod invoke;
 mod machine;
+mod mcp;
 mod output;
 mod oversight;
 mod policy;
@@ -116,6 +117,8 @@ enum Section {
     /// Issue 29: approve → execution start, and the relay CPU the audit
     /// log and metrics cost per `ping`.
     Oversight,
+    /// Issue 30: `ping` through the relay's MCP server against the HTTP API.
+    Mcp,
 }
 
 #[derive(Debug, clap::Args)]
@@ -291,6 +294,7 @@ async fn run(mut args: RunArgs) -> anyhow::Result<()> {
         Section::Oversight,
         oversight::run(&bins, &args)
     );
+    section!("mcp", Section::Mcp, mcp::run(&bins, &args));
 
     let results = json!({
         "schema": RESULTS_SCHEMA,

@@ -48,6 +48,10 @@ pub const ENV_METRICS_ADDR_PUBLIC: &str = "RUNNER_RELAY_METRICS_ADDR_PUBLIC";
 pub const ENV_METRICS_TOKEN_FILE: &str = "RUNNER_RELAY_METRICS_TOKEN_FILE";
 /// `--no-metrics`.
 pub const ENV_NO_METRICS: &str = "RUNNER_RELAY_NO_METRICS";
+pub const ENV_NO_MCP: &str = "RUNNER_RELAY_NO_MCP";
+pub const ENV_MCP_MAX_ENVIRONMENTS: &str = "RUNNER_RELAY_MCP_MAX_ENVIRONMENTS";
+pub const ENV_MCP_ALLOWED_HOSTS: &str = "RUNNER_RELAY_MCP_ALLOWED_HOSTS";
+pub const ENV_MCP_ALLOWED_ORIGINS: &str = "RUNNER_RELAY_MCP_ALLOWED_ORIGINS";
 pub const ENV_NO_AUDIT: &str = "RUNNER_RELAY_NO_AUDIT";
 pub const ENV_AUDIT_ARGUMENTS: &str = "RUNNER_RELAY_AUDIT_ARGUMENTS";
 pub const ENV_AUDIT_RETENTION_DAYS: &str = "RUNNER_RELAY_AUDIT_RETENTION_DAYS";
@@ -228,6 +232,8 @@ pub struct ServeArgs {
     /// Boxed: it would make `Command` too large to move around cheaply.
     #[command(flatten)]
     pub metrics: Box<MetricsArgs>,
+    #[command(flatten)]
+    pub mcp: McpArgs,
 }
 
 /// Where Prometheus scrapes `/metrics` (docs/metrics.md).
@@ -255,6 +261,35 @@ pub struct MetricsArgs {
           conflicts_with_all = ["metrics_addr", "metrics_token_file"],
           value_parser = clap::builder::BoolishValueParser::new())]
     pub no_metrics: bool,
+}
+
+/// How `/mcp` is served (docs/mcp.md).
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Do not serve `/mcp` (the relay as an MCP server; docs/mcp.md).
+    #[arg(long, env = ENV_NO_MCP, value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_mcp: bool,
+    /// Above this many usable environments, `/mcp` lists the compact
+    /// `list_tools` and `run_tool` instead of every environment's tools.
+    #[arg(long, env = ENV_MCP_MAX_ENVIRONMENTS, value_name = "N",
+          default_value_t = crate::state::DEFAULT_MCP_MAX_ENVIRONMENTS)]
+    pub mcp_max_environments: usize,
+    /// Accept `/mcp` requests only with this `Host` (repeatable, or
+    /// comma-separated in the environment variable; `host` or `host:port`).
+    /// Default: any host; the API key is what lets a request in.
+    #[arg(long = "mcp-allowed-host", env = ENV_MCP_ALLOWED_HOSTS, value_name = "HOST",
+          value_delimiter = ',')]
+    pub mcp_allowed_hosts: Vec<String>,
+    /// Accept `/mcp` requests from browser pages of this origin
+    /// (repeatable; e.g. `https://console.example.com`). Default: none, so
+    /// a page cannot call `/mcp` with a key it holds.
+    #[arg(long = "mcp-allowed-origin", env = ENV_MCP_ALLOWED_ORIGINS, value_name = "ORIGIN",
+          value_delimiter = ',')]
+    pub mcp_allowed_origins: Vec<String>,
+    /// Serve every MCP request through the SDK's per-request service, even
+    /// plain `tools/call`s (for comparing the two paths).
+    #[arg(long, hide = true)]
+    pub mcp_no_fast_path: bool,
 }
 
 #[derive(Debug, Args)]

@@ -81,6 +81,17 @@ pub fn approval_rule(policy: &Policy, tool: &str) -> Option<String> {
         .then(|| format!("the environment requires approval for tool {tool:?}"))
 }
 
+/// The refusal every call of `tool` gets, whatever its arguments: not on
+/// the allow-list, or a file tool where no file path is allowed. `None`
+/// means some call of it could be allowed (what MCP's `tools/list` shows).
+pub fn tool_refusal(policy: &Policy, tier: Tier, tool: &str) -> Option<Refusal> {
+    if !tool_allowed(policy, tool) {
+        return Some(Refusal::ToolNotAllowed(tool.to_owned()));
+    }
+    let no_paths = policy.file_paths.is_empty() && tier != Tier::Development;
+    (FILE_TOOLS.contains(&tool) && no_paths).then_some(Refusal::NoFilePaths)
+}
+
 /// [`check`] without the approval requirement: for a call that a person
 /// approves (checked again when it runs, as the policy may have changed).
 pub fn check_approved(
@@ -90,8 +101,8 @@ pub fn check_approved(
     args: &Value,
     workspace: Option<&str>,
 ) -> Result<Verdict, Refusal> {
-    if !tool_allowed(policy, tool) {
-        return Err(Refusal::ToolNotAllowed(tool.to_owned()));
+    if let Some(refusal) = tool_refusal(policy, tier, tool) {
+        return Err(refusal);
     }
     if !FILE_TOOLS.contains(&tool) {
         return Ok(Verdict::Allowed);

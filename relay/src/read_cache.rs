@@ -108,6 +108,11 @@ impl ReadCache {
         }
     }
 
+    /// Whether copies are kept at all.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     pub fn member(&self, key_hash: &str) -> Option<KnownMember> {
         self.enabled.then(|| get(&self.members, key_hash)).flatten()
     }

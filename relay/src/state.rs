@@ -67,6 +67,40 @@ impl RelayConfig {
     }
 }
 
+/// How `/mcp` is served (`serve --mcp-*`, docs/mcp.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpSettings {
+    /// Off with `--no-mcp`.
+    pub enabled: bool,
+    /// Environments a member may use above which `/mcp` lists the compact
+    /// `list_tools`/`run_tool` instead of every environment's tools.
+    pub max_environments: usize,
+    /// `Host` values accepted; empty: any (the API key is the credential).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted; empty: requests from browser pages are
+    /// refused.
+    pub allowed_origins: Vec<String>,
+    /// Plain `tools/call`s answered without the SDK's per-request service
+    /// (`http::mcp::fast_call`); off with `--mcp-no-fast-path`.
+    pub fast_call: bool,
+}
+
+/// Default of [`McpSettings::max_environments`]: a model still chooses
+/// well among that many machines' tools.
+pub const DEFAULT_MCP_MAX_ENVIRONMENTS: usize = 10;
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_environments: DEFAULT_MCP_MAX_ENVIRONMENTS,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            fast_call: true,
+        }
+    }
+}
+
 /// Default time a draining relay gives calls in flight on its sockets
 /// before it tells their runners to go elsewhere anyway.
 pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(8);
@@ -128,6 +162,8 @@ pub struct AppState {
     pub metrics: Metrics,
     /// The audit log's batched writer (`state.audit.record(entry)`).
     pub audit: Arc<AuditLog>,
+    /// How `/mcp` is served.
+    pub mcp: Arc<McpSettings>,
 }
 
 impl AppState {
@@ -176,6 +212,7 @@ impl AppState {
             public_url: None,
             metrics: Metrics::new(),
             audit,
+            mcp: Arc::default(),
         }
     }
 
@@ -191,6 +228,12 @@ impl AppState {
             cluster.use_metrics(metrics.clone());
         }
         self.metrics = metrics;
+        self
+    }
+
+    /// Serve `/mcp` as `settings` say.
+    pub fn with_mcp(mut self, settings: McpSettings) -> Self {
+        self.mcp = Arc::new(settings);
         self
     }
 

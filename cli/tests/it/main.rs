@@ -16,6 +16,7 @@ mod layers;
 mod leftovers;
 mod metrics;
 mod reboot;
+mod relay_mcp;
 mod runner;
 mod service;
 mod snapshots;

@@ -322,6 +322,9 @@ fn announce(
             "  curl -sS -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' -d '{{\"tool_name\":\"shell\",\"args\":{{\"command\":\"echo hello\"}}}}' {url}/execution-environments/{}/invoke-tool",
             environment.id
         ),
+        format!(
+            "  claude mcp add --transport http runner {url}/mcp --header 'Authorization: Bearer {key}'"
+        ),
         String::new(),
         "Press Ctrl-C to stop.".to_owned(),
     ];

@@ -17,7 +17,7 @@ use crate::members;
 use crate::metrics::Metrics;
 use crate::routing::{ClusterConfig, NatsRouter};
 use crate::secret::Secret;
-use crate::state::{AppState, RelayConfig, StreamTimings};
+use crate::state::{AppState, McpSettings, RelayConfig, StreamTimings};
 use crate::store::Store;
 
 /// How often finished calls are pruned from the journal.
@@ -103,6 +103,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(url) = &args.public_url {
         state = state.with_public_url(url);
     }
+    state = state.with_mcp(McpSettings {
+        enabled: !args.mcp.no_mcp,
+        max_environments: args.mcp.mcp_max_environments,
+        allowed_hosts: args.mcp.mcp_allowed_hosts.clone(),
+        allowed_origins: args.mcp.mcp_allowed_origins.clone(),
+        fast_call: !args.mcp.mcp_no_fast_path,
+    });
     state.drain_grace = Duration::from_secs(args.drain_grace);
     if let Some(nats_url) = &args.nats_url {
         let cluster = ClusterConfig {
@@ -152,6 +159,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
     say(&format!("runner-relay listening on {scheme}://{address}"))?;
+    if state.mcp.enabled {
+        say(&format!("MCP server on {scheme}://{address}/mcp"))?;
+    }
     tracing::info!(%address, relay_id = %state.relay_id, "relay started");
 
     if let Some(listener) = metrics_listener {

@@ -390,10 +390,10 @@ pub fn view(approval: &ApprovalRecord, now: OffsetDateTime) -> Approval {
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// `pending`, `approved`, `denied`, `expired`; absent: all.
-    status: Option<String>,
+    pub(super) status: Option<String>,
     /// An environment id: only its approvals.
-    environment: Option<String>,
-    limit: Option<u32>,
+    pub(super) environment: Option<String>,
+    pub(super) limit: Option<u32>,
 }
 
 /// `GET /approvals`: the newest first, those the caller may see.
@@ -453,7 +453,7 @@ pub async fn list(
 #[serde(deny_unknown_fields)]
 pub struct GetQuery {
     /// Seconds to wait for the approval to settle (at most 300).
-    wait: Option<u64>,
+    pub(super) wait: Option<u64>,
 }
 
 /// `GET /approvals/{id}`, with `?wait=N` to wait until it is settled.

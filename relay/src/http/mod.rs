@@ -9,6 +9,7 @@ mod environments;
 pub mod error;
 mod invocations;
 pub mod invoke;
+pub mod mcp;
 mod members;
 pub mod metrics;
 pub mod openapi;
@@ -103,11 +104,14 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::GET, OPENAPI),
     (Method::GET, METRICS),
     (Method::GET, AUDIT),
+    (Method::POST, mcp::MCP),
+    (Method::POST, mcp::MCP_SESSION),
 ];
 
 /// The relay's HTTP application.
 pub fn router(state: AppState) -> Router {
     let counted = state.metrics.clone();
+    let mcp = mcp::routes(&state);
     Router::new()
         .route(
             ENVIRONMENTS,
@@ -149,6 +153,7 @@ pub fn router(state: AppState) -> Router {
         .route(OPENAPI, get(openapi_document))
         .route(METRICS, get(metrics::scrape))
         .route(AUDIT, get(audit::list))
+        .merge(mcp)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

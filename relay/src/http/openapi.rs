@@ -235,6 +235,31 @@ fn audit_paths(unauthorized: &Value) -> Value {
     })
 }
 
+/// `POST /mcp` and `/mcp/sessions/{id}`: MCP's own protocol (JSON-RPC
+/// over streamable HTTP), described by the MCP specification, not here.
+fn mcp_paths(unauthorized: &Value) -> Value {
+    let operation = |summary: &str, parameters: Value| {
+        json!({
+            "post": {
+                "summary": summary,
+                "description": "MCP over streamable HTTP (stateless; JSON answers where the call allows). The body is a JSON-RPC message; send `Accept: application/json, text/event-stream`. See docs/mcp.md.",
+                "parameters": parameters,
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object" } } } },
+                "responses": {
+                    "200": { "description": "a JSON-RPC answer (application/json or text/event-stream)" },
+                    "202": { "description": "a notification or response was accepted" },
+                    "401": unauthorized,
+                    "403": { "description": "a browser Origin or a Host that is not allowed" }
+                }
+            }
+        })
+    };
+    json!({
+        "/mcp": operation("The relay as an MCP server: the tools of every environment the API key's member may use, and management tools", json!([])),
+        "/mcp/sessions/{id}": operation("The MCP server of one work session: its environment's tools", json!([id_parameter()]))
+    })
+}
+
 /// The document served at `/openapi.json`.
 pub fn document() -> Value {
     let mut document = hand_written();
@@ -244,9 +269,11 @@ pub fn document() -> Value {
             into.extend(paths);
         }
     }
-    if let Value::Object(paths) = audit_paths(&unauthorized) {
-        if let Some(Value::Object(into)) = document.get_mut("paths") {
-            into.extend(paths);
+    for extra in [audit_paths(&unauthorized), mcp_paths(&unauthorized)] {
+        if let Value::Object(paths) = extra {
+            if let Some(Value::Object(into)) = document.get_mut("paths") {
+                into.extend(paths);
+            }
         }
     }
     if let Some(Value::Object(schemas)) = document.pointer_mut("/components/schemas") {

@@ -549,16 +549,16 @@ fn closed(session: &WorkSession, state: SessionState, now: OffsetDateTime) -> Ap
     }
 }
 
-pub async fn invoke(
-    State(state): State<AppState>,
-    Caller(caller): Caller,
-    origin: Origin,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    RawBody(body): RawBody,
-) -> Result<Response, ApiError> {
-    let started = Instant::now();
-    let mut session = visible_session(&state, &caller, &id).await?;
+/// A session's environment for a call by `caller`, with the environment's
+/// standing: the session placed on a machine first if it is not yet (as
+/// its first call does), and refused when it is closed, its machine is
+/// gone or cannot take calls (a session never moves).
+async fn call_destination(
+    state: &AppState,
+    caller: &Member,
+    id: &str,
+) -> Result<(WorkSession, Arc<EnvironmentRecord>, Standing), ApiError> {
+    let mut session = visible_session(state, caller, id).await?;
     if !session.may_call(&caller.id) {
         return Err(ApiError::forbidden(format!(
             "only the member who created session {id} (or its agent) may call tools through it"
@@ -570,12 +570,12 @@ pub async fn invoke(
         closed_state => return Err(closed(&session, closed_state, now)),
     }
     if session.lock.is_none() {
-        session = lock(&state, &caller, &session).await?;
+        session = lock(state, caller, &session).await?;
     }
     let Some(lock) = &session.lock else {
-        return Err(session_not_found(&id));
+        return Err(session_not_found(id));
     };
-    let environment = session_environment(&state, &caller, &lock.environment_id, || {
+    let environment = session_environment(state, caller, &lock.environment_id, || {
         format!(
             "session {} is locked to environment {:?} ({}), which was deleted; \
              a session never moves to another machine: start a new session",
@@ -583,7 +583,7 @@ pub async fn invoke(
         )
     })
     .await?;
-    let standing = standing(&state, &environment).await;
+    let standing = standing(state, &environment).await;
     if standing.presence.is_none() || !select::selectable(standing.status) {
         return Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -598,6 +598,34 @@ pub async fn invoke(
             ),
         ));
     }
+    Ok((session, environment, standing))
+}
+
+/// The environment a session's calls go to, and its runner: see
+/// [`call_destination`]. For MCP's per-session endpoint.
+pub async fn placed_environment(
+    state: &AppState,
+    caller: &Member,
+    id: &str,
+) -> Result<(Arc<EnvironmentRecord>, Arc<Presence>), ApiError> {
+    let (session, environment, standing) = call_destination(state, caller, id).await?;
+    let presence = standing
+        .presence
+        .ok_or_else(|| session_not_found(&session.id))?;
+    Ok((environment, presence))
+}
+
+pub async fn invoke(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    origin: Origin,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    RawBody(body): RawBody,
+) -> Result<Response, ApiError> {
+    let started = Instant::now();
+    let (session, environment, standing) = call_destination(&state, &caller, &id).await?;
+    let now = state.clock.now();
     let notice: Option<Arc<str>> = (standing.status == Status::Degraded).then(|| {
         format!(
             "environment {:?} is degraded ({}): you can continue, responses may be slower",
