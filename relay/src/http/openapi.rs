@@ -419,13 +419,14 @@ fn hand_written() -> Value {
                         "call_id": { "type": "string" },
                         "environment_id": { "type": "string" },
                         "tool_name": { "type": "string" },
-                        "state": { "enum": ["pending", "dispatched", "done"] },
+                        "state": { "enum": ["pending", "dispatched", "failed", "done"], "description": "failed: the runner's session ended before it answered (error_code runner_disconnected); a result the runner reports later still moves it to done" },
                         "epoch": { "type": ["integer", "null"], "description": "runner session epoch the call was dispatched to" },
                         "created_at": { "type": "string" },
                         "finished_at": { "type": ["string", "null"] },
                         "result": {},
                         "exit_code": { "type": ["integer", "null"] },
-                        "error": { "type": ["string", "null"] }
+                        "error": { "type": ["string", "null"] },
+                        "error_code": { "type": "string", "description": "the kind of error, when a caller should tell it apart: runner_disconnected, denied_by_runner_policy" }
                     }
                 },
                 "InvokeResponse": {
@@ -556,7 +557,7 @@ fn hand_written() -> Value {
             "/invocations/{call_id}": {
                 "parameters": [{ "name": "call_id", "in": "path", "required": true, "schema": { "type": "string" } }],
                 "get": {
-                    "summary": "A call's journal entry: pending, dispatched (to a session epoch) or done with its result; fetch a result that arrived after the caller stopped waiting",
+                    "summary": "A call's journal entry: pending, dispatched (to a session epoch), failed (its runner dropped first) or done with its result; fetch a result that arrived after the caller stopped waiting",
                     "responses": { "200": json_response("the call", "Invocation"), "401": unauthorized, "404": error_response("no such call, or its environment is not visible to the caller") }
                 }
             },

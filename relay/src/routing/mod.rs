@@ -29,7 +29,7 @@ use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 
 pub use catalogue::{Catalogue, CatalogueInterner};
-pub use journal::{JournalWriter, JournaledRouter};
+pub use journal::{JournalWriter, JournaledRouter, DISCONNECTED_MESSAGE};
 pub use local::{Attachment, Delivery, Kick, LocalRouter};
 pub use nats::{
     announced_tools, announcement_json, ClusterConfig, NatsRouter, ServingGuard,
