@@ -407,7 +407,7 @@ fn hand_written() -> Value {
                         "tool_name": { "type": "string" },
                         "args": { "type": "object" },
                         "timeout_s": { "type": "integer", "minimum": 1, "maximum": 3600, "default": 300 },
-                        "call_id": { "type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "description": "idempotency key: a call_id already seen is not run again; the answer is the first call's result" },
+                        "call_id": { "type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "description": "idempotency key: a call_id already seen is not run again; the answer is the first call's answer (its result, its failure, or the wait for it). Send your own, and when the connection to the relay fails before the answer, send the same request again with backoff" },
                         "on_approval": { "enum": ["refuse", "wait"], "default": "refuse", "description": "for a tool that needs a person's approval: refuse (403 approval_required) or ask for one (202 ApprovalTicket)" },
                         "approval_wait_s": { "type": "integer", "minimum": 1, "maximum": 300, "description": "with on_approval wait: hold the request this long for the decision and the call's end before answering 202" }
                     }

@@ -66,6 +66,9 @@ const LINGER: Duration = Duration::from_millis(20);
 /// journal is best effort beyond the idempotency insert).
 const BATCH_TIMEOUT: Duration = Duration::from_secs(10);
 
+// Not boxed: a step only passes through the queue, and a box would cost an
+// allocation per journal step on the call path; a flush is rare.
+#[allow(clippy::large_enum_variant)]
 enum Step {
     Write(JournalWrite),
     /// Answered once every step queued before it is written.
@@ -578,5 +581,33 @@ mod tests {
         );
         assert_eq!(first.entry.state, InvocationState::Done);
         assert_eq!(first.entry.exit_code, Some(0));
+    }
+
+    #[test]
+    fn folding_lets_a_result_beat_a_failure_and_never_the_reverse() {
+        let failed = || {
+            let mut failed = step(InvocationState::Failed, "", Some(3), true);
+            failed.entry.error_code = Some(RUNNER_DISCONNECTED.to_owned());
+            failed
+        };
+        let mut done = step(InvocationState::Done, "", Some(4), false);
+        done.entry.exit_code = Some(0);
+
+        let mut first = step(InvocationState::Dispatched, "ping", Some(3), true);
+        fold(&mut first, failed());
+        assert_eq!(first.entry.state, InvocationState::Failed);
+        assert_eq!(first.entry.error_code.as_deref(), Some(RUNNER_DISCONNECTED));
+        fold(&mut first, done.clone());
+        assert_eq!(first.entry.state, InvocationState::Done);
+        assert_eq!(
+            first.entry.error_code, None,
+            "the result's, not the failure's"
+        );
+        assert_eq!(first.entry.exit_code, Some(0));
+
+        let mut answered = done;
+        fold(&mut answered, failed());
+        assert_eq!(answered.entry.state, InvocationState::Done);
+        assert_eq!(answered.entry.error_code, None);
     }
 }
