@@ -328,9 +328,16 @@ fn root_cause(error: &dyn std::error::Error) -> String {
 
 /// A transport error of an attempt: the relay lost (ask again), unless it
 /// is our own wait running out (the relay's 504 should have come first;
-/// asking again would wait as long again).
-fn transport(url: &str, error: &reqwest::Error) -> std::result::Result<Result<u8>, Lost> {
-    if error.is_timeout() {
+/// asking again would wait as long again), or the first attempt could not
+/// connect at all (nothing was sent: a wrong URL, a relay that is not
+/// running, a certificate refused are said at once, not after the whole
+/// recovery window).
+fn transport(
+    url: &str,
+    error: &reqwest::Error,
+    recovering: bool,
+) -> std::result::Result<Result<u8>, Lost> {
+    if error.is_timeout() || (error.is_connect() && !recovering) {
         return Ok(Err(crate::client::unreachable(url, error)));
     }
     Err(Lost::connection(error))
@@ -394,12 +401,12 @@ impl Attempt<'_> {
             .await;
         let response = match sent {
             Ok(response) => response,
-            Err(error) => return transport(&url, &error),
+            Err(error) => return transport(&url, &error, self.recovering),
         };
         let status = response.status();
         let body = match response.bytes().await {
             Ok(body) => body,
-            Err(error) => return transport(&url, &error),
+            Err(error) => return transport(&url, &error, self.recovering),
         };
         if !status.is_success() {
             return error_answer(status, &body, self.recovering);
@@ -435,13 +442,13 @@ impl Attempt<'_> {
             .await;
         let mut response = match sent {
             Ok(response) => response,
-            Err(error) => return transport(&url, &error),
+            Err(error) => return transport(&url, &error, self.recovering),
         };
         let status = response.status();
         if !status.is_success() {
             return match response.bytes().await {
                 Ok(body) => error_answer(status, &body, self.recovering),
-                Err(error) => transport(&url, &error),
+                Err(error) => transport(&url, &error, self.recovering),
             };
         }
         let streamed_body = response
@@ -454,7 +461,7 @@ impl Attempt<'_> {
             // wait for (an approved call's output comes whole, at its end).
             return match response.bytes().await {
                 Ok(body) => Ok(self.print_whole(&body).await),
-                Err(error) => transport(&url, &error),
+                Err(error) => transport(&url, &error, self.recovering),
             };
         }
         let mut frames = stream_frame::Reader::new(MAX_CONTROL_FRAME);
@@ -473,7 +480,7 @@ impl Attempt<'_> {
                         answer: None,
                     });
                 }
-                Err(error) => return transport(&url, &error),
+                Err(error) => return transport(&url, &error, self.recovering),
             };
             let control = frames.push(&chunk, |kind, piece| match kind {
                 stream_frame::STDOUT => {

@@ -504,3 +504,31 @@ async fn invoke_says_the_runner_dropped_and_the_call_id_answers_the_same_at_once
     assert_eq!(again_stderr, stderr, "the same answer");
     assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
 }
+
+/// A relay that is not there at all (nothing was sent) is said at once,
+/// not after the time `invoke` spends asking again for a lost call.
+#[tokio::test]
+async fn invoke_to_a_relay_that_is_not_running_fails_at_once() {
+    let relay = Relay::spawn().await;
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("address")
+    };
+    let started = std::time::Instant::now();
+    let output = relay
+        .admin_command()
+        .env("RUNNER_URL", format!("http://{closed}"))
+        .args(["invoke", "env_nowhere", "shell", "--arg", "command=true"])
+        .output()
+        .await
+        .expect("runner invoke");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(76), "{stderr}");
+    assert!(stderr.contains("could not connect"), "{stderr}");
+    assert!(!stderr.contains("asking again"), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
