@@ -1864,7 +1864,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__invoke)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --session --arg --args-json --timeout --stream --wait-approval --url --json --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --session --arg --args-json --timeout --stream --wait-approval --call-id --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1907,6 +1907,10 @@ _runner() {
                     return 0
                     ;;
                 --wait-approval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --call-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

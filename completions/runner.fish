@@ -480,6 +480,7 @@ complete -c runner -n "__fish_runner_using_subcommand invoke" -l arg -d 'Argumen
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l args-json -d 'All arguments as one JSON object (merged under --arg)' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l timeout -d 'Seconds before the relay gives up and cancels the call (1–3600)' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l wait-approval -d 'When the tool needs a person\'s approval, ask for one and wait up to DURATION (default 10m) for the decision and the call; its approval id goes to stderr. Denied or expired: exit 66; still pending: 75. Tools that need no approval run at once' -r
+complete -c runner -n "__fish_runner_using_subcommand invoke" -l call-id -d 'The call\'s id (1–128 of A-Z a-z 0-9 . _ : -): the relay runs a call id once, and answers it again with that call\'s answer. Default: a fresh one, with which invoke asks again when it loses the relay mid-call; pass the id a lost invoke printed to fetch that call\'s answer without running it twice' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l stream -d 'Print the tool\'s output as it is produced, byte for byte (stdout to stdout, stderr to stderr: binary output can be piped), then exit with the tool\'s exit code'
 complete -c runner -n "__fish_runner_using_subcommand invoke" -l json -d 'Print machine-readable JSON instead of text'

@@ -834,6 +834,13 @@ pub struct InvokeArgs {
     #[arg(long, value_name = "DURATION", num_args = 0..=1, require_equals = true,
           default_missing_value = "10m", value_parser = parse_wait)]
     pub wait_approval: Option<std::time::Duration>,
+    /// The call's id (1–128 of A-Z a-z 0-9 . _ : -): the relay runs a call
+    /// id once, and answers it again with that call's answer. Default: a
+    /// fresh one, with which invoke asks again when it loses the relay
+    /// mid-call; pass the id a lost invoke printed to fetch that call's
+    /// answer without running it twice.
+    #[arg(long, value_name = "ID")]
+    pub call_id: Option<String>,
     #[command(flatten)]
     pub api: ApiArgs,
 }

@@ -97,37 +97,30 @@ impl ApiClient {
         decode(response, &url).await
     }
 
-    /// Sends a request and returns the raw response (for answers that are
-    /// not one JSON body, such as `invoke-tool`'s event stream). Error
-    /// statuses are turned into [`ExitError`]s like [`ApiClient::request`].
-    pub async fn send_raw<B: Serialize + ?Sized>(
+    /// The full URL of an API path on this relay.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// Sends a JSON request and returns the relay's response whatever its
+    /// status, or the transport error as it is: for a caller that decides
+    /// itself what a lost connection means (`runner invoke` asks again).
+    pub async fn send<B: Serialize + ?Sized>(
         &self,
         method: Method,
         path: &str,
         body: &B,
         accept: &str,
         timeout: Duration,
-    ) -> Result<reqwest::Response> {
-        let url = format!("{}{}", self.base, path);
-        let response = self
-            .http
-            .request(method, &url)
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        self.http
+            .request(method, self.url(path))
             .bearer_auth(self.api_key.expose())
             .header(reqwest::header::ACCEPT, accept)
             .timeout(timeout)
             .json(body)
             .send()
             .await
-            .map_err(|error| unreachable(&url, &error))?;
-        if response.status().is_success() {
-            return Ok(response);
-        }
-        let status = response.status();
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|error| unreachable(&url, &error))?;
-        Err(status_error(status, &bytes).into())
     }
 
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
@@ -315,7 +308,16 @@ pub fn status_error(status: StatusCode, body: &[u8]) -> ExitError {
         ),
         StatusCode::SERVICE_UNAVAILABLE => (
             exit::NO_RUNNER,
-            Some("start the runner on that machine (`runner run` or its service)".to_owned()),
+            match (detail.as_ref().map(|detail| detail.code.as_str()), call_id) {
+                (Some(runner_proto::api::RUNNER_DISCONNECTED), Some(id)) => Some(format!(
+                    "call {id} failed when the runner's connection dropped; if the runner \
+                     comes back with its result, `runner invoke … --call-id {id}` gets it \
+                     (it is not run again)"
+                )),
+                _ => Some(
+                    "start the runner on that machine (`runner run` or its service)".to_owned(),
+                ),
+            },
         ),
         StatusCode::GATEWAY_TIMEOUT => (
             exit::TIMEOUT,

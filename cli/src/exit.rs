@@ -39,12 +39,14 @@ pub const UNAUTHORIZED: u8 = 65;
 pub const FORBIDDEN: u8 = 66;
 /// No such environment or tool (HTTP 404).
 pub const NOT_FOUND: u8 = 67;
-/// No runner is connected to the environment (HTTP 503).
+/// No runner is connected to the environment, or the runner's connection
+/// dropped during the call (HTTP 503).
 pub const NO_RUNNER: u8 = 69;
 /// The relay refused for now: too many failed attempts from this address
 /// (HTTP 429). Retry after the time it names.
 pub const RATE_LIMITED: u8 = 73;
-/// The relay could not be reached, or answered something unexpected.
+/// The relay could not be reached, or answered something unexpected;
+/// `invoke`: lost mid-call, and not back within the time it asks again.
 pub const UNREACHABLE: u8 = 76;
 /// The call timed out and was cancelled (HTTP 504).
 pub const TIMEOUT: u8 = 75;
@@ -96,9 +98,9 @@ pub const TABLE: &[(u8, &str)] = &[
     (UNAUTHORIZED, "missing or bad API key or token (HTTP 401)"),
     (FORBIDDEN, "refused by the environment's policy or the runner's permission file, or the approval was denied or expired (HTTP 403)"),
     (NOT_FOUND, "no such environment or tool (HTTP 404)"),
-    (NO_RUNNER, "no runner connected to the environment (HTTP 503); `status --local`: this machine's runner is not running or not connected"),
+    (NO_RUNNER, "no runner connected to the environment, or (`invoke`) its connection dropped during the call: runner_disconnected, the call id is in the hint (HTTP 503); `status --local`: this machine's runner is not running or not connected"),
     (TIMEOUT, "the call timed out and was cancelled on the runner (HTTP 504)"),
     (RATE_LIMITED, "the relay is rate limiting this address after failed attempts (HTTP 429); retry later"),
-    (UNREACHABLE, "the relay could not be reached or answered unexpectedly"),
+    (UNREACHABLE, "the relay could not be reached or answered unexpectedly; `invoke` that loses the relay mid-call asks again with the same call id (never run twice) for up to 90 s before this, and names the call id to fetch its answer with later"),
     (CONFIG, "bad local configuration: not registered, not logged in, bad permission file"),
 ];

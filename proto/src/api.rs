@@ -439,9 +439,19 @@ pub enum InvocationState {
     Pending,
     /// Written to the runner's session with this `epoch`; no result yet.
     Dispatched,
+    /// The runner's session ended before it answered (`error_code` says
+    /// why: [`RUNNER_DISCONNECTED`]; `finished_at` says when). Not quite
+    /// final: a runner that outlived the drop and reports the call's result
+    /// on its next session moves the entry on to `done`.
+    Failed,
     /// The runner answered; `result`, `exit_code` and `error` are set.
     Done,
 }
+
+/// [`Invocation::error_code`] (and the API error code) of a call whose
+/// runner's session ended before it answered (SPEC §6: calls in flight
+/// when a runner drops fail).
+pub const RUNNER_DISCONNECTED: &str = "runner_disconnected";
 
 /// `GET /invocations/{call_id}`: a call's journal entry, so that a result
 /// that arrived after the caller stopped waiting (timeout, a relay that
@@ -466,6 +476,11 @@ pub struct Invocation {
     pub exit_code: Option<i32>,
     #[serde(default)]
     pub error: Option<String>,
+    /// What kind of failure `error` is, when a caller should tell it apart
+    /// ([`RUNNER_DISCONNECTED`], `denied_by_runner_policy`): the code a
+    /// repeated `call_id` answers with, as the first call did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
 }
 
 /// `POST /runner/register` answer: the token is valid for this environment.

@@ -4,6 +4,7 @@
 //! Everything a runner sends is untrusted: a frame that does not decode
 //! closes *this* connection with a reason, and nothing else is affected.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -143,12 +144,20 @@ async fn session(
     let mut idle_deadline = tokio::time::Instant::now() + IDLE_TIMEOUT;
     let mut draining = false;
     let mut drain_deadline = tokio::time::Instant::now();
+    // Calls written to this session and not answered on it: they fail in
+    // the journal if the runner leaves (see `fail_unanswered`).
+    let mut unanswered: HashSet<String> = HashSet::new();
+    // Whether the runner is still there when the session ends: the same
+    // runner process took a newer session, or this relay is going away.
+    // Its calls then go on, and it reports them on its next session.
+    let mut runner_stays = false;
 
     let ending = loop {
         if draining
             && (state.local.pending_calls(environment_id, &session_id) == 0
                 || tokio::time::Instant::now() >= drain_deadline)
         {
+            runner_stays = true;
             let go_away = RelayMessage::GoAway {
                 reason: "relay draining; reconnect at once".to_owned(),
             };
@@ -164,8 +173,12 @@ async fn session(
             kick = &mut attachment.kick => {
                 break match kick {
                     Ok(Kick { close: Some((code, reason)) }) => Ending::Close(code, reason),
-                    // Dropped without a close, or the router forgot us.
-                    Ok(Kick { close: None }) | Err(_) => Ending::Drop,
+                    // The same runner process took a newer session (or
+                    // this one lost its lease), or the router forgot us.
+                    Ok(Kick { close: None }) | Err(_) => {
+                        runner_stays = true;
+                        Ending::Drop
+                    }
                 };
             }
             () = state.shutdown.cancelled(), if !draining => {
@@ -183,6 +196,11 @@ async fn session(
             }
             outbound = attachment.outbound.recv() => {
                 let Some(frame) = outbound else { break Ending::Drop };
+                if let RelayMessage::Call(call) = &*frame {
+                    // Before the write: a write that fails may still have
+                    // reached the runner.
+                    unanswered.insert(call.call_id.clone());
+                }
                 if let Err(ending) = send(&mut sink, &frame).await {
                     break ending;
                 }
@@ -256,6 +274,7 @@ async fn session(
                         // Journalled whoever waits (maybe nobody: a result
                         // of a call sent on an earlier session).
                         let journalled = result.clone();
+                        unanswered.remove(&result.call_id);
                         let known = state.local.deliver_result(environment_id, &session_id, result);
                         state.journal.done(environment_id, journalled, epoch, state.clock.now(), known).await;
                     }
@@ -279,6 +298,17 @@ async fn session(
     // Detach first: calls in flight fail now, not after the close handshake.
     drop(serving);
     state.local.detach(environment_id, &session_id);
+    if runner_stays {
+        unanswered.clear();
+    }
+    fail_unanswered(
+        state,
+        environment_id,
+        epoch,
+        unanswered,
+        &mut attachment.outbound,
+    )
+    .await;
     release(state, environment_id, epoch).await;
     state.metrics.runner_disconnect(match &ending {
         Ending::Close(code, _) => DisconnectReason::of_close_code(*code),
@@ -397,6 +427,52 @@ async fn handshake(
         serving,
         runner_info,
     })
+}
+
+/// Journals as failed (`runner_disconnected`, SPEC §6: calls in flight
+/// when a runner drops fail) the calls of a session that ended without
+/// their answers: those written to it (`unanswered`, empty when the runner
+/// stays: see `session`), and those still queued for it, which never left
+/// this relay. Their callers were told "runner disconnected" as the
+/// session was detached; a repeated `call_id` now gets the same answer at
+/// once. A runner that outlived the drop and reports a result on its next
+/// session still has the last word: the journal takes an answer over a
+/// failure (`routing::journal`).
+async fn fail_unanswered(
+    state: &AppState,
+    environment_id: &str,
+    epoch: u64,
+    unanswered: HashSet<String>,
+    queued: &mut tokio::sync::mpsc::Receiver<Box<RelayMessage>>,
+) {
+    let now = state.clock.now();
+    let mut failed = 0usize;
+    // Detached: nothing more is queued, so this ends.
+    while let Ok(frame) = queued.try_recv() {
+        if let RelayMessage::Call(call) = *frame {
+            if !unanswered.contains(&call.call_id) {
+                state
+                    .journal
+                    .failed(environment_id, &call.call_id, &call.tool, epoch, now)
+                    .await;
+                failed += 1;
+            }
+        }
+    }
+    for call_id in &unanswered {
+        // The tool name was journalled with the dispatch.
+        state
+            .journal
+            .failed(environment_id, call_id, "", epoch, now)
+            .await;
+    }
+    failed += unanswered.len();
+    if failed > 0 {
+        tracing::info!(
+            calls = failed,
+            "calls left unanswered by the runner journalled as failed"
+        );
+    }
 }
 
 /// Marks the session closed in the store (unless a newer one replaced it).

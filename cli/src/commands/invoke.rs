@@ -1,14 +1,16 @@
 //! `runner invoke [ENV] TOOL`: run a tool through the relay.
 
 use std::io::Write;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use reqwest::Method;
 use runner_proto::api::{
-    stream_frame, InvokeRequest, InvokeResponse, DEFAULT_TIMEOUT_S, STREAM_MEDIA_TYPE,
+    stream_frame, ErrorBody, InvokeRequest, InvokeResponse, DEFAULT_TIMEOUT_S, RUNNER_DISCONNECTED,
+    STREAM_MEDIA_TYPE,
 };
 use runner_proto::approvals::{ApprovalTicket, OnApproval};
+use runner_proto::ws::DENIED_BY_RUNNER_POLICY;
 use serde_json::{Map, Value};
 
 use crate::args::InvokeArgs;
@@ -21,6 +23,15 @@ use crate::output;
 /// Extra time the HTTP request gets beyond the call's own timeout, so the
 /// relay's 504 (which names the call) arrives before our client gives up.
 const TIMEOUT_MARGIN: Duration = Duration::from_secs(15);
+/// How long `invoke` keeps asking again after losing the relay mid-call
+/// (connection refused or reset, a proxy's 502/503 while the relay
+/// restarts): a restart, and the runner's reconnection to it (its backoff
+/// grows to 60 s only after minutes of failures), fit well within it.
+const RECOVERY_WINDOW: Duration = Duration::from_secs(90);
+/// The first wait before asking again; it doubles up to [`MAX_RETRY_DELAY`].
+const FIRST_RETRY_DELAY: Duration = Duration::from_millis(500);
+/// The longest wait between two attempts.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
 
 pub async fn run(dirs: &Dirs, args: InvokeArgs) -> Result<u8> {
     let target = Target::of(
@@ -66,7 +77,14 @@ fn invoke_request(tool: String, args: Value, flags: &InvokeArgs) -> InvokeReques
         tool_name: tool,
         args,
         timeout_s: flags.timeout,
-        call_id: None,
+        // Always ours, so that a call whose answer was lost with the
+        // connection can be asked for again without running twice.
+        call_id: Some(
+            flags
+                .call_id
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        ),
         on_approval: if flags.wait_approval.is_some() {
             OnApproval::Wait
         } else {
@@ -177,8 +195,11 @@ fn exit_code(error: &anyhow::Error) -> Option<u8> {
     error.downcast_ref::<ExitError>().map(|error| error.code)
 }
 
-/// One `invoke-tool` request (of an environment or a session), printed as
-/// asked.
+/// One `invoke-tool` call (of an environment or a session), printed as
+/// asked. When the relay is lost before it answers, the same request (the
+/// same call id: the relay never runs it twice) goes again, with backoff,
+/// for up to [`RECOVERY_WINDOW`]: the relay answers with the call's
+/// result, its failure, or waits for the runner still running it.
 async fn invoke(
     client: &ApiClient,
     path: &str,
@@ -186,14 +207,309 @@ async fn invoke(
     request: &InvokeRequest,
 ) -> Result<u8> {
     let wait = Duration::from_secs(args.timeout.unwrap_or(DEFAULT_TIMEOUT_S)) + TIMEOUT_MARGIN;
-    if args.stream {
-        return stream(client, path, request, wait, args).await;
+    let call_id = request.call_id.as_deref().unwrap_or_default();
+    let mut recovery: Option<Recovery> = None;
+    let mut streamed = [0u64; 2];
+    loop {
+        let attempt = Attempt {
+            client,
+            path,
+            request,
+            wait,
+            args,
+            recovering: recovery.is_some(),
+        };
+        let outcome = if args.stream {
+            attempt.stream(&mut streamed).await
+        } else {
+            attempt.whole().await
+        };
+        let lost = match outcome {
+            Ok(done) => return done,
+            Err(lost) => lost,
+        };
+        let now = Instant::now();
+        let recovery = recovery.get_or_insert_with(|| Recovery::new(now));
+        let Some(delay) = recovery.next_delay(now) else {
+            return Err(lost.give_up(call_id).into());
+        };
+        output::note(&format!(
+            "lost the relay during call {call_id} ({}); asking again in {} ms with the same \
+             call id, which never runs twice",
+            lost.what,
+            delay.as_millis()
+        ));
+        tokio::time::sleep(delay).await;
     }
-    let answer_or_ticket: Answer = client
-        .request(Method::POST, path, Some(request), wait)
-        .await?;
-    let response = answer_or_ticket.settle(client, args).await?;
-    answer(&response, args.api.json)
+}
+
+/// Waits between attempts after the relay was lost.
+#[derive(Debug)]
+struct Recovery {
+    deadline: Instant,
+    next: Duration,
+}
+
+impl Recovery {
+    /// Lost at `now`.
+    fn new(now: Instant) -> Recovery {
+        Recovery {
+            deadline: now + RECOVERY_WINDOW,
+            next: FIRST_RETRY_DELAY,
+        }
+    }
+
+    /// The wait before the next attempt; `None` once the window is over.
+    fn next_delay(&mut self, now: Instant) -> Option<Duration> {
+        let left = self.deadline.saturating_duration_since(now);
+        if left.is_zero() {
+            return None;
+        }
+        let delay = self.next.min(left);
+        self.next = (self.next * 2).min(MAX_RETRY_DELAY);
+        Some(delay)
+    }
+}
+
+/// The relay did not answer an attempt: the call may or may not be
+/// running. Worth asking again.
+#[derive(Debug)]
+struct Lost {
+    /// What happened, for the note on stderr.
+    what: String,
+    /// The error to end with when asking again stops: the relay's own
+    /// answer when there was one, else "unreachable".
+    answer: Option<ExitError>,
+}
+
+impl Lost {
+    fn connection(error: &reqwest::Error) -> Lost {
+        let what = if error.is_connect() {
+            "could not connect"
+        } else {
+            "connection lost"
+        };
+        Lost {
+            what: format!("{what}: {}", root_cause(error)),
+            answer: None,
+        }
+    }
+
+    /// The final error, naming the call so it can be fetched later.
+    fn give_up(self, call_id: &str) -> ExitError {
+        let fetch = format!(
+            "run the same command with --call-id {call_id} to get the call's answer once the \
+             relay and its runner are back (it is not run again)"
+        );
+        match self.answer {
+            Some(answer) => answer.with_hint(fetch),
+            None => ExitError::new(
+                exit::UNREACHABLE,
+                format!(
+                    "lost the relay during call {call_id} and could not reach it again within {} s: {}",
+                    RECOVERY_WINDOW.as_secs(),
+                    self.what
+                ),
+            )
+            .with_hint(fetch),
+        }
+    }
+}
+
+/// The innermost cause of a transport error ("Connection refused (os
+/// error 111)"), which says what happened without reqwest's wrapping.
+fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut cause = error;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
+}
+
+/// A transport error of an attempt: the relay lost (ask again), unless it
+/// is our own wait running out (the relay's 504 should have come first;
+/// asking again would wait as long again), or the first attempt could not
+/// connect at all (nothing was sent: a wrong URL, a relay that is not
+/// running, a certificate refused are said at once, not after the whole
+/// recovery window).
+fn transport(
+    url: &str,
+    error: &reqwest::Error,
+    recovering: bool,
+) -> std::result::Result<Result<u8>, Lost> {
+    if error.is_timeout() || (error.is_connect() && !recovering) {
+        return Ok(Err(crate::client::unreachable(url, error)));
+    }
+    Err(Lost::connection(error))
+}
+
+/// An error answer: the relay's (final), or one that says the relay or
+/// its runner is not back yet (ask again): a 502, 503 or 504 that is not
+/// the relay's own (a proxy in front of a relay that is down), or, while
+/// recovering, the relay's 503 `runner_not_connected` (restarted, and its
+/// runner not reconnected yet).
+fn error_answer(
+    status: reqwest::StatusCode,
+    body: &[u8],
+    recovering: bool,
+) -> std::result::Result<Result<u8>, Lost> {
+    use reqwest::StatusCode;
+    let code = serde_json::from_slice::<ErrorBody>(body)
+        .ok()
+        .map(|body| body.error.code);
+    let answer = crate::client::status_error(status, body);
+    let what = match (status, code.as_deref()) {
+        (
+            StatusCode::BAD_GATEWAY | StatusCode::SERVICE_UNAVAILABLE | StatusCode::GATEWAY_TIMEOUT,
+            None,
+        ) => format!("the relay's address answered {status}"),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("runner_not_connected")) if recovering => {
+            "the runner has not reconnected to the relay yet".to_owned()
+        }
+        _ => return Ok(Err(answer.into())),
+    };
+    Err(Lost {
+        what,
+        answer: Some(answer),
+    })
+}
+
+/// One attempt at the call.
+struct Attempt<'a> {
+    client: &'a ApiClient,
+    path: &'a str,
+    request: &'a InvokeRequest,
+    wait: Duration,
+    args: &'a InvokeArgs,
+    /// An earlier attempt lost the relay.
+    recovering: bool,
+}
+
+impl Attempt<'_> {
+    /// The whole answer at once, printed as asked.
+    async fn whole(&self) -> std::result::Result<Result<u8>, Lost> {
+        let url = self.client.url(self.path);
+        let sent = self
+            .client
+            .send(
+                Method::POST,
+                self.path,
+                self.request,
+                "application/json",
+                self.wait,
+            )
+            .await;
+        let response = match sent {
+            Ok(response) => response,
+            Err(error) => return transport(&url, &error, self.recovering),
+        };
+        let status = response.status();
+        let body = match response.bytes().await {
+            Ok(body) => body,
+            Err(error) => return transport(&url, &error, self.recovering),
+        };
+        if !status.is_success() {
+            return error_answer(status, &body, self.recovering);
+        }
+        Ok(self.print_whole(&body).await)
+    }
+
+    async fn print_whole(&self, body: &[u8]) -> Result<u8> {
+        let answer_or_ticket: Answer = serde_json::from_slice(body).map_err(|error| {
+            anyhow::anyhow!("the relay's answer is not what this runner version expects: {error}")
+        })?;
+        let response = answer_or_ticket.settle(self.client, self.args).await?;
+        answer(&response, self.args.api.json)
+    }
+    /// `--stream`: asks for the binary stream ([`STREAM_MEDIA_TYPE`]),
+    /// writes the output to our stdout/stderr byte for byte as it arrives,
+    /// and exits with the tool's code from the final result frame (printed
+    /// as JSON with `--json`). A relay that does not stream answers with
+    /// one JSON body, printed as without `--stream`. `streamed` counts the
+    /// output bytes written, over every attempt.
+    async fn stream(&self, streamed: &mut [u64; 2]) -> std::result::Result<Result<u8>, Lost> {
+        let json = self.args.api.json;
+        let url = self.client.url(self.path);
+        let sent = self
+            .client
+            .send(
+                Method::POST,
+                self.path,
+                self.request,
+                STREAM_MEDIA_TYPE,
+                self.wait,
+            )
+            .await;
+        let mut response = match sent {
+            Ok(response) => response,
+            Err(error) => return transport(&url, &error, self.recovering),
+        };
+        let status = response.status();
+        if !status.is_success() {
+            return match response.bytes().await {
+                Ok(body) => error_answer(status, &body, self.recovering),
+                Err(error) => transport(&url, &error, self.recovering),
+            };
+        }
+        let streamed_body = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with(STREAM_MEDIA_TYPE));
+        if !streamed_body {
+            // Not streamed: a relay that does not stream, or an approval to
+            // wait for (an approved call's output comes whole, at its end).
+            return match response.bytes().await {
+                Ok(body) => Ok(self.print_whole(&body).await),
+                Err(error) => transport(&url, &error, self.recovering),
+            };
+        }
+        let mut frames = stream_frame::Reader::new(MAX_CONTROL_FRAME);
+        let (mut stdout, mut stderr) =
+            match (raw_output(std::io::stdout()), raw_output(std::io::stderr())) {
+                (Ok(stdout), Ok(stderr)) => (stdout, stderr),
+                (Err(error), _) | (_, Err(error)) => return Ok(Err(error)),
+            };
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => {
+                    // Cut short without an error: the relay went away.
+                    return Err(Lost {
+                        what: "the relay ended the stream without a result".to_owned(),
+                        answer: None,
+                    });
+                }
+                Err(error) => return transport(&url, &error, self.recovering),
+            };
+            let control = frames.push(&chunk, |kind, piece| match kind {
+                stream_frame::STDOUT => {
+                    streamed[0] += piece.len() as u64;
+                    stdout.write_all(piece)
+                }
+                stream_frame::STDERR => {
+                    streamed[1] += piece.len() as u64;
+                    stderr.write_all(piece)
+                }
+                // A kind from a newer relay.
+                _ => Ok(()),
+            });
+            let control = match control {
+                Ok(control) => control,
+                Err(stream_frame::ReadError::Output(error)) => return Ok(Err(error.into())),
+                Err(error @ stream_frame::ReadError::ControlTooLarge { .. }) => {
+                    return Ok(Err(ExitError::new(
+                        exit::UNREACHABLE,
+                        format!("the relay sent {error}"),
+                    )
+                    .into()))
+                }
+            };
+            if let Some((kind, payload)) = control {
+                return Ok(finish_frame(kind, &payload, json, *streamed));
+            }
+        }
+    }
 }
 
 /// Prints a whole (not streamed) answer, as JSON with `--json`, and gives
@@ -210,119 +526,58 @@ fn answer(response: &InvokeResponse, json: bool) -> Result<u8> {
     Ok(exit_code_of(response))
 }
 
-/// `--stream`: asks for the binary stream ([`STREAM_MEDIA_TYPE`]), writes
-/// the output to our stdout/stderr byte for byte as it arrives, and exits
-/// with the tool's code from the final result frame (printed as JSON with
-/// `--json`). A relay that does not stream answers with one JSON body,
-/// printed as without `--stream`.
-async fn stream(
-    client: &ApiClient,
-    path: &str,
-    request: &InvokeRequest,
-    wait: Duration,
-    args: &InvokeArgs,
-) -> Result<u8> {
-    let json = args.api.json;
-    let mut response = client
-        .send_raw(Method::POST, path, request, STREAM_MEDIA_TYPE, wait)
-        .await?;
-    let streamed_body = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with(STREAM_MEDIA_TYPE));
-    if !streamed_body {
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|error| anyhow::anyhow!("reading the answer failed: {error}"))?;
-        // Not streamed: a relay that does not stream, or an approval to
-        // wait for (an approved call's output comes whole, at its end).
-        let answer_or_ticket: Answer = serde_json::from_slice(&bytes).map_err(|error| {
-            anyhow::anyhow!("the relay's answer is not what this runner version expects: {error}")
-        })?;
-        let response = answer_or_ticket.settle(client, args).await?;
-        return answer(&response, json);
-    }
-    let mut frames = stream_frame::Reader::new(MAX_CONTROL_FRAME);
-    let mut streamed = [0u64; 2];
-    let mut stdout = raw_output(std::io::stdout())?;
-    let mut stderr = raw_output(std::io::stderr())?;
-    loop {
-        let chunk = response
-            .chunk()
-            .await
-            .map_err(|error| anyhow::anyhow!("reading the stream failed: {error}"))?;
-        let Some(chunk) = chunk else {
-            return Err(ExitError::new(
-                exit::UNREACHABLE,
-                "the relay ended the stream without a result",
+/// The exit of a streamed call from its last frame: the result, or the
+/// relay's error.
+fn finish_frame(kind: u8, payload: &[u8], json: bool, streamed: [u64; 2]) -> Result<u8> {
+    if kind == stream_frame::RESULT {
+        let response: InvokeResponse = serde_json::from_slice(payload).map_err(|error| {
+            anyhow::anyhow!(
+                "the relay's result frame is not what this runner version expects: {error}"
             )
-            .into());
-        };
-        let control = frames.push(&chunk, |kind, piece| match kind {
-            stream_frame::STDOUT => {
-                streamed[0] += piece.len() as u64;
-                stdout.write_all(piece)
-            }
-            stream_frame::STDERR => {
-                streamed[1] += piece.len() as u64;
-                stderr.write_all(piece)
-            }
-            // A kind from a newer relay.
-            _ => Ok(()),
-        });
-        let control = match control {
-            Ok(control) => control,
-            Err(stream_frame::ReadError::Output(error)) => return Err(error.into()),
-            Err(error @ stream_frame::ReadError::ControlTooLarge { .. }) => {
-                return Err(
-                    ExitError::new(exit::UNREACHABLE, format!("the relay sent {error}")).into(),
-                )
-            }
-        };
-        if let Some((kind, payload)) = control {
-            match kind {
-                stream_frame::RESULT => {
-                    let response: InvokeResponse = serde_json::from_slice(&payload).map_err(|error| {
-                        anyhow::anyhow!("the relay's result frame is not what this runner version expects: {error}")
-                    })?;
-                    if json {
-                        output::json(&response)?;
-                    } else {
-                        finish_stream(&response, streamed);
-                    }
-                    return Ok(exit_code_of(&response));
-                }
-                _ => {
-                    let code = serde_json::from_slice::<Value>(&payload)
-                        .ok()
-                        .and_then(|body| {
-                            body.pointer("/error/code")
-                                .and_then(Value::as_str)
-                                .map(str::to_owned)
-                        });
-                    let status = match code.as_deref() {
-                        Some("timeout") => reqwest::StatusCode::GATEWAY_TIMEOUT,
-                        Some("runner_disconnected") => reqwest::StatusCode::SERVICE_UNAVAILABLE,
-                        Some("denied_by_runner_policy") => reqwest::StatusCode::FORBIDDEN,
-                        _ => reqwest::StatusCode::BAD_GATEWAY,
-                    };
-                    return Err(crate::client::status_error(status, &payload).into());
-                }
-            }
+        })?;
+        if json {
+            output::json(&response)?;
+        } else {
+            finish_stream(&response, streamed);
         }
+        return Ok(exit_code_of(&response));
     }
+    let code = serde_json::from_slice::<ErrorBody>(payload)
+        .ok()
+        .map(|body| body.error.code);
+    let status = match code.as_deref() {
+        Some("timeout") => reqwest::StatusCode::GATEWAY_TIMEOUT,
+        Some(RUNNER_DISCONNECTED) => reqwest::StatusCode::SERVICE_UNAVAILABLE,
+        Some(DENIED_BY_RUNNER_POLICY) => reqwest::StatusCode::FORBIDDEN,
+        _ => reqwest::StatusCode::BAD_GATEWAY,
+    };
+    Err(crate::client::status_error(status, payload).into())
 }
 
 /// After a streamed call: what did not come live (streaming is best
-/// effort), where the full output is kept, and the error if any.
+/// effort), where the full output is kept, and the error if any. A stream
+/// of which nothing came live (an answer asked for again after the relay
+/// was lost comes without its output) is written from the result's
+/// inline copy.
 fn finish_stream(response: &InvokeResponse, streamed: [u64; 2]) {
     let result = &response.result;
     let text = |key: &str| result.get(key).and_then(Value::as_str);
     let bytes = |key: &str| result.get(key).and_then(Value::as_u64);
     for (index, name) in ["stdout", "stderr"].into_iter().enumerate() {
         let total = bytes(&format!("{name}_bytes"));
+        let inline = text(name).filter(|inline| !inline.is_empty());
+        if let (0, Some(inline)) = (streamed[index], inline) {
+            let written = if index == 0 {
+                std::io::stdout().write_all(inline.as_bytes())
+            } else {
+                std::io::stderr().write_all(inline.as_bytes())
+            };
+            // All of it: nothing to add. Otherwise (cut in the middle) the
+            // note below says where the rest is.
+            if written.is_ok() && total == Some(inline.len() as u64) {
+                continue;
+            }
+        }
         if total.is_some_and(|total| total > streamed[index]) {
             let kept = text(&format!("{name}_file"))
                 .map(|file| format!("; all of it is kept in {file} on the runner"))
@@ -539,6 +794,69 @@ mod tests {
             let code = error.downcast_ref::<ExitError>().map(|e| e.code);
             assert_eq!(code, Some(exit::USAGE), "{pairs:?} {json:?}");
         }
+    }
+
+    #[test]
+    fn asking_again_backs_off_and_stops_after_the_window() {
+        let lost = Instant::now();
+        let mut recovery = Recovery::new(lost);
+        let mut now = lost;
+        let mut delays = Vec::new();
+        while let Some(delay) = recovery.next_delay(now) {
+            delays.push(delay);
+            now += delay;
+        }
+        assert_eq!(
+            delays[..4],
+            [500, 1000, 2000, 4000].map(Duration::from_millis)
+        );
+        assert!(delays.iter().all(|delay| *delay <= MAX_RETRY_DELAY));
+        assert_eq!(now - lost, RECOVERY_WINDOW, "bounded by the window");
+        assert!(delays.len() < 25, "{} attempts", delays.len());
+    }
+
+    #[test]
+    fn only_a_relay_that_is_not_back_yet_is_asked_again() {
+        use reqwest::StatusCode;
+        let ours = |code: &str| format!(r#"{{"error":{{"code":"{code}","message":"m"}}}}"#);
+        // A proxy's answer while the relay is down.
+        for status in [
+            StatusCode::BAD_GATEWAY,
+            StatusCode::SERVICE_UNAVAILABLE,
+            StatusCode::GATEWAY_TIMEOUT,
+        ] {
+            assert!(
+                error_answer(status, b"<html>down</html>", false).is_err(),
+                "{status}"
+            );
+        }
+        // The restarted relay before its runner is back: only while
+        // recovering (otherwise the runner is just not there).
+        let not_connected = ours("runner_not_connected");
+        let status = StatusCode::SERVICE_UNAVAILABLE;
+        assert!(error_answer(status, not_connected.as_bytes(), true).is_err());
+        let answered = error_answer(status, not_connected.as_bytes(), false);
+        assert!(matches!(answered, Ok(Err(_))), "{answered:?}");
+        // The relay's own answers are final.
+        for (status, code) in [
+            (StatusCode::SERVICE_UNAVAILABLE, "runner_disconnected"),
+            (StatusCode::GATEWAY_TIMEOUT, "timeout"),
+            (StatusCode::FORBIDDEN, "denied_by_runner_policy"),
+        ] {
+            let answered = error_answer(status, ours(code).as_bytes(), true);
+            assert!(matches!(answered, Ok(Err(_))), "{code}: {answered:?}");
+        }
+    }
+
+    #[test]
+    fn the_man_page_names_the_time_invoke_asks_again() {
+        let unreachable = exit::TABLE
+            .iter()
+            .find(|(code, _)| *code == exit::UNREACHABLE)
+            .map(|(_, text)| *text)
+            .unwrap_or_default();
+        let window = format!("{} s", RECOVERY_WINDOW.as_secs());
+        assert!(unreachable.contains(&window), "{unreachable}");
     }
 
     #[test]

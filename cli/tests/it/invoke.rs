@@ -362,3 +362,173 @@ async fn the_relay_logs_each_call_only_with_access_log() {
         }
     }
 }
+
+/// The call id `runner invoke` names in its notes ("during call ID") or
+/// its hint ("--call-id ID").
+fn call_id_in(stderr: &str) -> String {
+    ["during call ", "--call-id "]
+        .iter()
+        .find_map(|before| stderr.split(before).nth(1))
+        .and_then(|rest| rest.split([' ', '`']).next())
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no call id in {stderr:?}"))
+}
+
+/// `runner invoke` on a call that the relay loses mid-way (kill -9, then
+/// a restart on the same address and data directory): it asks again with
+/// its own call id and gets the call's answer; the call ran once.
+#[tokio::test]
+async fn invoke_gets_the_answer_across_a_relay_killed_and_restarted_mid_call() {
+    across_a_relay_restart(false).await;
+}
+
+/// The same with `--stream`: the output the relay could not stream comes
+/// from the answer.
+#[tokio::test]
+async fn invoke_stream_gets_the_answer_across_a_relay_killed_and_restarted_mid_call() {
+    across_a_relay_restart(true).await;
+}
+
+async fn across_a_relay_restart(stream: bool) {
+    let mut relay = Relay::spawn().await;
+    let (env, runner) = Runner::online(&relay, dev_env()).await;
+    let ledger = runner.workspace().join("ledger");
+    let started = runner.workspace().join("started");
+    let command = format!(
+        "touch '{}'; sleep 3; echo ran >> '{}'; echo finished",
+        started.display(),
+        ledger.display()
+    );
+    let invoke = relay
+        .admin_command()
+        .args(["invoke", &env, "shell", "--timeout", "60", "--arg"])
+        .arg(format!("command={command}"))
+        .args(stream.then_some("--stream"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("runner invoke");
+    support::wait_until("the call runs", || started.exists()).await;
+
+    relay.kill().await;
+    // Down for a moment: the first attempts to ask again are refused.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    relay.restart().await;
+
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        invoke.wait_with_output(),
+    )
+    .await
+    .expect("invoke ends")
+    .expect("wait");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "finished\n", "{stderr}");
+    assert!(stderr.contains("lost the relay during call"), "{stderr}");
+    assert!(stderr.contains("never runs twice"), "{stderr}");
+    let call_id = call_id_in(&stderr);
+    let lines = std::fs::read_to_string(&ledger).expect("the call ran");
+    assert_eq!(lines, "ran\n", "the call ran once");
+
+    // The relay's journal has it too, under the id invoke chose.
+    let (status, entry) = relay
+        .api(Method::GET, &format!("/invocations/{call_id}"), None)
+        .await;
+    assert_eq!(status, 200, "{entry}");
+    assert_eq!(entry["state"], "done", "{entry}");
+    eprintln!("invoke (stream: {stream}) across a relay restart:\n{stderr}");
+}
+
+/// The runner killed mid-call: `runner invoke` says so at once (exit 69,
+/// the reason, the call id), and asking again with that id gets the same
+/// answer at once instead of waiting for the call's timeout.
+#[tokio::test]
+async fn invoke_says_the_runner_dropped_and_the_call_id_answers_the_same_at_once() {
+    let relay = Relay::spawn().await;
+    let (env, mut runner) = Runner::online(&relay, dev_env()).await;
+    let started = runner.workspace().join("started");
+    let command = format!("touch '{}'; sleep 8", started.display());
+    let invoke = relay
+        .admin_command()
+        .args(["invoke", &env, "shell", "--timeout", "300", "--arg"])
+        .arg(format!("command={command}"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("runner invoke");
+    support::wait_until("the call runs", || started.exists()).await;
+
+    let mut killed = runner.child.take().expect("running");
+    killed.start_kill().expect("kill -9 the runner");
+    let _ = killed.wait().await;
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        invoke.wait_with_output(),
+    )
+    .await
+    .expect("invoke ends at once")
+    .expect("wait");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(69), "{stderr}");
+    assert!(
+        stderr.contains("the runner disconnected before the call finished"),
+        "{stderr}"
+    );
+    let call_id = call_id_in(&stderr);
+    assert!(stderr.contains(&format!("--call-id {call_id}")), "{stderr}");
+
+    let (status, entry) = relay
+        .api(Method::GET, &format!("/invocations/{call_id}"), None)
+        .await;
+    assert_eq!(status, 200, "{entry}");
+    assert_eq!(entry["state"], "failed", "{entry}");
+    assert_eq!(entry["error_code"], "runner_disconnected", "{entry}");
+
+    let asked = std::time::Instant::now();
+    let again = relay
+        .admin_command()
+        .args(["invoke", &env, "shell", "--timeout", "300", "--call-id"])
+        .arg(&call_id)
+        .arg("--arg")
+        .arg(format!("command={command}"))
+        .output()
+        .await
+        .expect("runner invoke again");
+    let took = asked.elapsed();
+    let again_stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(69), "{again_stderr}");
+    assert_eq!(again_stderr, stderr, "the same answer");
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+}
+
+/// A relay that is not there at all (nothing was sent) is said at once,
+/// not after the time `invoke` spends asking again for a lost call.
+#[tokio::test]
+async fn invoke_to_a_relay_that_is_not_running_fails_at_once() {
+    let relay = Relay::spawn().await;
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("address")
+    };
+    let started = std::time::Instant::now();
+    let output = relay
+        .admin_command()
+        .env("RUNNER_URL", format!("http://{closed}"))
+        .args(["invoke", "env_nowhere", "shell", "--arg", "command=true"])
+        .output()
+        .await
+        .expect("runner invoke");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(76), "{stderr}");
+    assert!(stderr.contains("could not connect"), "{stderr}");
+    assert!(!stderr.contains("asking again"), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -35,8 +35,17 @@ pub struct Relay {
     pub admin_key: String,
     pub dir: tempfile::TempDir,
     /// Killed when the test ends (kill_on_drop).
-    _child: Child,
+    child: Child,
+    /// How it was started, for [`Relay::restart`].
+    launch: Launch,
     http: reqwest::Client,
+}
+
+/// The flags and variables a relay was started with.
+struct Launch {
+    extra: Vec<String>,
+    env: Vec<(String, String)>,
+    logged: bool,
 }
 
 impl Relay {
@@ -83,25 +92,53 @@ impl Relay {
         env: &[(&str, &str)],
         logged: Option<tempfile::TempDir>,
     ) -> Relay {
-        let (dir, stderr, level) = match logged {
-            Some(dir) => {
-                let file = std::fs::File::create(Relay::log_path(dir.path())).expect("log file");
-                (dir, Stdio::from(file), "info")
-            }
-            None => (
-                tempfile::tempdir().expect("tempdir"),
-                Stdio::inherit(),
-                "warn",
-            ),
+        let launch = Launch {
+            extra: extra.iter().map(|flag| (*flag).to_owned()).collect(),
+            env: env
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+                .collect(),
+            logged: logged.is_some(),
+        };
+        let dir = logged.unwrap_or_else(|| tempfile::tempdir().expect("tempdir"));
+        let (child, url, admin_key) = Relay::launch(dir.path(), "127.0.0.1:0", &launch).await;
+        Relay {
+            url,
+            admin_key: admin_key.expect("first start prints an admin key"),
+            dir,
+            child,
+            launch,
+            // The API client of the tests trusts any certificate: TLS
+            // behaviour is what the runner is tested for, not this client.
+            http: reqwest::Client::builder()
+                .use_preconfigured_tls(insecure_client_tls())
+                .build()
+                .expect("client"),
+        }
+    }
+
+    /// Starts `runner-relay serve` on `listen` with the data directory in
+    /// `dir`; waits until it listens. Returns it, its URL and the admin key
+    /// it printed (only a first start prints one).
+    async fn launch(dir: &Path, listen: &str, launch: &Launch) -> (Child, String, Option<String>) {
+        let (stderr, level) = if launch.logged {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(Relay::log_path(dir))
+                .expect("log file");
+            (Stdio::from(file), "info")
+        } else {
+            (Stdio::inherit(), "warn")
         };
         let mut child = Command::new(relay_bin())
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir.path().join("relay"))
-            .args(extra)
+            .args(["serve", "--listen", listen, "--data-dir"])
+            .arg(dir.join("relay"))
+            .args(&launch.extra)
             .env_remove("RUNNER_RELAY_DATABASE_URL")
             .env_remove("RUNNER_RELAY_ACCESS_LOG")
             .env("RUST_LOG", level)
-            .envs(env.iter().copied())
+            .envs(launch.env.iter().map(|(name, value)| (name, value)))
             .stdout(Stdio::piped())
             .stderr(stderr)
             .kill_on_drop(true)
@@ -125,18 +162,27 @@ impl Relay {
         .expect("relay did not start listening in time");
         // Keep draining stdout so the relay never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Relay {
-            url,
-            admin_key: admin_key.expect("first start prints an admin key"),
-            dir,
-            _child: child,
-            // The API client of the tests trusts any certificate: TLS
-            // behaviour is what the runner is tested for, not this client.
-            http: reqwest::Client::builder()
-                .use_preconfigured_tls(insecure_client_tls())
-                .build()
-                .expect("client"),
-        }
+        (child, url, admin_key)
+    }
+
+    /// Kills the relay process at once (SIGKILL), as a crash would.
+    pub async fn kill(&mut self) {
+        self.child.start_kill().expect("kill the relay");
+        self.child.wait().await.expect("the relay exits");
+    }
+
+    /// Starts the relay again (after [`Relay::kill`]) on the same address
+    /// and data directory: its SQLite store keeps everything, the admin key
+    /// included.
+    pub async fn restart(&mut self) {
+        let address = self
+            .url
+            .split_once("://")
+            .map_or(self.url.as_str(), |(_, rest)| rest)
+            .to_owned();
+        let (child, url, _) = Relay::launch(self.dir.path(), &address, &self.launch).await;
+        assert_eq!(url, self.url, "the relay came back on its address");
+        self.child = child;
     }
 
     /// Sends an API request with the admin key; returns status and JSON body.

@@ -306,7 +306,7 @@ async fn journal_outcome(
             result: entry.result,
             exit_code: entry.exit_code,
             error: entry.error,
-            error_code: None,
+            error_code: entry.error_code,
             finished_at: rfc3339(entry.finished_at.unwrap_or(now)),
         }));
     }

@@ -55,5 +55,6 @@ pub async fn get(
         result: entry.result,
         exit_code: entry.exit_code,
         error: entry.error,
+        error_code: entry.error_code,
     }))
 }

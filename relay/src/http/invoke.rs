@@ -32,7 +32,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use runner_proto::api::{
     stream_frame, ErrorBody, ErrorDetail, InvokeRequest, InvokeResponse, DEFAULT_TIMEOUT_S,
-    MAX_TIMEOUT_S, STREAM_MEDIA_TYPE,
+    MAX_TIMEOUT_S, RUNNER_DISCONNECTED, STREAM_MEDIA_TYPE,
 };
 use runner_proto::approvals::{OnApproval, MAX_APPROVAL_WAIT_S};
 use runner_proto::audit::{AuditAction, AuditDecision};
@@ -50,9 +50,15 @@ use crate::enforcement::{self, Refusal};
 use crate::environment::EnvironmentRecord;
 use crate::metrics::labels::Outcome;
 use crate::metrics::CallMetrics;
-use crate::routing::{CallRouter, JournaledRouter, OutputChunk, Presence, RouteError};
+use crate::routing::{
+    CallRouter, JournaledRouter, OutputChunk, Presence, RouteError, DISCONNECTED_MESSAGE,
+};
 use crate::state::AppState;
 use crate::store::Member;
+
+/// Bound on the journal read of a repeated call id while no runner is
+/// connected.
+const JOURNAL_LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The tracing target of the access log: the `request` and `call` spans
 /// and their lines ("answered", "call finished"), at info, only with
@@ -337,7 +343,6 @@ async fn check_and_relay(
                 .any(|tool| tool.name == request.tool_name)
         });
     let mut metrics = state.metrics.call(&request.tool_name, offered, started);
-    let timeout_s = request.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
     let workspace = presence
         .as_ref()
         .map(|presence| presence.host.workspace.as_str())
@@ -369,7 +374,24 @@ async fn check_and_relay(
             let asked = approvals::ask(state, caller, ask(request, rule)).await;
             return approval_asked(&mut metrics, audit, asked);
         }
-        (None, None) => return Err(metrics.refused(not_connected(&environment.id))),
+        (None, None) => {
+            // A call id the journal knows is answered from there (its
+            // result, its failure, or the wait for a runner that may come
+            // back with it): a caller repeating a call after losing its
+            // connection must not be told "no runner" for a call that ran.
+            if journalled(state, &environment.id, request.call_id.as_deref()).await {
+                let stream = stream_format(headers);
+                let relay = Relay {
+                    environment,
+                    caller,
+                    notice,
+                    started,
+                    metrics,
+                };
+                return relay_checked(state, relay, request, stream, audit).await;
+            }
+            return Err(metrics.refused(not_connected(&environment.id)));
+        }
     };
     let Some(tool) = presence
         .tools
@@ -400,6 +422,60 @@ async fn check_and_relay(
         return approval_asked(&mut metrics, audit, asked);
     }
 
+    let relay = Relay {
+        environment,
+        caller,
+        notice,
+        started,
+        metrics,
+    };
+    relay_checked(state, relay, request, stream, audit).await
+}
+
+/// A checked call, ready to go: where, for whom, and its counters.
+struct Relay<'a> {
+    environment: &'a EnvironmentRecord,
+    caller: &'a Member,
+    notice: Option<Arc<str>>,
+    started: Instant,
+    metrics: CallMetrics,
+}
+
+/// Whether `call_id` (the caller's) is in the journal, for this
+/// environment or another (the router answers that one with 409).
+async fn journalled(state: &AppState, environment_id: &str, call_id: Option<&str>) -> bool {
+    let Some(call_id) = call_id else {
+        return false;
+    };
+    match tokio::time::timeout(JOURNAL_LOOKUP_TIMEOUT, state.store.invocation(call_id)).await {
+        Ok(Ok(entry)) => entry.is_some(),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, %environment_id, %call_id, "could not read the call journal");
+            false
+        }
+        Err(_elapsed) => {
+            tracing::warn!(%environment_id, %call_id, "reading the call journal timed out");
+            false
+        }
+    }
+}
+
+/// Relays a checked call, streamed or not.
+async fn relay_checked(
+    state: &AppState,
+    relay: Relay<'_>,
+    request: InvokeRequest,
+    stream: Option<StreamFormat>,
+    audit: &mut CallAudit,
+) -> Result<Response, ApiError> {
+    let Relay {
+        environment,
+        caller,
+        notice,
+        started,
+        metrics,
+    } = relay;
+    let timeout_s = request.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
     let call_id = request
         .call_id
         .clone()
@@ -693,13 +769,9 @@ impl Streaming {
                     Err(_closed) => {
                         self.metrics.finish(Outcome::Disconnected);
                         tracing::warn!(environment_id = %self.environment_id, call_id = %self.call_id, "runner disconnected during the call");
-                        self.audit.ended(AuditDecision::Error, "runner_disconnected");
+                        self.audit.ended(AuditDecision::Error, RUNNER_DISCONNECTED);
                         journal_given_up(&self.state, &self.guard, &self.tool).await;
-                        error_body(
-                            "runner_disconnected",
-                            "the runner disconnected before the call finished",
-                            &self.call_id,
-                        )
+                        error_body(RUNNER_DISCONNECTED, DISCONNECTED_MESSAGE, &self.call_id)
                     }
                 }
             }
@@ -922,11 +994,13 @@ fn finished(result: &CallResult, started: Instant) {
     );
 }
 
+/// The 503 of a call whose runner's session ended before it answered;
+/// its journal entry says the same (`failed`, [`RUNNER_DISCONNECTED`]).
 fn disconnected(call_id: &str) -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
-        "runner_disconnected",
-        "the runner disconnected before the call finished",
+        RUNNER_DISCONNECTED,
+        DISCONNECTED_MESSAGE,
     )
     .with_call_id(call_id)
 }

@@ -434,7 +434,7 @@ fn hand_written() -> Value {
                         "tool_name": { "type": "string" },
                         "args": { "type": "object" },
                         "timeout_s": { "type": "integer", "minimum": 1, "maximum": 3600, "default": 300 },
-                        "call_id": { "type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "description": "idempotency key: a call_id already seen is not run again; the answer is the first call's result" },
+                        "call_id": { "type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "description": "idempotency key: a call_id already seen is not run again; the answer is the first call's answer (its result, its failure, or the wait for it). Send your own, and when the connection to the relay fails before the answer, send the same request again with backoff" },
                         "on_approval": { "enum": ["refuse", "wait"], "default": "refuse", "description": "for a tool that needs a person's approval: refuse (403 approval_required) or ask for one (202 ApprovalTicket)" },
                         "approval_wait_s": { "type": "integer", "minimum": 1, "maximum": 300, "description": "with on_approval wait: hold the request this long for the decision and the call's end before answering 202" }
                     }
@@ -446,13 +446,14 @@ fn hand_written() -> Value {
                         "call_id": { "type": "string" },
                         "environment_id": { "type": "string" },
                         "tool_name": { "type": "string" },
-                        "state": { "enum": ["pending", "dispatched", "done"] },
+                        "state": { "enum": ["pending", "dispatched", "failed", "done"], "description": "failed: the runner's session ended before it answered (error_code runner_disconnected); a result the runner reports later still moves it to done" },
                         "epoch": { "type": ["integer", "null"], "description": "runner session epoch the call was dispatched to" },
                         "created_at": { "type": "string" },
                         "finished_at": { "type": ["string", "null"] },
                         "result": {},
                         "exit_code": { "type": ["integer", "null"] },
-                        "error": { "type": ["string", "null"] }
+                        "error": { "type": ["string", "null"] },
+                        "error_code": { "type": "string", "description": "the kind of error, when a caller should tell it apart: runner_disconnected, denied_by_runner_policy" }
                     }
                 },
                 "InvokeResponse": {
@@ -583,7 +584,7 @@ fn hand_written() -> Value {
             "/invocations/{call_id}": {
                 "parameters": [{ "name": "call_id", "in": "path", "required": true, "schema": { "type": "string" } }],
                 "get": {
-                    "summary": "A call's journal entry: pending, dispatched (to a session epoch) or done with its result; fetch a result that arrived after the caller stopped waiting",
+                    "summary": "A call's journal entry: pending, dispatched (to a session epoch), failed (its runner dropped first) or done with its result; fetch a result that arrived after the caller stopped waiting",
                     "responses": { "200": json_response("the call", "Invocation"), "401": unauthorized, "404": error_response("no such call, or its environment is not visible to the caller") }
                 }
             },

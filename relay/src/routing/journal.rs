@@ -9,12 +9,13 @@
 //!   insert is what tells a repeated id from a new one, on every relay
 //!   sharing the store;
 //! * everything else (dispatched when the call frame is written, done when
-//!   the result arrives, both on the relay holding the socket; see
-//!   [`crate::runner_connection`]) goes through the [`JournalWriter`]: a
-//!   bounded queue that a background task writes in one transaction per
-//!   batch, folding the steps of one call into one row. A call id the
-//!   relay generated needs no write before sending: nobody else knows it
-//!   yet, and the runner and the NATS layer never run one id twice.
+//!   the result arrives, failed when the runner's session ends first, all
+//!   on the relay holding the socket; see [`crate::runner_connection`])
+//!   goes through the [`JournalWriter`]: a bounded queue that a background
+//!   task writes in one transaction per batch, folding the steps of one
+//!   call into one row. A call id the relay generated needs no write
+//!   before sending: nobody else knows it yet, and the runner and the NATS
+//!   layer never run one id twice.
 //!
 //! When the caller stops waiting (504, runner gone) with a call id in its
 //! answer, [`JournaledRouter::ensure_findable`] makes sure that id is in the
@@ -26,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use runner_proto::api::InvocationState;
+use runner_proto::api::{InvocationState, RUNNER_DISCONNECTED};
 use runner_proto::ws::{Call, CallResult, Policy};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -34,7 +35,12 @@ use tokio::sync::{mpsc, oneshot, Notify};
 
 use super::{CallHandle, CallRouter, Presence, RouteError};
 use crate::clock::Clock;
-use crate::store::{state_rank, InvocationRecord, JournalWrite, Store};
+use crate::store::{state_rank, InvocationRecord, JournalWrite, Settled, Store};
+
+/// What a caller is told when the runner's session ends before the call's
+/// answer: the message of the 503 `runner_disconnected`, and the `error`
+/// of its `failed` journal entry.
+pub const DISCONNECTED_MESSAGE: &str = "the runner disconnected before the call finished";
 
 /// Bound on one journal read or write in the call path.
 const JOURNAL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -60,6 +66,9 @@ const LINGER: Duration = Duration::from_millis(20);
 /// journal is best effort beyond the idempotency insert).
 const BATCH_TIMEOUT: Duration = Duration::from_secs(10);
 
+// Not boxed: a step only passes through the queue, and a box would cost an
+// allocation per journal step on the call path; a flush is rare.
+#[allow(clippy::large_enum_variant)]
 enum Step {
     Write(JournalWrite),
     /// Answered once every step queued before it is written.
@@ -189,9 +198,41 @@ impl JournalWriter {
         record.result = result.result;
         record.exit_code = result.exit_code;
         record.error = result.error;
+        record.error_code = result.error_code;
         self.record(JournalWrite {
             entry: record,
             create: known,
+        })
+        .await;
+    }
+
+    /// The runner's session with this epoch ended before it answered the
+    /// call: `failed` with [`RUNNER_DISCONNECTED`], unless an answer is
+    /// journalled already; an answer journalled later replaces it (see
+    /// [`crate::runner_connection`] for when a session's end counts). An
+    /// empty `tool_name` keeps the one journalled at dispatch.
+    pub async fn failed(
+        &self,
+        environment_id: &str,
+        call_id: &str,
+        tool_name: &str,
+        epoch: u64,
+        at: OffsetDateTime,
+    ) {
+        let mut record = entry(
+            call_id,
+            environment_id,
+            tool_name,
+            InvocationState::Failed,
+            Some(epoch),
+            at,
+        );
+        record.finished_at = Some(at);
+        record.error = Some(DISCONNECTED_MESSAGE.to_owned());
+        record.error_code = Some(RUNNER_DISCONNECTED.to_owned());
+        self.record(JournalWrite {
+            entry: record,
+            create: true,
         })
         .await;
     }
@@ -235,6 +276,7 @@ fn entry(
         result: Value::Null,
         exit_code: None,
         error: None,
+        error_code: None,
     }
 }
 
@@ -310,6 +352,7 @@ fn fold(earlier: &mut JournalWrite, later: JournalWrite) {
         entry.result = later.result;
         entry.exit_code = later.exit_code;
         entry.error = later.error;
+        entry.error_code = later.error_code;
     }
 }
 
@@ -356,18 +399,24 @@ impl JournaledRouter {
     }
 
     /// A handle answered from the journal: at once when the first call is
-    /// done, else as soon as it is (or never, if the waiter gives up first).
+    /// settled (answered, or failed: then the result channel closes, which
+    /// the waiter reads as "runner disconnected", as the first caller got),
+    /// else as soon as it is (or never, if the waiter gives up first).
     fn handle_from_journal(&self, existing: InvocationRecord) -> CallHandle {
         let (_no_output, output) = mpsc::channel(1);
         let (result_tx, result) = oneshot::channel();
         let call_id = existing.call_id.clone();
-        if let Some(answer) = existing.call_result() {
+        match existing.settled() {
             // The receiver is in the handle returned below: it is alive.
-            let _ = result_tx.send(answer);
-        } else {
-            let store = self.store.clone();
-            let call_id = call_id.clone();
-            tokio::spawn(async move { wait_for_first(store, call_id, result_tx).await });
+            Settled::Answered(answer) => {
+                let _ = result_tx.send(answer);
+            }
+            Settled::Disconnected => drop(result_tx),
+            Settled::Running => {
+                let store = self.store.clone();
+                let call_id = call_id.clone();
+                tokio::spawn(async move { wait_for_first(store, call_id, result_tx).await });
+            }
         }
         CallHandle {
             call_id,
@@ -447,9 +496,10 @@ impl JournaledRouter {
     }
 }
 
-/// Polls the journal until the first call with this id is done. Dropping
-/// `result` without a value (entry gone: the first call never reached a
-/// runner) reads as "runner disconnected" to the waiter.
+/// Polls the journal until the first call with this id is settled.
+/// Dropping `result` without a value (the entry failed: its runner's
+/// session ended; or it is gone: the first call never reached a runner)
+/// reads as "runner disconnected" to the waiter.
 async fn wait_for_first(
     store: Arc<dyn Store>,
     call_id: String,
@@ -461,12 +511,14 @@ async fn wait_for_first(
             () = tokio::time::sleep(JOURNAL_POLL) => {}
         }
         match tokio::time::timeout(JOURNAL_TIMEOUT, store.invocation(&call_id)).await {
-            Ok(Ok(Some(entry))) => {
-                if let Some(answer) = entry.call_result() {
+            Ok(Ok(Some(entry))) => match entry.settled() {
+                Settled::Answered(answer) => {
                     let _ = result.send(answer);
                     return;
                 }
-            }
+                Settled::Disconnected => return,
+                Settled::Running => {}
+            },
             Ok(Ok(None)) => return,
             Ok(Err(error)) => tracing::warn!(%error, %call_id, "could not read the call journal"),
             Err(_elapsed) => tracing::warn!(%call_id, "reading the call journal timed out"),
@@ -529,5 +581,33 @@ mod tests {
         );
         assert_eq!(first.entry.state, InvocationState::Done);
         assert_eq!(first.entry.exit_code, Some(0));
+    }
+
+    #[test]
+    fn folding_lets_a_result_beat_a_failure_and_never_the_reverse() {
+        let failed = || {
+            let mut failed = step(InvocationState::Failed, "", Some(3), true);
+            failed.entry.error_code = Some(RUNNER_DISCONNECTED.to_owned());
+            failed
+        };
+        let mut done = step(InvocationState::Done, "", Some(4), false);
+        done.entry.exit_code = Some(0);
+
+        let mut first = step(InvocationState::Dispatched, "ping", Some(3), true);
+        fold(&mut first, failed());
+        assert_eq!(first.entry.state, InvocationState::Failed);
+        assert_eq!(first.entry.error_code.as_deref(), Some(RUNNER_DISCONNECTED));
+        fold(&mut first, done.clone());
+        assert_eq!(first.entry.state, InvocationState::Done);
+        assert_eq!(
+            first.entry.error_code, None,
+            "the result's, not the failure's"
+        );
+        assert_eq!(first.entry.exit_code, Some(0));
+
+        let mut answered = done;
+        fold(&mut answered, failed());
+        assert_eq!(answered.entry.state, InvocationState::Done);
+        assert_eq!(answered.entry.error_code, None);
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! * [`JournaledRouter`]: makes a client's `call_id` an idempotency key
 //!   (journalled before the call is sent) and hands every other journal
-//!   entry (pending → dispatched → done) to the batched [`JournalWriter`];
+//!   entry (pending → dispatched → done, or failed) to the batched
+//!   [`JournalWriter`];
 //! * [`NatsRouter`] (shared mode only): sends a call by NATS request-reply
 //!   to the relay holding the runner's socket, fenced by session epoch, and
 //!   broadcasts revocation, deletion, policy and cancel to every relay;
@@ -29,7 +30,7 @@ use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 
 pub use catalogue::{Catalogue, CatalogueInterner};
-pub use journal::{JournalWriter, JournaledRouter};
+pub use journal::{JournalWriter, JournaledRouter, DISCONNECTED_MESSAGE};
 pub use local::{Attachment, Delivery, Kick, LocalRouter};
 pub use nats::{
     announced_tools, announcement_json, ClusterConfig, NatsRouter, ServingGuard,

@@ -195,26 +195,47 @@ pub struct InvocationRecord {
     pub result: Value,
     pub exit_code: Option<i32>,
     pub error: Option<String>,
+    /// The kind of `error` ([`CallResult::error_code`], or
+    /// [`RUNNER_DISCONNECTED`](runner_proto::api::RUNNER_DISCONNECTED) for
+    /// a `failed` entry).
+    pub error_code: Option<String>,
+}
+
+/// Where a journalled call stands, for a caller waiting on it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settled {
+    /// No answer yet.
+    Running,
+    /// The runner answered.
+    Answered(CallResult),
+    /// The runner's session ended first (`failed`): the caller gets what a
+    /// caller waiting at that moment got, "runner disconnected".
+    Disconnected,
 }
 
 impl InvocationRecord {
-    /// The stored answer, once done.
-    pub fn call_result(&self) -> Option<CallResult> {
-        (self.state == InvocationState::Done).then(|| CallResult {
-            call_id: self.call_id.clone(),
-            result: self.result.clone(),
-            exit_code: self.exit_code,
-            error: self.error.clone(),
-            // The journal keeps the error's text, not its kind.
-            error_code: None,
-        })
+    /// Where the call stands: its stored answer, if any.
+    pub fn settled(&self) -> Settled {
+        match self.state {
+            InvocationState::Pending | InvocationState::Dispatched => Settled::Running,
+            InvocationState::Failed => Settled::Disconnected,
+            InvocationState::Done => Settled::Answered(CallResult {
+                call_id: self.call_id.clone(),
+                result: self.result.clone(),
+                exit_code: self.exit_code,
+                error: self.error.clone(),
+                error_code: self.error_code.clone(),
+            }),
+        }
     }
 }
 
 /// A journal entry moving forward, as the batched journal writer hands it
 /// to the store. Writes are idempotent and order-free: an entry only ever
-/// moves forward (pending → dispatched → done; the first answer wins), so
-/// relays may write the same call's steps in any order.
+/// moves forward (pending → dispatched → failed → done; the first answer
+/// wins, and a runner's answer beats a failure the relay recorded when the
+/// runner's session ended), so relays may write the same call's steps in
+/// any order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JournalWrite {
     /// The entry as far as the writer knows it (`tool_name` may be empty
@@ -232,7 +253,8 @@ pub fn state_rank(state: InvocationState) -> u8 {
     match state {
         InvocationState::Pending => 0,
         InvocationState::Dispatched => 1,
-        InvocationState::Done => 2,
+        InvocationState::Failed => 2,
+        InvocationState::Done => 3,
     }
 }
 

@@ -159,9 +159,9 @@ impl Backend for PostgresBackend {
         }
         let [update, create] = columns;
         let input = "UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], \
-             $6::bigint[], $7::bigint[], $8::text[], $9::int4[], $10::text[]) \
+             $6::bigint[], $7::bigint[], $8::text[], $9::int4[], $10::text[], $11::text[]) \
              AS input(call_id, environment_id, tool_name, state, epoch, created_at, finished_at, \
-             result, exit_code, error)";
+             result, exit_code, error, error_code)";
         let create = (!create.is_empty()).then(|| {
             let statement = journal_sql::insert(&format!("SELECT * FROM {input}"));
             (statement, create)
@@ -205,6 +205,7 @@ struct Columns<'a> {
     result: Vec<Option<String>>,
     exit_code: Vec<Option<i32>>,
     error: Vec<Option<&'a str>>,
+    error_code: Vec<Option<&'a str>>,
 }
 
 impl<'a> Columns<'a> {
@@ -224,6 +225,7 @@ impl<'a> Columns<'a> {
         self.result.push(result_text(entry)?);
         self.exit_code.push(entry.exit_code);
         self.error.push(entry.error.as_deref());
+        self.error_code.push(entry.error_code.as_deref());
         Ok(())
     }
 
@@ -242,5 +244,6 @@ impl<'a> Columns<'a> {
             .bind(self.result)
             .bind(self.exit_code)
             .bind(self.error)
+            .bind(self.error_code)
     }
 }

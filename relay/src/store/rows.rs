@@ -60,6 +60,7 @@ pub fn state_text(state: InvocationState) -> &'static str {
     match state {
         InvocationState::Pending => "pending",
         InvocationState::Dispatched => "dispatched",
+        InvocationState::Failed => "failed",
         InvocationState::Done => "done",
     }
 }
@@ -68,6 +69,7 @@ fn parse_state(text: &str) -> Result<InvocationState, StoreError> {
     match text {
         "pending" => Ok(InvocationState::Pending),
         "dispatched" => Ok(InvocationState::Dispatched),
+        "failed" => Ok(InvocationState::Failed),
         "done" => Ok(InvocationState::Done),
         other => Err(corrupt("invocations", format!("unknown state {other:?}"))),
     }
@@ -306,12 +308,13 @@ pub struct InvocationRow {
     result: Option<String>,
     exit_code: Option<i32>,
     error: Option<String>,
+    error_code: Option<String>,
 }
 
 impl InvocationRow {
     /// In the order the journal's batch statements bind them.
     pub const COLUMNS: &str = "call_id, environment_id, tool_name, state, epoch, created_at, \
-         finished_at, result, exit_code, error";
+         finished_at, result, exit_code, error, error_code";
 }
 
 impl TryFrom<InvocationRow> for InvocationRecord {
@@ -333,6 +336,7 @@ impl TryFrom<InvocationRow> for InvocationRecord {
                 .unwrap_or_default(),
             exit_code: row.exit_code,
             error: row.error,
+            error_code: row.error_code,
         })
     }
 }

@@ -280,6 +280,7 @@ mod tests {
                 result: serde_json::Value::Null,
                 exit_code: None,
                 error: None,
+                error_code: None,
             },
             create: true,
         }

@@ -21,12 +21,12 @@ use super::journal_sql;
 use super::rows::{epoch_to_db, result_text, state_text};
 use super::{InvocationRecord, StoreError};
 
-/// Most rows in one statement: 10 parameters a row stays far below
+/// Most rows in one statement: 11 parameters a row stays far below
 /// SQLite's 32,766, and a larger batch is written as several statements.
 pub const MAX_ROWS: usize = 1024;
 /// Parameters per row, in the order of
 /// [`InvocationRow::COLUMNS`](super::rows::InvocationRow::COLUMNS).
-const COLUMNS: usize = 10;
+const COLUMNS: usize = 11;
 /// Statement shapes per kind: 1, 2, 4, … [`MAX_ROWS`] rows.
 const SHAPES: usize = MAX_ROWS.trailing_zeros() as usize + 1;
 
@@ -35,7 +35,8 @@ const SHAPES: usize = MAX_ROWS.trailing_zeros() as usize + 1;
 /// padding rows have a NULL call id.
 const INPUT_COLUMNS: &str = "column1 AS call_id, column2 AS environment_id, \
      column3 AS tool_name, column4 AS state, column5 AS epoch, column6 AS created_at, \
-     column7 AS finished_at, column8 AS result, column9 AS exit_code, column10 AS error";
+     column7 AS finished_at, column8 AS result, column9 AS exit_code, column10 AS error, \
+     column11 AS error_code";
 
 /// What a journal statement does with its rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +93,8 @@ fn query<'q>(kind: Kind, rows: &'q [Row<'q>]) -> Query<'q, Sqlite, SqliteArgumen
             .bind(entry.finished_at.map(OffsetDateTime::unix_timestamp))
             .bind(row.result.as_deref())
             .bind(entry.exit_code)
-            .bind(entry.error.as_deref());
+            .bind(entry.error.as_deref())
+            .bind(entry.error_code.as_deref());
     }
     for _ in 0..shape.saturating_sub(rows.len()) * COLUMNS {
         query = query.bind(None::<i64>);
@@ -142,7 +144,7 @@ mod tests {
     }
 
     #[test]
-    fn each_shape_binds_ten_parameters_a_row() {
+    fn each_shape_binds_eleven_parameters_a_row() {
         for kind in [Kind::Create, Kind::Update] {
             for slot in 0..SHAPES {
                 let rows = 1 << slot;

@@ -597,6 +597,53 @@ async fn the_same_call_id_runs_once() {
     );
 }
 
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn a_runner_dropping_on_one_relay_fails_its_call_for_every_relay() {
+    let cluster = Cluster::start().await;
+    let (env, token) = cluster.dev_env("dropped").await;
+    let mut runner = fake_runner(cluster.url(1), &token, "dropping-process").await;
+    cluster.wait_status(cluster.url(0), &env, connected).await;
+
+    // Sent through A to the runner's socket on B.
+    let call_id = format!("dropped-{}", random_suffix());
+    let body = json!({"tool_name": "echo", "call_id": call_id, "timeout_s": 300});
+    let caller = cluster.spawn_invoke(cluster.url(0), &env, body.clone());
+    runner.next_call().await;
+    cluster
+        .wait_invocation(cluster.url(2), &call_id, "dispatched")
+        .await;
+
+    // The runner goes away: B, which held its socket, journals the call
+    // failed; A's caller is told so.
+    drop(runner);
+    let dropped_at = Instant::now();
+    let (status, answer, _) = caller.await.expect("caller");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
+    assert_eq!(answer["error"]["code"], "runner_disconnected", "{answer}");
+    let entry = cluster
+        .wait_invocation(cluster.url(2), &call_id, "failed")
+        .await;
+    let waited = dropped_at.elapsed();
+    assert_eq!(entry["error_code"], "runner_disconnected", "{entry}");
+    assert!(entry["finished_at"].is_string(), "{entry}");
+    assert!(waited < Duration::from_secs(5), "failed after {waited:?}");
+
+    // Repeated through C (no runner anywhere now): the same answer, not
+    // the call's 300 s timeout later. (C first waits up to
+    // NO_RESPONDERS_RETRY for a runner that just left to come back, as for
+    // any call then.)
+    let asked = Instant::now();
+    let (status, again) = cluster.invoke(cluster.url(2), &env, body).await;
+    let took = asked.elapsed();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{again}");
+    assert_eq!(again, answer);
+    assert!(took < Duration::from_secs(5), "the repeat took {took:?}");
+    eprintln!(
+        "cluster: failed in the journal {waited:?} after the drop; repeat answered in {took:?}"
+    );
+}
+
 async fn fake_socket(url: &str, token: &str) -> crate::support::Socket {
     let ws = format!("{}/runner/connect", url.replacen("http", "ws", 1));
     let mut request = ws.into_client_request().expect("request");

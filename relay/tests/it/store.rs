@@ -590,7 +590,7 @@ async fn invocations(store: &dyn Store) {
         (again.state, again.tool_name.as_str(), again.created_at),
         (InvocationState::Pending, "shell", at(400))
     );
-    assert_eq!(again.call_result(), None);
+    assert_eq!(again.settled(), store::Settled::Running);
 
     store
         .forget_pending_invocation("call-1")
@@ -618,6 +618,7 @@ async fn invocations(store: &dyn Store) {
         result: json!({"stdout": "hi"}),
         exit_code: Some(3),
         error: Some("exit 3".to_owned()),
+        error_code: Some("some_kind".to_owned()),
     };
     store
         .write_journal(&[JournalWrite {
@@ -634,10 +635,13 @@ async fn invocations(store: &dyn Store) {
     let mut expected = done;
     expected.tool_name = "shell".to_owned();
     assert_eq!(read, expected);
-    assert_eq!(
-        read.call_result().map(|result| result.result),
-        Some(json!({"stdout": "hi"}))
-    );
+    match read.settled() {
+        store::Settled::Answered(result) => {
+            assert_eq!(result.result, json!({"stdout": "hi"}));
+            assert_eq!(result.error_code.as_deref(), Some("some_kind"));
+        }
+        other => panic!("a done entry is answered: {other:?}"),
+    }
     store
         .forget_pending_invocation("call-1")
         .await
@@ -662,6 +666,7 @@ async fn invocations(store: &dyn Store) {
             result: serde_json::Value::Null,
             exit_code: None,
             error: None,
+            error_code: None,
         },
         create,
     };
