@@ -286,14 +286,22 @@ async fn an_approval_required_call_names_its_approval_and_get_approval_waits_for
         .expect("approval id")
         .to_owned();
 
-    let (status, body) = relay
-        .api(
-            Method::POST,
-            &format!("/approvals/{approval_id}/approve"),
-            Some(json!({"comment": "fine"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+    // A person decides through MCP too.
+    let admin = connect(&relay, &relay.admin_key, "/mcp").await;
+    let pending = call(&admin, "list_approvals", json!({"status": "pending"}))
+        .await
+        .expect("list_approvals")
+        .structured_content
+        .expect("list");
+    assert_eq!(pending["approvals"][0]["id"], approval_id.as_str(), "{pending}");
+    let decided = call(
+        &admin,
+        "decide_approval",
+        json!({"approval_id": approval_id, "decision": "approve", "comment": "fine"}),
+    )
+    .await
+    .expect("decide_approval");
+    assert_eq!(decided.is_error, Some(false), "{decided:?}");
     let waited = call(
         &mcp,
         "get_approval",
@@ -355,6 +363,22 @@ async fn a_session_endpoint_pins_its_environment() {
         .await;
     assert_eq!(view["environment"]["id"], one.as_str(), "{view}");
 
+    // Management: status and a new registration token, as the API gives them.
+    let status = call(&mcp, "environment_status", json!({"environment": "one"}))
+        .await
+        .expect("environment_status")
+        .structured_content
+        .expect("status");
+    assert_eq!(status["status"], "online", "{status}");
+    let token = call(&mcp, "generate_token", json!({"environment": "two"}))
+        .await
+        .expect("generate_token")
+        .structured_content
+        .expect("token");
+    assert!(
+        token["token"].as_str().is_some_and(|token| token.starts_with("rnrt_")),
+        "{token}"
+    );
     let ended = call(&mcp, "end_session", json!({"session_id": session_id}))
         .await
         .expect("end");
