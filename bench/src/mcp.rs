@@ -49,7 +49,7 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
     let mut over_mcp = Vec::with_capacity(calls);
     let mut over_sdk = Vec::with_capacity(calls);
     for n in 0..BATCH {
-        http_ping(&http, &relay, env, n).await?;
+        procs::ping(&http, &relay, env, n).await?;
         mcp_ping(&http, &relay, &tool, n).await?;
         mcp_ping(&http, &sdk, &sdk_tool, n).await?;
     }
@@ -57,7 +57,7 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
         let batch = BATCH.min(calls - over_http.len());
         for n in 0..batch {
             let started = Instant::now();
-            http_ping(&http, &relay, env, n).await?;
+            procs::ping(&http, &relay, env, n).await?;
             over_http.push(started.elapsed());
         }
         for n in 0..batch {
@@ -112,27 +112,6 @@ async fn ping_tool(http: &reqwest::Client, relay: &Relay) -> anyhow::Result<Stri
         })
         .map(str::to_owned)
         .with_context(|| format!("no environment's ping in tools/list: {listed}"))
-}
-
-async fn http_ping(
-    http: &reqwest::Client,
-    relay: &Relay,
-    env: &str,
-    n: usize,
-) -> anyhow::Result<()> {
-    let (status, body) = procs::api(
-        http,
-        &relay.url,
-        &relay.admin_key,
-        reqwest::Method::POST,
-        &Relay::invoke_path(env),
-        Some(&json!({"tool_name": "ping", "args": {"n": n}})),
-    )
-    .await?;
-    if status != 200 || body["result"]["n"] != json!(n) {
-        bail!("ping: HTTP {status}: {body}");
-    }
-    Ok(())
 }
 
 async fn mcp_ping(

@@ -148,7 +148,7 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
     // Warm both up unmeasured.
     for side in &sides {
         for n in 0..BATCH {
-            ping(&http, &side.relay, &side.env, n).await?;
+            procs::ping(&http, &side.relay, &side.env, n).await?;
         }
     }
     while sides.iter().any(|side| side.samples.len() < calls) {
@@ -157,7 +157,7 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
             let before = cpu_ns(pid)?;
             for n in 0..BATCH.min(calls - side.samples.len()) {
                 let started = Instant::now();
-                ping(&http, &side.relay, &side.env, n).await?;
+                procs::ping(&http, &side.relay, &side.env, n).await?;
                 side.samples.push(started.elapsed());
             }
             side.cpu_ns += cpu_ns(pid)?.saturating_sub(before);
@@ -190,22 +190,6 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
     result.insert("target_ratio".into(), json!(1.10));
     result.insert("met".into(), json!(ratio <= 1.10));
     Ok(Value::Object(result))
-}
-
-async fn ping(http: &reqwest::Client, relay: &Relay, env: &str, n: usize) -> anyhow::Result<()> {
-    let (status, body) = procs::api(
-        http,
-        &relay.url,
-        &relay.admin_key,
-        reqwest::Method::POST,
-        &Relay::invoke_path(env),
-        Some(&json!({"tool_name": "ping", "args": {"n": n}})),
-    )
-    .await?;
-    if status != 200 {
-        bail!("ping: HTTP {status}: {body}");
-    }
-    Ok(())
 }
 
 /// CPU time of every thread of `pid` so far, in nanoseconds: the first

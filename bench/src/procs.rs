@@ -222,6 +222,28 @@ impl Relay {
     }
 }
 
+/// A `ping` through `relay` to `env`'s runner, checked to echo `n`.
+pub async fn ping(
+    http: &reqwest::Client,
+    relay: &Relay,
+    env: &str,
+    n: usize,
+) -> anyhow::Result<()> {
+    let (status, body) = api(
+        http,
+        &relay.url,
+        &relay.admin_key,
+        reqwest::Method::POST,
+        &Relay::invoke_path(env),
+        Some(&serde_json::json!({"tool_name": "ping", "args": {"n": n}})),
+    )
+    .await?;
+    if status != 200 || body["result"]["n"] != serde_json::json!(n) {
+        anyhow::bail!("ping: HTTP {status}: {body}");
+    }
+    Ok(())
+}
+
 pub async fn api(
     http: &reqwest::Client,
     url: &str,

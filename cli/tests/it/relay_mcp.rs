@@ -293,7 +293,11 @@ async fn an_approval_required_call_names_its_approval_and_get_approval_waits_for
         .expect("list_approvals")
         .structured_content
         .expect("list");
-    assert_eq!(pending["approvals"][0]["id"], approval_id.as_str(), "{pending}");
+    assert_eq!(
+        pending["approvals"][0]["id"],
+        approval_id.as_str(),
+        "{pending}"
+    );
     let decided = call(
         &admin,
         "decide_approval",
@@ -376,7 +380,9 @@ async fn a_session_endpoint_pins_its_environment() {
         .structured_content
         .expect("token");
     assert!(
-        token["token"].as_str().is_some_and(|token| token.starts_with("rnrt_")),
+        token["token"]
+            .as_str()
+            .is_some_and(|token| token.starts_with("rnrt_")),
         "{token}"
     );
     let ended = call(&mcp, "end_session", json!({"session_id": session_id}))

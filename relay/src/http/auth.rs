@@ -118,6 +118,20 @@ pub enum Intent {
     Manage,
 }
 
+/// Every environment `caller` may use (shared ones and their teams').
+pub async fn usable_environments(
+    state: &AppState,
+    caller: &Member,
+) -> Result<Vec<EnvironmentRecord>, ApiError> {
+    Ok(state
+        .store
+        .list_environments()
+        .await?
+        .into_iter()
+        .filter(|environment| access::can_use(caller, &environment.scope))
+        .collect())
+}
+
 /// Loads an environment, by id or by name, the caller may act on: 404 if it
 /// does not exist or the caller cannot see it, 403 if they see it but may
 /// not do this.

@@ -21,13 +21,12 @@ use runner_proto::sessions::{
 use serde::Deserialize;
 use time::OffsetDateTime;
 
-use super::auth::{environment_for, Caller, Intent};
+use super::auth::{environment_for, usable_environments, Caller, Intent};
 use super::call_audit::CallAudit;
 use super::error::{ApiError, ApiJson, RawBody};
 use super::invoke::{run_call, Destination};
 use super::members::named_member;
 use super::origin::{entry, Origin};
-use crate::access;
 use crate::clock::rfc3339;
 use crate::environment::EnvironmentRecord;
 use crate::routing::{CallRouter, Presence};
@@ -470,13 +469,7 @@ async fn lock(
             (environment, reason)
         }
         Requested::Auto => {
-            let environments: Vec<EnvironmentRecord> = state
-                .store
-                .list_environments()
-                .await?
-                .into_iter()
-                .filter(|environment| access::can_use(caller, &environment.scope))
-                .collect();
+            let environments = usable_environments(state, caller).await?;
             let mut standings = Vec::with_capacity(environments.len());
             for environment in &environments {
                 standings.push(standing(state, environment).await);

@@ -17,9 +17,9 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::names;
-use crate::access;
 use crate::enforcement;
 use crate::environment::EnvironmentRecord;
+use crate::http::auth::usable_environments;
 use crate::http::error::ApiError;
 use crate::read_cache::Generation;
 use crate::routing::{CallRouter, Presence};
@@ -40,13 +40,7 @@ pub async fn usable(
     caller: &Member,
     with_presence: bool,
 ) -> Result<Vec<Usable>, ApiError> {
-    let mut environments: Vec<EnvironmentRecord> = state
-        .store
-        .list_environments()
-        .await?
-        .into_iter()
-        .filter(|environment| access::can_use(caller, &environment.scope))
-        .collect();
+    let mut environments = usable_environments(state, caller).await?;
     environments.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.id.cmp(&b.id)));
     let slugs = names::slugs(
         environments
