@@ -15,6 +15,7 @@ pub mod lock;
 pub mod metrics;
 pub mod notify;
 pub mod probe;
+pub mod process_secrecy;
 pub mod session;
 
 use std::path::PathBuf;

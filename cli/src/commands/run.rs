@@ -22,6 +22,8 @@ use crate::tools;
 use crate::update;
 
 pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
+    // Before any secret is read: nothing a tool runs can read it back.
+    agent::process_secrecy::hide_from_tools();
     let (url, token_source) = connection_settings(dirs, &args)?;
 
     // Fail closed: a configured permission file that can't be loaded stops

@@ -21,6 +21,7 @@ mod runner;
 mod service;
 mod snapshots;
 mod tls;
+mod tool_secrets;
 mod tools_argv;
 mod tools_browser;
 mod tools_claude;
