@@ -255,7 +255,7 @@ struct RunToolArgs {
     /// The tool's arguments.
     #[serde(default)]
     args: Option<JsonObject>,
-    /// Seconds before the call is cancelled (default 60).
+    /// Seconds before the call is cancelled (default 300).
     #[serde(default)]
     timeout_s: Option<u64>,
 }
