@@ -2624,7 +2624,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__service__subcmd__uninstall)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --purge --root --help --version"
+            opts="-y -h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --purge --yes --root --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3020,7 +3020,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__token__subcmd__generate)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --grace-hours --url --json --help --version"
+            opts="-y -h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --grace-hours --yes --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3246,7 +3246,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__unregister)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version"
+            opts="-y -h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --yes --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

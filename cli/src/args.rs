@@ -92,7 +92,10 @@ pub enum Command {
     Register(RegisterArgs),
 
     /// Remove the stored registration (config and token).
-    Unregister,
+    ///
+    /// Asks first, since the token is shown once and cannot be read back;
+    /// --yes for scripts (without a terminal it refuses, exit 2).
+    Unregister(UnregisterArgs),
 
     /// Connect to the relay and execute tool calls until stopped.
     Run(RunArgs),
@@ -420,9 +423,13 @@ pub struct ServiceInstallArgs {
 
 #[derive(Debug, Args)]
 pub struct ServiceUninstallArgs {
-    /// Also remove /etc/runner/env.
+    /// Also remove /etc/runner/env (the runner's token and settings); asks
+    /// first, --yes for scripts.
     #[arg(long)]
     pub purge: bool,
+    /// Do not ask for confirmation before --purge.
+    #[arg(long, short)]
+    pub yes: bool,
     /// Remove files under DIR instead of /.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
@@ -459,6 +466,13 @@ pub struct UpdateArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UnregisterArgs {
+    /// Do not ask for confirmation.
+    #[arg(long, short)]
+    pub yes: bool,
 }
 
 #[derive(Debug, Args)]
@@ -642,9 +656,13 @@ pub struct TokenRevokeArgs {
 pub struct TokenGenerateArgs {
     /// Environment id or name.
     pub env: String,
-    /// Hours the previous token keeps working (0–168).
+    /// Hours the previous token keeps working (0–168). 0 cuts the
+    /// connected runner off at once, so it asks first (--yes for scripts).
     #[arg(long, default_value_t = 24)]
     pub grace_hours: u32,
+    /// Do not ask for confirmation before --grace-hours 0.
+    #[arg(long, short)]
+    pub yes: bool,
     #[command(flatten)]
     pub api: ApiArgs,
 }

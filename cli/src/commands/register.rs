@@ -5,7 +5,7 @@ use runner_proto::api::RegisterResponse;
 use runner_proto::RUNNER_REGISTER_PATH;
 use serde_json::json;
 
-use crate::args::RegisterArgs;
+use crate::args::{RegisterArgs, UnregisterArgs};
 use crate::client::{self, REQUEST_TIMEOUT};
 use crate::config::{ConfigFile, Dirs, Registration};
 use crate::credentials::{self, SecretKind};
@@ -87,9 +87,18 @@ pub async fn register(dirs: &Dirs, args: RegisterArgs) -> Result<()> {
     Ok(())
 }
 
-pub async fn unregister(dirs: &Dirs) -> Result<()> {
-    credentials::remove(dirs, SecretKind::RegistrationToken).await?;
+pub async fn unregister(dirs: &Dirs, args: UnregisterArgs) -> Result<()> {
     let mut config = ConfigFile::load(dirs)?;
+    if let (Some(registration), false) = (&config.registration, args.yes) {
+        output::confirm(
+            &format!(
+                "Remove this machine's registration with {} (environment {})? The token cannot be read back; `runner run` will not start until registered again.",
+                registration.url, registration.environment_id
+            ),
+            "unregister",
+        )?;
+    }
+    credentials::remove(dirs, SecretKind::RegistrationToken).await?;
     let was = config.registration.take();
     config.save(dirs)?;
     match was {

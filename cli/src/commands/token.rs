@@ -15,6 +15,15 @@ pub async fn run(dirs: &Dirs, command: TokenCommand) -> Result<()> {
         TokenCommand::Generate(args) => {
             let client = ApiClient::from_args(dirs, &args.api).await?;
             let env = client.resolve_env(&args.env).await?;
+            if args.grace_hours == 0 && !args.yes {
+                output::confirm(
+                    &format!(
+                        "Generate a new token for {} ({}) with no grace period? The current token stops working now and a connected runner is cut off until it is registered with the new one.",
+                        env.name, env.id
+                    ),
+                    "rotate with no grace period",
+                )?;
+            }
             let token: GeneratedToken = client
                 .request::<(), _>(
                     Method::POST,

@@ -108,6 +108,52 @@ async fn reports_of_a_real_relay() {
     assert_eq!(rotated.status.code(), Some(0), "{}", transcript(&rotated));
 }
 
+/// Every destructive command refuses without a terminal to ask on (exit 2,
+/// pointing at --yes) and changes nothing; with --yes it goes ahead.
+#[tokio::test]
+async fn destructive_commands_refuse_without_yes_when_nobody_can_confirm() {
+    let relay = Relay::spawn().await;
+    let (_env, runner) = Runner::registered(&relay, json!({"name": "cut-box"})).await;
+    let unregister = runner
+        .command()
+        .arg("unregister")
+        .output()
+        .await
+        .expect("runs");
+    assert_transcript!("unregister_unconfirmed", &unregister);
+    let cut = relay
+        .admin_command()
+        .args(["token", "generate", "cut-box", "--grace-hours", "0"])
+        .output()
+        .await
+        .expect("runs");
+    assert_transcript!("token_generate_no_grace_unconfirmed", &cut);
+    let confirmed = relay
+        .admin_command()
+        .args(["token", "rotate", "cut-box", "--grace-hours", "0", "--yes"])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(
+        confirmed.status.code(),
+        Some(0),
+        "{}",
+        transcript(&confirmed)
+    );
+    let gone = runner
+        .command()
+        .args(["unregister", "--yes"])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(gone.status.code(), Some(0), "{}", transcript(&gone));
+    assert!(
+        String::from_utf8_lossy(&gone.stderr).contains("unregistered from"),
+        "the refused unregister kept the registration: {}",
+        transcript(&gone)
+    );
+}
+
 /// `--require-approval ''` clears the list instead of storing `[""]`.
 #[tokio::test]
 async fn an_empty_list_flag_clears_the_list() {
