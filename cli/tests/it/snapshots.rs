@@ -29,6 +29,7 @@ macro_rules! assert_transcript {
             (r"env_[0-9a-z]+", "env_[ID]"),
             (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "[UUID]"),
             (r"rnr[kt]_[A-Za-z0-9_-]+", "rnr?_[SECRET]"),
+            (r"rnr([kt])_…[A-Za-z0-9_-]+", "rnr${1}_…[HINT]"),
             (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[TIME]"),
         ]}, {
             insta::assert_snapshot!($name, transcript($output));
@@ -106,6 +107,15 @@ async fn reports_of_a_real_relay() {
     assert_transcript!("token_revoke_unconfirmed", &revoke);
     let rotated = run(&["token", "rotate", "prod-box", "--json"]).await;
     assert_eq!(rotated.status.code(), Some(0), "{}", transcript(&rotated));
+    // The runner still uses the token it connected with: both views say so.
+    let token_status = run(&["token", "status", "prod-box"]).await;
+    assert_transcript!("token_status_after_rotation", &token_status);
+    let status = run(&["status", "prod-box"]).await;
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("(previous, valid until"),
+        "{}",
+        transcript(&status)
+    );
 }
 
 /// Every destructive command refuses without a terminal to ask on (exit 2,
