@@ -362,3 +362,58 @@ async fn the_relay_logs_each_call_only_with_access_log() {
         }
     }
 }
+
+/// The relay's log lines carry plain values: a default environment as its
+/// id or `none`, teams as a list, never Rust's `Some(..)` or `[".."]`.
+#[tokio::test]
+async fn the_relay_logs_plain_values_not_rust_debug_ones() {
+    let relay = Relay::spawn_logged(&[], &[]).await;
+    let env = relay.create_env(json!({"name": "plain"})).await;
+    let (status, body) = relay
+        .api(Method::POST, "/teams", Some(json!({"name": "ops"})))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, member) = relay
+        .api(
+            Method::POST,
+            "/members",
+            Some(json!({"name": "ada", "teams": ["ops"]})),
+        )
+        .await;
+    assert_eq!(status, 201, "{member}");
+    let member_path = format!("/members/{}", member["id"].as_str().expect("id"));
+    for default in [json!(env), json!(null)] {
+        let (status, body) = relay
+            .api(
+                Method::PATCH,
+                &member_path,
+                Some(json!({"default_environment": default})),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let log = relay.log();
+    let line =
+        |what: &str| -> Vec<&str> { log.lines().filter(|line| line.contains(what)).collect() };
+    let created = line("member created");
+    assert_eq!(created.len(), 1, "{log}");
+    assert!(created[0].contains("teams=ops"), "{}", created[0]);
+    let defaults = line("default environment set");
+    assert_eq!(defaults.len(), 2, "{log}");
+    assert!(
+        defaults[0].contains(&format!("default_environment={env}")),
+        "{}",
+        defaults[0]
+    );
+    assert!(
+        defaults[1].contains("default_environment=none"),
+        "{}",
+        defaults[1]
+    );
+    for line in log.lines() {
+        assert!(
+            !line.contains("Some(") && !line.contains("[\""),
+            "a Rust debug value in the log: {line}"
+        );
+    }
+}

@@ -35,7 +35,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             let (created, key) = members::create_with_key(store.as_ref(), &clock, &member)
                 .await
                 .context("creating the member")?;
-            tracing::info!(member_id = %created.id, admin = created.is_admin, teams = ?created.teams, "member created");
+            tracing::info!(member_id = %created.id, admin = created.is_admin, teams = %created.teams.join(","), "member created");
             operator_audit(
                 store.as_ref(),
                 &clock,

@@ -154,7 +154,7 @@ fn runner_auth_failed(
 fn busy(peer: Option<std::net::SocketAddr>, refused: Refused) -> Response {
     tracing::debug!(
         peer = peer.map(tracing::field::display),
-        ?refused,
+        refused = %refused.as_str(),
         "too many runner handshakes in progress; asking to retry"
     );
     let message = match refused {
