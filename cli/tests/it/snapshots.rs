@@ -59,6 +59,54 @@ fn top_level_help() {
     assert_transcript!("help", &output);
 }
 
+/// Examples stay one command a line: in `--help` on an 80-column terminal,
+/// and in the man page, where roff would otherwise fill them into one line.
+#[test]
+fn examples_stay_one_command_a_line_in_help_and_man_pages() {
+    use runner_cli::args::examples;
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (args, page, text) in [
+        (&[][..], "runner.1", examples::RUNNER),
+        (&["session"][..], "runner-session.1", examples::SESSION),
+        (
+            &["approvals"][..],
+            "runner-approvals.1",
+            examples::APPROVALS,
+        ),
+        (&["audit"][..], "runner-audit.1", examples::AUDIT),
+        (&["status"][..], "runner-status.1", examples::STATUS),
+        (&["invoke"][..], "runner-invoke.1", examples::INVOKE),
+    ] {
+        let (mut command, _dir) = bare();
+        let output = command
+            .args(args)
+            .arg("--help")
+            .env("COLUMNS", "80")
+            .output()
+            .expect("runs");
+        let help = String::from_utf8_lossy(&output.stdout);
+        let help_lines: Vec<&str> = help.lines().collect();
+        let man = std::fs::read_to_string(repo.join("man").join(page)).expect("man page");
+        let unfilled = man
+            .split_once(".SH EXAMPLES\n.nf\n")
+            .and_then(|(_, rest)| rest.split_once(".fi\n"))
+            .map(|(section, _)| section)
+            .unwrap_or_else(|| panic!("{page} has no unfilled EXAMPLES section"));
+        let man_lines: Vec<&str> = unfilled.lines().collect();
+        for line in text.lines().filter(|line| !line.trim().is_empty()) {
+            assert!(line.len() <= 78, "{line:?} would wrap at 80 columns");
+            assert!(
+                help_lines.contains(&line),
+                "{args:?} --help lost {line:?}:\n{help}"
+            );
+            if let Some(example) = line.strip_prefix("  ") {
+                let roff = example.replace('-', "\\-").replace('\'', "\\(aq");
+                assert!(man_lines.contains(&roff.as_str()), "{page} lost {line:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn invoke_help() {
     let (mut command, _dir) = bare();
