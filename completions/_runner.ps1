@@ -61,6 +61,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--token', '--token', [CompletionResultType]::ParameterName, 'The registration token (prefer RUNNER_TOKEN or --token-stdin)')
             [CompletionResult]::new('--credential-store', '--credential-store', [CompletionResultType]::ParameterName, 'Where to keep the token')
             [CompletionResult]::new('--token-stdin', '--token-stdin', [CompletionResultType]::ParameterName, 'Read the token from standard input')
+            [CompletionResult]::new('--replace', '--replace', [CompletionResultType]::ParameterName, 'Register even though a runner on another machine is connected to the environment: `runner run` here will replace it (it stops)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the result as JSON')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -2160,7 +2160,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__register)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --token --token-stdin --credential-store --json --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --token --token-stdin --credential-store --replace --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -65,6 +65,7 @@ complete -c runner -n "__fish_runner_using_subcommand register" -l credential-st
 keyring\t'The OS keychain only (fails if none is usable)'
 file\t'A file readable by its owner only'"
 complete -c runner -n "__fish_runner_using_subcommand register" -l token-stdin -d 'Read the token from standard input'
+complete -c runner -n "__fish_runner_using_subcommand register" -l replace -d 'Register even though a runner on another machine is connected to the environment: `runner run` here will replace it (it stops)'
 complete -c runner -n "__fish_runner_using_subcommand register" -l json -d 'Print the result as JSON'
 complete -c runner -n "__fish_runner_using_subcommand register" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c runner -n "__fish_runner_using_subcommand register" -s V -l version -d 'Print version'

@@ -290,6 +290,11 @@ pub struct RegisterArgs {
     #[arg(long, env = env_vars::CREDENTIAL_STORE, value_enum, default_value_t = CredentialStoreChoice::Auto)]
     pub credential_store: CredentialStoreChoice,
 
+    /// Register even though a runner on another machine is connected to
+    /// the environment: `runner run` here will replace it (it stops).
+    #[arg(long)]
+    pub replace: bool,
+
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,

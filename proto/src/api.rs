@@ -493,6 +493,18 @@ pub struct Invocation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegisterResponse {
     pub environment: crate::ws::EnvironmentInfo,
+    /// The runner connected to the environment now, if any: a runner
+    /// started with this token replaces it.
+    #[serde(default)]
+    pub connected_runner: Option<ConnectedRunner>,
+}
+
+/// A runner connected to an environment, as `register` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectedRunner {
+    pub hostname: String,
+    /// RFC 3339.
+    pub connected_since: String,
 }
 
 /// Every error answer: `{"error":{"code","message"}}`.

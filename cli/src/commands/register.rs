@@ -1,7 +1,7 @@
 //! `runner register` / `runner unregister`.
 
 use anyhow::Result;
-use runner_proto::api::RegisterResponse;
+use runner_proto::api::{ConnectedRunner, RegisterResponse};
 use runner_proto::RUNNER_REGISTER_PATH;
 use serde_json::json;
 
@@ -45,6 +45,9 @@ pub async fn register(dirs: &Dirs, args: RegisterArgs) -> Result<()> {
                 Err(error) => error,
             }
         })?;
+    if let Some(connected) = &answer.connected_runner {
+        check_takeover(&answer, connected, args.replace)?;
+    }
 
     let location = credentials::store(
         dirs,
@@ -84,6 +87,47 @@ pub async fn register(dirs: &Dirs, args: RegisterArgs) -> Result<()> {
         ])?;
         output::note("next: `runner run` (or `runner service install`)");
     }
+    Ok(())
+}
+
+/// One environment has one runner: a runner started with this token
+/// replaces the connected one. Taking over from another machine needs
+/// `--replace` (nothing is stored without it); on the same machine it is a
+/// re-registration, and a note says so.
+fn check_takeover(
+    answer: &RegisterResponse,
+    connected: &ConnectedRunner,
+    replace: bool,
+) -> Result<()> {
+    let environment = if answer.environment.name.is_empty() {
+        answer.environment.id.clone()
+    } else {
+        format!("{} ({})", answer.environment.name, answer.environment.id)
+    };
+    let here = super::run::hostname();
+    let runner = format!(
+        "a runner on {} is connected to environment {environment} (since {})",
+        connected.hostname, connected.connected_since
+    );
+    if connected.hostname == here {
+        output::note(&format!("note: {runner}; `runner run` here replaces it"));
+        return Ok(());
+    }
+    if !replace {
+        return Err(ExitError::new(
+            exit::FAILURE,
+            format!("{runner}; a runner started here with this token would replace it"),
+        )
+        .with_hint(
+            "pass --replace to move the environment to this machine (the other runner stops), \
+             or give this machine an environment of its own: `runner env create NAME` and \
+             `runner token generate NAME`",
+        )
+        .into());
+    }
+    output::note(&format!(
+        "warning: {runner}; `runner run` here will replace it (--replace)"
+    ));
     Ok(())
 }
 

@@ -452,6 +452,9 @@ fn hand_written() -> Value {
                     "type": "object",
                     "properties": { "environment": { "type": "object", "properties": {
                         "id": { "type": "string" }, "name": { "type": "string" }, "tags": { "type": "array", "items": { "type": "string" } }
+                    } },
+                    "connected_runner": { "type": ["object", "null"], "description": "the runner connected now, which a runner started with this token replaces", "properties": {
+                        "hostname": { "type": "string" }, "connected_since": { "type": "string" }
                     } } }
                 }
             }
