@@ -392,6 +392,18 @@ async fn the_relay_logs_plain_values_not_rust_debug_ones() {
             .await;
         assert_eq!(status, 200, "{body}");
     }
+    // A refused token: no environment to name, so no environment_id.
+    let refused = reqwest::Client::new()
+        .post(format!(
+            "{}{}",
+            relay.url,
+            runner_proto::RUNNER_REGISTER_PATH
+        ))
+        .bearer_auth("rnrt_not_a_token")
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(refused.status(), 401);
     let log = relay.log();
     let line =
         |what: &str| -> Vec<&str> { log.lines().filter(|line| line.contains(what)).collect() };
@@ -410,9 +422,12 @@ async fn the_relay_logs_plain_values_not_rust_debug_ones() {
         "{}",
         defaults[1]
     );
+    let refusals = line("registration token refused");
+    assert_eq!(refusals.len(), 1, "{log}");
+    assert!(!refusals[0].contains("environment_id"), "{}", refusals[0]);
     for line in log.lines() {
         assert!(
-            !line.contains("Some(") && !line.contains("[\""),
+            !line.contains("Some(") && !line.contains("[\"") && !line.contains("=\""),
             "a Rust debug value in the log: {line}"
         );
     }

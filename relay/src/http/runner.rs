@@ -104,7 +104,7 @@ async fn authenticate_limited(
             };
             tracing::warn!(
                 peer = peer.map(tracing::field::display),
-                environment_id = environment.as_deref().unwrap_or("-"),
+                environment_id = environment.as_deref().map(tracing::field::display),
                 reason = %error,
                 "registration token refused"
             );
