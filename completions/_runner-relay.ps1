@@ -80,6 +80,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
             [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database URL (default: sqlite://<data-dir>/relay.db)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
             [CompletionResult]::new('--worker-threads', '--worker-threads', [CompletionResultType]::ParameterName, 'Threads that serve the API and the runners'' sockets (default: one per CPU). Fewer leave more of a small host to other processes')
+            [CompletionResult]::new('--create', '--create', [CompletionResultType]::ParameterName, 'Create a new store if there is none at the data dir (or --database-url''s SQLite file). Without it `admin` refuses, saying where it looked, rather than hand out a key of a store no relay serves')
             [CompletionResult]::new('--access-log', '--access-log', [CompletionResultType]::ParameterName, 'Log every API request ("answered": method, path, status, ms) and every tool call ("call finished": environment, call id, tool, member, exit code, ms) at info, target `runner_relay::access`. Off by default: every call is in the relay''s journal already (`GET /invocations/{call_id}`), and these lines would cost a busy relay a sixth of its instructions per call and run into journald''s rate limit, which then drops the warnings that matter')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -96,10 +97,13 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
         'runner-relay;admin;create-key' {
             [CompletionResult]::new('--team', '--team', [CompletionResultType]::ParameterName, 'Add the member to this team (repeatable; the team must exist)')
             [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'The member''s display name')
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Directory for the relay''s data (default: the platform data directory)')
+            [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database URL (default: sqlite://<data-dir>/relay.db)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
             [CompletionResult]::new('--worker-threads', '--worker-threads', [CompletionResultType]::ParameterName, 'Threads that serve the API and the runners'' sockets (default: one per CPU). Fewer leave more of a small host to other processes')
             [CompletionResult]::new('--admin', '--admin', [CompletionResultType]::ParameterName, 'Make the member an organisation admin')
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Make the member an agent (an API client acting for its teams, e.g. a coding agent or a CI pipeline) rather than a person')
+            [CompletionResult]::new('--create', '--create', [CompletionResultType]::ParameterName, 'Create a new store if there is none at the data dir (or --database-url''s SQLite file). Without it `admin` refuses, saying where it looked, rather than hand out a key of a store no relay serves')
             [CompletionResult]::new('--access-log', '--access-log', [CompletionResultType]::ParameterName, 'Log every API request ("answered": method, path, status, ms) and every tool call ("call finished": environment, call id, tool, member, exit code, ms) at info, target `runner_relay::access`. Off by default: every call is in the relay''s journal already (`GET /invocations/{call_id}`), and these lines would cost a busy relay a sixth of its instructions per call and run into journald''s rate limit, which then drops the warnings that matter')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -108,8 +112,11 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
             break
         }
         'runner-relay;admin;add-to-team' {
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Directory for the relay''s data (default: the platform data directory)')
+            [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database URL (default: sqlite://<data-dir>/relay.db)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
             [CompletionResult]::new('--worker-threads', '--worker-threads', [CompletionResultType]::ParameterName, 'Threads that serve the API and the runners'' sockets (default: one per CPU). Fewer leave more of a small host to other processes')
+            [CompletionResult]::new('--create', '--create', [CompletionResultType]::ParameterName, 'Create a new store if there is none at the data dir (or --database-url''s SQLite file). Without it `admin` refuses, saying where it looked, rather than hand out a key of a store no relay serves')
             [CompletionResult]::new('--access-log', '--access-log', [CompletionResultType]::ParameterName, 'Log every API request ("answered": method, path, status, ms) and every tool call ("call finished": environment, call id, tool, member, exit code, ms) at info, target `runner_relay::access`. Off by default: every call is in the relay''s journal already (`GET /invocations/{call_id}`), and these lines would cost a busy relay a sixth of its instructions per call and run into journald''s rate limit, which then drops the warnings that matter')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -118,8 +125,11 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
             break
         }
         'runner-relay;admin;remove-from-team' {
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Directory for the relay''s data (default: the platform data directory)')
+            [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database URL (default: sqlite://<data-dir>/relay.db)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
             [CompletionResult]::new('--worker-threads', '--worker-threads', [CompletionResultType]::ParameterName, 'Threads that serve the API and the runners'' sockets (default: one per CPU). Fewer leave more of a small host to other processes')
+            [CompletionResult]::new('--create', '--create', [CompletionResultType]::ParameterName, 'Create a new store if there is none at the data dir (or --database-url''s SQLite file). Without it `admin` refuses, saying where it looked, rather than hand out a key of a store no relay serves')
             [CompletionResult]::new('--access-log', '--access-log', [CompletionResultType]::ParameterName, 'Log every API request ("answered": method, path, status, ms) and every tool call ("call finished": environment, call id, tool, member, exit code, ms) at info, target `runner_relay::access`. Off by default: every call is in the relay''s journal already (`GET /invocations/{call_id}`), and these lines would cost a busy relay a sixth of its instructions per call and run into journald''s rate limit, which then drops the warnings that matter')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -128,8 +138,11 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
             break
         }
         'runner-relay;admin;create-team' {
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Directory for the relay''s data (default: the platform data directory)')
+            [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database URL (default: sqlite://<data-dir>/relay.db)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
             [CompletionResult]::new('--worker-threads', '--worker-threads', [CompletionResultType]::ParameterName, 'Threads that serve the API and the runners'' sockets (default: one per CPU). Fewer leave more of a small host to other processes')
+            [CompletionResult]::new('--create', '--create', [CompletionResultType]::ParameterName, 'Create a new store if there is none at the data dir (or --database-url''s SQLite file). Without it `admin` refuses, saying where it looked, rather than hand out a key of a store no relay serves')
             [CompletionResult]::new('--access-log', '--access-log', [CompletionResultType]::ParameterName, 'Log every API request ("answered": method, path, status, ms) and every tool call ("call finished": environment, call id, tool, member, exit code, ms) at info, target `runner_relay::access`. Off by default: every call is in the relay''s journal already (`GET /invocations/{call_id}`), and these lines would cost a busy relay a sixth of its instructions per call and run into journald''s rate limit, which then drops the warnings that matter')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -138,8 +151,11 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
             break
         }
         'runner-relay;admin;audit' {
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Directory for the relay''s data (default: the platform data directory)')
+            [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database URL (default: sqlite://<data-dir>/relay.db)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
             [CompletionResult]::new('--worker-threads', '--worker-threads', [CompletionResultType]::ParameterName, 'Threads that serve the API and the runners'' sockets (default: one per CPU). Fewer leave more of a small host to other processes')
+            [CompletionResult]::new('--create', '--create', [CompletionResultType]::ParameterName, 'Create a new store if there is none at the data dir (or --database-url''s SQLite file). Without it `admin` refuses, saying where it looked, rather than hand out a key of a store no relay serves')
             [CompletionResult]::new('--access-log', '--access-log', [CompletionResultType]::ParameterName, 'Log every API request ("answered": method, path, status, ms) and every tool call ("call finished": environment, call id, tool, member, exit code, ms) at info, target `runner_relay::access`. Off by default: every call is in the relay''s journal already (`GET /invocations/{call_id}`), and these lines would cost a busy relay a sixth of its instructions per call and run into journald''s rate limit, which then drops the warnings that matter')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -150,9 +166,12 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
             break
         }
         'runner-relay;admin;audit;verify' {
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Directory for the relay''s data (default: the platform data directory)')
+            [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database URL (default: sqlite://<data-dir>/relay.db)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
             [CompletionResult]::new('--worker-threads', '--worker-threads', [CompletionResultType]::ParameterName, 'Threads that serve the API and the runners'' sockets (default: one per CPU). Fewer leave more of a small host to other processes')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print the result as one JSON object on stdout')
+            [CompletionResult]::new('--create', '--create', [CompletionResultType]::ParameterName, 'Create a new store if there is none at the data dir (or --database-url''s SQLite file). Without it `admin` refuses, saying where it looked, rather than hand out a key of a store no relay serves')
             [CompletionResult]::new('--access-log', '--access-log', [CompletionResultType]::ParameterName, 'Log every API request ("answered": method, path, status, ms) and every tool call ("call finished": environment, call id, tool, member, exit code, ms) at info, target `runner_relay::access`. Off by default: every call is in the relay''s journal already (`GET /invocations/{call_id}`), and these lines would cost a busy relay a sixth of its instructions per call and run into journald''s rate limit, which then drops the warnings that matter')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

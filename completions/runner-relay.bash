@@ -144,7 +144,7 @@ _runner__relay() {
             return 0
             ;;
         runner__subcmd__relay__subcmd__admin)
-            opts="-h -V --data-dir --database-url --log-format --access-log --worker-threads --help --version create-key add-to-team remove-from-team create-team audit help"
+            opts="-h -V --data-dir --database-url --create --log-format --access-log --worker-threads --help --version create-key add-to-team remove-from-team create-team audit help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -174,12 +174,20 @@ _runner__relay() {
             return 0
             ;;
         runner__subcmd__relay__subcmd__admin__subcmd__add__subcmd__to__subcmd__team)
-            opts="-h -V --log-format --access-log --worker-threads --help --version"
+            opts="-h -V --data-dir --database-url --create --log-format --access-log --worker-threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -196,12 +204,20 @@ _runner__relay() {
             return 0
             ;;
         runner__subcmd__relay__subcmd__admin__subcmd__audit)
-            opts="-h -V --log-format --access-log --worker-threads --help --version verify help"
+            opts="-h -V --data-dir --database-url --create --log-format --access-log --worker-threads --help --version verify help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -260,12 +276,20 @@ _runner__relay() {
             return 0
             ;;
         runner__subcmd__relay__subcmd__admin__subcmd__audit__subcmd__verify)
-            opts="-h -V --json --log-format --access-log --worker-threads --help --version"
+            opts="-h -V --json --data-dir --database-url --create --log-format --access-log --worker-threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -282,7 +306,7 @@ _runner__relay() {
             return 0
             ;;
         runner__subcmd__relay__subcmd__admin__subcmd__create__subcmd__key)
-            opts="-h -V --admin --team --name --agent --log-format --access-log --worker-threads --help --version"
+            opts="-h -V --admin --team --name --agent --data-dir --database-url --create --log-format --access-log --worker-threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -293,6 +317,14 @@ _runner__relay() {
                     return 0
                     ;;
                 --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -312,12 +344,20 @@ _runner__relay() {
             return 0
             ;;
         runner__subcmd__relay__subcmd__admin__subcmd__create__subcmd__team)
-            opts="-h -V --log-format --access-log --worker-threads --help --version"
+            opts="-h -V --data-dir --database-url --create --log-format --access-log --worker-threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -446,12 +486,20 @@ _runner__relay() {
             return 0
             ;;
         runner__subcmd__relay__subcmd__admin__subcmd__remove__subcmd__from__subcmd__team)
-            opts="-h -V --log-format --access-log --worker-threads --help --version"
+            opts="-h -V --data-dir --database-url --create --log-format --access-log --worker-threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --log-format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0

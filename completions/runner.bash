@@ -2164,7 +2164,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__register)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --token --token-stdin --credential-store --json --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --token --token-stdin --credential-store --replace --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2628,7 +2628,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__service__subcmd__uninstall)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --purge --root --help --version"
+            opts="-y -h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --purge --yes --root --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3024,7 +3024,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__token__subcmd__generate)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --grace-hours --url --json --help --version"
+            opts="-y -h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --grace-hours --yes --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3250,7 +3250,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__unregister)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version"
+            opts="-y -h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --yes --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

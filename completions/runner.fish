@@ -65,6 +65,7 @@ complete -c runner -n "__fish_runner_using_subcommand register" -l credential-st
 keyring\t'The OS keychain only (fails if none is usable)'
 file\t'A file readable by its owner only'"
 complete -c runner -n "__fish_runner_using_subcommand register" -l token-stdin -d 'Read the token from standard input'
+complete -c runner -n "__fish_runner_using_subcommand register" -l replace -d 'Register even though a runner on another machine is connected to the environment: `runner run` here will replace it (it stops)'
 complete -c runner -n "__fish_runner_using_subcommand register" -l json -d 'Print the result as JSON'
 complete -c runner -n "__fish_runner_using_subcommand register" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c runner -n "__fish_runner_using_subcommand register" -s V -l version -d 'Print version'
@@ -75,7 +76,8 @@ complete -c runner -n "__fish_runner_using_subcommand unregister" -l insecure-sk
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand unregister" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
-complete -c runner -n "__fish_runner_using_subcommand unregister" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand unregister" -s y -l yes -d 'Do not ask for confirmation'
+complete -c runner -n "__fish_runner_using_subcommand unregister" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c runner -n "__fish_runner_using_subcommand unregister" -s V -l version -d 'Print version'
 complete -c runner -n "__fish_runner_using_subcommand run" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand run" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
@@ -240,8 +242,9 @@ complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_sub
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
-complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l grace-hours -d 'Hours the previous token keeps working (0–168)' -r
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l grace-hours -d 'Hours the previous token keeps working (0–168). 0 cuts the connected runner off at once, so it asks first (--yes for scripts)' -r
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -s y -l yes -d 'Do not ask for confirmation before --grace-hours 0'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from generate" -s V -l version -d 'Print version'
@@ -252,8 +255,9 @@ complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_sub
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
-complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l grace-hours -d 'Hours the previous token keeps working (0–168)' -r
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l grace-hours -d 'Hours the previous token keeps working (0–168). 0 cuts the connected runner off at once, so it asks first (--yes for scripts)' -r
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -s y -l yes -d 'Do not ask for confirmation before --grace-hours 0'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand token; and __fish_seen_subcommand_from rotate" -s V -l version -d 'Print version'
@@ -537,7 +541,8 @@ false\t''"
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l root -d 'Remove files under DIR instead of /' -r -F
-complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l purge -d 'Also remove /etc/runner/env'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l purge -d 'Also remove /etc/runner/env (the runner\'s token and settings); asks first, --yes for scripts'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -s y -l yes -d 'Do not ask for confirmation before --purge'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -s V -l version -d 'Print version'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from start" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F

@@ -6,29 +6,72 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::env_vars;
 
+/// Examples shown after `--help` and in the man pages' EXAMPLES section,
+/// line for line: clap would join the lines of a doc comment, and roff
+/// would fill them (see `assets::examples_section`). The first line is the
+/// heading; every other line is a command or a `#` comment, short enough
+/// not to wrap at 80 columns.
+pub mod examples {
+    pub const RUNNER: &str = "\
+Examples:
+  # First steps on a machine (the token from RUNNER_TOKEN or a prompt):
+  runner register --url https://relay.example.com
+  runner run
+
+  # Administration from a terminal (needs an API key, see `runner login`):
+  runner env list
+  runner invoke my-env shell --arg command='uname -a'";
+
+    pub const SESSION: &str = "\
+Examples:
+  # CI: one session across steps
+  export RUNNER_SESSION=$(runner session create --tag linux)
+  runner invoke shell --arg command='make test'
+  runner session end \"$RUNNER_SESSION\"";
+
+    pub const APPROVALS: &str = "\
+Examples:
+  # the pending calls you may decide
+  runner approvals list
+  # one call in full (env values masked)
+  runner approvals show apr_…
+  runner approvals approve apr_… --comment 'ticket 123'
+  runner approvals deny apr_… --comment 'not during the freeze'";
+
+    pub const AUDIT: &str = "\
+Examples:
+  runner audit --env prod-box --since 2026-01-01T00:00:00Z
+  runner audit --action tool.invoke --follow
+  runner audit --json > audit.jsonl";
+
+    pub const STATUS: &str = "\
+Examples:
+  # the relay's view (needs an API key)
+  runner status prod-box
+  # the local runner: no relay, no key
+  runner status --local
+  # for scripts and watchdogs
+  runner status --local --json";
+
+    pub const INVOKE: &str = "\
+Examples:
+  runner invoke prod-box shell --arg command='df -h'
+  runner invoke prod-box file_read --arg path=/etc/hosts --arg limit:=4096";
+}
+
 /// Run tool calls from AI agents and CI pipelines on this machine.
 ///
 /// `runner` dials out to a relay over WebSocket (no inbound port), announces
 /// the tools this machine offers, and executes the calls that agents and CI
 /// send through the relay's HTTP API, under the environment's policy and this
 /// machine's own permission file.
-///
-/// Typical first steps:
-///
-///   runner register --url https://relay.example.com   # token from RUNNER_TOKEN or prompt
-///   runner run
-///
-/// Administration from the terminal (needs an API key, see `runner login`):
-///
-///   runner env list
-///   runner invoke my-env shell --arg command='uname -a'
 #[derive(Debug, Parser)]
 #[command(
     name = "runner",
-    verbatim_doc_comment,
     version,
     propagate_version = true,
-    max_term_width = 100
+    max_term_width = 100,
+    after_help = examples::RUNNER
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -92,7 +135,10 @@ pub enum Command {
     Register(RegisterArgs),
 
     /// Remove the stored registration (config and token).
-    Unregister,
+    ///
+    /// Asks first, since the token is shown once and cannot be read back;
+    /// --yes for scripts (without a terminal it refuses, exit 2).
+    Unregister(UnregisterArgs),
 
     /// Connect to the relay and execute tool calls until stopped.
     Run(RunArgs),
@@ -122,33 +168,17 @@ pub enum Command {
     /// A session's first call picks the environment (`auto`: an online
     /// runner you may use, preferring --tag; or the one named) and every
     /// later call goes to the same machine, or fails if it is gone; it is
-    /// never moved. For CI, hold one session across steps:
-    ///
-    ///   export RUNNER_SESSION=$(runner session create --tag linux)
-    ///   runner invoke shell --arg command='make test'
-    ///   runner session end "$RUNNER_SESSION"
-    #[command(
-        subcommand,
-        verbatim_doc_comment,
-        about = "Start, list, show and end sessions: calls that stay on one machine"
-    )]
+    /// never moved. For CI, hold one session across steps (see the
+    /// examples).
+    #[command(subcommand, after_help = examples::SESSION)]
     Session(SessionCommand),
 
     /// List, show, approve and deny calls that wait for a person's approval.
     ///
     /// A tool an environment's policy lists under approval_required runs
     /// only once someone else who may manage the environment approves the
-    /// exact call (`runner invoke … --wait-approval` asks and waits):
-    ///
-    ///   runner approvals list                      # pending ones you may decide
-    ///   runner approvals show apr_…                # the call in full (env values masked)
-    ///   runner approvals approve apr_… --comment 'ticket 123'
-    ///   runner approvals deny apr_… --comment 'not during the freeze'
-    #[command(
-        subcommand,
-        verbatim_doc_comment,
-        about = "List, show, approve and deny calls that wait for a person's approval"
-    )]
+    /// exact call (`runner invoke … --wait-approval` asks and waits).
+    #[command(subcommand, after_help = examples::APPROVALS)]
     Approvals(ApprovalsCommand),
     /// Read the relay's audit log (organisation admins): who invoked which
     /// tool, changed which environment, token, member or team, and failed
@@ -157,13 +187,9 @@ pub enum Command {
     /// A table of the newest entries by default; --json prints every
     /// matching entry as JSON Lines, oldest first (an export: one entry a
     /// line, with its hash-chain fields); --follow keeps printing new ones.
-    ///
-    ///   runner audit --env prod-box --since 2026-01-01T00:00:00Z
-    ///   runner audit --action tool.invoke --follow
-    ///   runner audit --json > audit.jsonl
     #[command(
-        verbatim_doc_comment,
-        about = "Read the relay's audit log (organisation admins)"
+        about = "Read the relay's audit log (organisation admins)",
+        after_help = examples::AUDIT
     )]
     Audit(AuditArgs),
 
@@ -173,16 +199,12 @@ pub enum Command {
     /// Show an environment's status (pending, online, degraded, offline), or
     /// with --local this machine's runner as it sees itself.
     ///
-    ///   runner status prod-box              # the relay's view, needs an API key
-    ///   runner status --local               # the local runner: no relay, no key
-    ///   runner status --local --json        # for scripts and watchdogs
-    ///
     /// With --local, exits 0 when the runner is connected (degraded
     /// included: busy is not broken) and 69 when it is not running or not
     /// connected; the reason is printed either way.
     #[command(
-        verbatim_doc_comment,
-        about = "Show an environment's status, or with --local this machine's runner as it sees itself"
+        about = "Show an environment's status, or with --local this machine's runner as it sees itself",
+        after_help = examples::STATUS
     )]
     Status(StatusArgs),
 
@@ -190,13 +212,7 @@ pub enum Command {
     ///
     /// Exits with the tool's own exit code; relay-side failures have their own
     /// codes (see EXIT STATUS in the man page).
-    ///
-    ///   runner invoke prod-box shell --arg command='df -h'
-    ///   runner invoke prod-box file_read --arg path=/var/log/syslog --arg limit:=4096
-    #[command(
-        verbatim_doc_comment,
-        about = "Run a tool on an environment's runner and print its output"
-    )]
+    #[command(after_help = examples::INVOKE)]
     Invoke(InvokeArgs),
 
     /// Explain what is wrong when the runner can't connect.
@@ -273,6 +289,11 @@ pub struct RegisterArgs {
     /// Where to keep the token.
     #[arg(long, env = env_vars::CREDENTIAL_STORE, value_enum, default_value_t = CredentialStoreChoice::Auto)]
     pub credential_store: CredentialStoreChoice,
+
+    /// Register even though a runner on another machine is connected to
+    /// the environment: `runner run` here will replace it (it stops).
+    #[arg(long)]
+    pub replace: bool,
 
     /// Print the result as JSON.
     #[arg(long)]
@@ -420,9 +441,13 @@ pub struct ServiceInstallArgs {
 
 #[derive(Debug, Args)]
 pub struct ServiceUninstallArgs {
-    /// Also remove /etc/runner/env.
+    /// Also remove /etc/runner/env (the runner's token and settings); asks
+    /// first, --yes for scripts.
     #[arg(long)]
     pub purge: bool,
+    /// Do not ask for confirmation before --purge.
+    #[arg(long, short)]
+    pub yes: bool,
     /// Remove files under DIR instead of /.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
@@ -459,6 +484,13 @@ pub struct UpdateArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UnregisterArgs {
+    /// Do not ask for confirmation.
+    #[arg(long, short)]
+    pub yes: bool,
 }
 
 #[derive(Debug, Args)]
@@ -642,9 +674,13 @@ pub struct TokenRevokeArgs {
 pub struct TokenGenerateArgs {
     /// Environment id or name.
     pub env: String,
-    /// Hours the previous token keeps working (0–168).
+    /// Hours the previous token keeps working (0–168). 0 cuts the
+    /// connected runner off at once, so it asks first (--yes for scripts).
     #[arg(long, default_value_t = 24)]
     pub grace_hours: u32,
+    /// Do not ask for confirmation before --grace-hours 0.
+    #[arg(long, short)]
+    pub yes: bool,
     #[command(flatten)]
     pub api: ApiArgs,
 }

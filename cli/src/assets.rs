@@ -44,10 +44,14 @@ fn write_pages(
     if command.is_hide_set() {
         return Ok(());
     }
+    let examples = command.get_after_help().map(ToString::to_string);
+    // The examples get a section of their own, unfilled (clap_mangen's
+    // EXTRA section would let roff fill them into one line).
     let page = command
         .clone()
         .name(name.to_owned())
-        .bin_name(name.replace('-', " "));
+        .bin_name(name.replace('-', " "))
+        .after_help(None::<&str>);
     let mut buffer = Vec::new();
     clap_mangen::Man::new(page)
         .date("")
@@ -55,6 +59,9 @@ fn write_pages(
         .render(&mut buffer)
         .with_context(|| format!("rendering the man page of {name}"))?;
     buffer.extend_from_slice(exit_status_section().as_bytes());
+    if let Some(examples) = examples {
+        buffer.extend_from_slice(examples_section(&examples).as_bytes());
+    }
     let path = dir.join(format!("{name}.1"));
     fs_err::write(&path, buffer)?;
     written.push(path);
@@ -77,9 +84,42 @@ fn exit_status_section() -> String {
     text
 }
 
+/// The EXAMPLES section from a command's `after_help` (see
+/// [`crate::args::examples`]): its heading line dropped, each line kept as
+/// it is (`.nf`: no filling, no adjusting, no hyphenation).
+fn examples_section(after_help: &str) -> String {
+    let mut text = String::from(".SH EXAMPLES\n.nf\n");
+    for line in after_help.lines().skip(1) {
+        let line = line
+            .strip_prefix("  ")
+            .unwrap_or(line)
+            .replace('\\', "\\e")
+            .replace('-', "\\-")
+            .replace('\'', "\\(aq");
+        // A line starting with `.` or `'` would be a roff request.
+        if line.starts_with('.') {
+            text.push_str("\\&");
+        }
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text.push_str(".fi\n");
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn examples_stay_one_command_a_line_in_the_man_page() {
+        let section =
+            examples_section("Examples:\n  # a comment\n  runner run --x 'y'\n\n  .hidden \\ back");
+        assert_eq!(
+            section,
+            ".SH EXAMPLES\n.nf\n# a comment\nrunner run \\-\\-x \\(aqy\\(aq\n\n\\&.hidden \\e back\n.fi\n"
+        );
+    }
 
     /// Fails when completions/ or man/ differ from what the clap definitions
     /// generate. Refresh with `cargo run -p runner-cli -- generate-assets`.

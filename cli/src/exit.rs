@@ -11,7 +11,8 @@ use std::fmt;
 pub const OK: u8 = 0;
 /// Any failure without a more specific code.
 pub const FAILURE: u8 = 1;
-/// Command-line usage error (clap's own code).
+/// Command-line usage error (clap's own code), and a destructive command
+/// without --yes when there is no terminal to ask on.
 pub const USAGE: u8 = 2;
 /// `runner run` stopped because the relay told it to: another runner
 /// replaced it, its token was revoked, or its environment was deleted.
@@ -87,8 +88,8 @@ impl std::error::Error for ExitError {}
 /// Table for the man page and `--help`: (code, meaning).
 pub const TABLE: &[(u8, &str)] = &[
     (OK, "success (for `invoke`: the tool's own exit code when it ran)"),
-    (FAILURE, "failure without a more specific code; `policy check`: denied"),
-    (USAGE, "bad command-line usage; `policy check`/`lint`: the permission file was refused"),
+    (FAILURE, "failure without a more specific code; a destructive command the person at the terminal did not confirm; `policy check`: denied"),
+    (USAGE, "bad command-line usage; a destructive command (`env delete`, `token revoke`, `token generate --grace-hours 0`, `unregister`, `service uninstall --purge`) without --yes and without a terminal to ask on; `policy check`/`lint`: the permission file was refused"),
     (STOPPED_BY_RELAY, "`run` was stopped by the relay: replaced by another runner, token revoked, or environment deleted"),
     (UPDATE_AVAILABLE, "`update --check`: a newer release is available"),
     (UPDATE_FAILED, "`update`: the release failed verification or could not be installed; the installed binary is unchanged"),

@@ -87,7 +87,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
     })?;
     match cli.command {
         Command::Register(args) => commands::register::register(&dirs, args).await?,
-        Command::Unregister => commands::register::unregister(&dirs).await?,
+        Command::Unregister(args) => commands::register::unregister(&dirs, args).await?,
         Command::Run(args) => commands::run::run(&dirs, args).await?,
         Command::Login(args) => commands::login::login(&dirs, args).await?,
         Command::Logout(args) => commands::login::logout(&dirs, args).await?,

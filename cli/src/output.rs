@@ -77,30 +77,59 @@ pub fn read_secret_line(prompt: &str) -> Result<String> {
 }
 
 /// Asks a person on a terminal to confirm a destructive `action` by typing
-/// one of `names`; without a terminal refuses (exit 2) and points at
-/// `--yes`, so a script never destroys by accident.
+/// one of `names` (for what cannot be undone on the relay: deleting an
+/// environment, revoking its tokens). See [`refuse_without_terminal`] for
+/// scripts.
 pub fn confirm_by_name<'a>(
     question: &str,
     names: impl IntoIterator<Item = &'a str>,
     action: &str,
 ) -> Result<()> {
-    use std::io::IsTerminal;
-    if !std::io::stdin().is_terminal() {
-        return Err(crate::exit::ExitError::new(
-            crate::exit::USAGE,
-            format!("refusing to {action} without confirmation"),
-        )
-        .with_hint(format!("pass --yes to {action} non-interactively"))
-        .into());
-    }
+    refuse_without_terminal(action)?;
     let answer = read_secret_line(&format!("{question} Type the name or id to confirm: "))?;
     if names.into_iter().any(|name| name == answer) {
         Ok(())
     } else {
-        Err(crate::exit::ExitError::new(
-            crate::exit::FAILURE,
-            format!("not confirmed; did not {action}"),
-        )
-        .into())
+        Err(not_confirmed(action))
     }
+}
+
+/// Asks a person on a terminal a yes/no `question` before a destructive
+/// `action` on this machine or one that cuts a runner off; anything but
+/// `y`/`yes` declines. See [`refuse_without_terminal`] for scripts.
+pub fn confirm(question: &str, action: &str) -> Result<()> {
+    refuse_without_terminal(action)?;
+    let answer = read_secret_line(&format!("{question} [y/N] "))?;
+    if matches!(answer.to_ascii_lowercase().as_str(), "y" | "yes") {
+        Ok(())
+    } else {
+        Err(not_confirmed(action))
+    }
+}
+
+/// Without a terminal to ask on, a destructive command refuses (exit 2,
+/// [`crate::exit::USAGE`]) and points at `--yes`, so a script never
+/// destroys by accident.
+fn refuse_without_terminal(action: &str) -> Result<()> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        return Ok(());
+    }
+    Err(crate::exit::ExitError::new(
+        crate::exit::USAGE,
+        format!("refusing to {action} without confirmation"),
+    )
+    .with_hint(format!(
+        "stdin is not a terminal to ask on; pass --yes to {action} non-interactively"
+    ))
+    .into())
+}
+
+/// A person declined (exit 1, [`crate::exit::FAILURE`]).
+fn not_confirmed(action: &str) -> anyhow::Error {
+    crate::exit::ExitError::new(
+        crate::exit::FAILURE,
+        format!("not confirmed; did not {action}"),
+    )
+    .into()
 }

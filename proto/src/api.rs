@@ -165,6 +165,21 @@ pub struct TokenHint {
     pub last_used_at: Option<String>,
 }
 
+/// Which token the connected runner authenticated with: after a rotation
+/// it keeps the previous one until it registers again or the grace period
+/// ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunnerToken {
+    /// The token's hint, e.g. `rnrt_…9f3a`.
+    pub hint: String,
+    /// Whether it is the environment's current token (false: a previous
+    /// one, still in its grace period).
+    pub current: bool,
+    /// When a previous token stops working (and the runner with it).
+    #[serde(default)]
+    pub valid_until: Option<String>,
+}
+
 /// `GET /execution-environments/{id}/status`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnvironmentStatus {
@@ -181,6 +196,9 @@ pub struct EnvironmentStatus {
     pub runner: Option<RunnerInfo>,
     #[serde(default)]
     pub token: Option<TokenHint>,
+    /// The token the connected runner uses (absent when none is connected).
+    #[serde(default)]
+    pub runner_token: Option<RunnerToken>,
 }
 
 /// `POST /execution-environments/{id}/generate-token`: the only answer that
@@ -211,6 +229,9 @@ pub struct TokenStatus {
     #[serde(default)]
     pub days_until_expiry: Option<i64>,
     pub runner_connected: bool,
+    /// The token the connected runner uses (absent when none is connected).
+    #[serde(default)]
+    pub runner_token: Option<RunnerToken>,
 }
 
 /// `GET /execution-environments/{id}/tools`.
@@ -487,6 +508,18 @@ pub struct Invocation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RegisterResponse {
     pub environment: crate::ws::EnvironmentInfo,
+    /// The runner connected to the environment now, if any: a runner
+    /// started with this token replaces it.
+    #[serde(default)]
+    pub connected_runner: Option<ConnectedRunner>,
+}
+
+/// A runner connected to an environment, as `register` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConnectedRunner {
+    pub hostname: String,
+    /// RFC 3339.
+    pub connected_since: String,
 }
 
 /// Every error answer: `{"error":{"code","message"}}`.

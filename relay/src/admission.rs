@@ -59,6 +59,17 @@ pub enum Refused {
     EnvironmentBusy,
 }
 
+impl Refused {
+    /// The reason as a log value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::QueueFull => "queue_full",
+            Self::Waited => "waited",
+            Self::EnvironmentBusy => "environment_busy",
+        }
+    }
+}
+
 /// Slots for handshakes in progress, and the connects waiting for one.
 #[derive(Debug)]
 pub struct Admission {

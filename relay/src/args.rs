@@ -121,14 +121,15 @@ pub enum Command {
     },
 }
 
-/// Where the store lives.
+/// Where the store lives. Global: `admin --data-dir X create-key` and
+/// `admin create-key --data-dir X` mean the same.
 #[derive(Debug, Clone, Args)]
 pub struct StoreArgs {
     /// Directory for the relay's data (default: the platform data directory).
-    #[arg(long, env = ENV_DATA_DIR, value_name = "DIR")]
+    #[arg(long, global = true, env = ENV_DATA_DIR, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Database URL (default: sqlite://<data-dir>/relay.db).
-    #[arg(long, env = ENV_DATABASE_URL, value_name = "URL")]
+    #[arg(long, global = true, env = ENV_DATABASE_URL, value_name = "URL")]
     pub database_url: Option<String>,
 }
 
@@ -296,6 +297,12 @@ pub struct McpArgs {
 pub struct AdminArgs {
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Create a new store if there is none at the data dir (or
+    /// --database-url's SQLite file). Without it `admin` refuses, saying
+    /// where it looked, rather than hand out a key of a store no relay
+    /// serves.
+    #[arg(long, global = true)]
+    pub create: bool,
     #[command(subcommand)]
     pub command: AdminCommand,
 }

@@ -200,6 +200,33 @@ pub fn validate_labels(
     Ok(())
 }
 
+/// Checks a policy's lists: no blank tool name in `tools.tools` or
+/// `approval_required`, no blank path in `file_paths` (an empty list is how
+/// a list is cleared; `""` would be a name that matches nothing and reads
+/// as a mistake).
+pub fn validate_policy(policy: &Policy) -> Result<(), InvalidField> {
+    let blank = |field: &'static str, values: &[String], what: &str| match values
+        .iter()
+        .position(|value| value.trim().is_empty())
+    {
+        Some(index) => Err(InvalidField::new(
+            field,
+            format!("{field}[{index}] is a blank {what}; send an empty list to clear {field}"),
+        )),
+        None => Ok(()),
+    };
+    if let ToolAccess::List { tools } = &policy.tools {
+        blank("policy.tools.tools", tools, "tool name")?;
+    }
+    blank(
+        "policy.approval_required",
+        &policy.approval_required,
+        "tool name",
+    )?;
+    blank("policy.file_paths", &policy.file_paths, "path")?;
+    Ok(())
+}
+
 /// A hostname made fit to be a name: trimmed, control characters dropped,
 /// cut to leave room for a `-suffix`.
 pub fn name_from_hostname(hostname: &str) -> String {

@@ -1,7 +1,7 @@
 //! Registration tokens (SPEC §3): generation with rotation grace, checking a
 //! presented token, and the public facts `token-status` shows.
 
-use runner_proto::api::{GeneratedToken, TokenHint, TokenStatus};
+use runner_proto::api::{GeneratedToken, RunnerToken, TokenHint, TokenStatus};
 use time::{Duration, OffsetDateTime};
 
 use crate::clock::rfc3339;
@@ -148,11 +148,34 @@ pub fn hint(token: &TokenRecord) -> TokenHint {
     }
 }
 
+/// Which token a connected runner uses, from the hash it connected with:
+/// the current one, or a previous one and when it stops working. `None`
+/// without a runner, or when the token is gone (revoked: the runner is
+/// being disconnected).
+pub async fn runner_token(
+    store: &dyn Store,
+    connected_with: Option<&str>,
+    current: Option<&TokenRecord>,
+) -> Result<Option<RunnerToken>, StoreError> {
+    let Some(hash) = connected_with.filter(|hash| !hash.is_empty()) else {
+        return Ok(None);
+    };
+    let Some(token) = store.token_by_hash(hash).await? else {
+        return Ok(None);
+    };
+    Ok(Some(RunnerToken {
+        current: current.is_some_and(|current| current.id == token.id),
+        valid_until: token.valid_until.map(rfc3339),
+        hint: token.hint,
+    }))
+}
+
 /// `token-status`: never the token or its hash.
 pub fn status(
     environment_id: &str,
     token: Option<&TokenRecord>,
     runner_connected: bool,
+    runner_token: Option<RunnerToken>,
     now: OffsetDateTime,
 ) -> TokenStatus {
     TokenStatus {
@@ -164,5 +187,6 @@ pub fn status(
         last_used_at: token.and_then(|t| t.last_used_at.map(rfc3339)),
         days_until_expiry: token.map(|t| (expires_at(t) - now).whole_days().max(0)),
         runner_connected,
+        runner_token,
     }
 }

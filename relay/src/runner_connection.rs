@@ -362,6 +362,7 @@ async fn handshake(
         connected_at: now,
         heartbeat: Default::default(),
         epoch: 0,
+        token_hash: context.token_hash.clone(),
     };
     // Ownership: the epoch goes up in the store before anything is routed
     // here, so a call can only ever reach the newest session.

@@ -309,6 +309,14 @@ impl AppState {
         let now = self.clock.now();
         let (status, reason) = status::compute(environment, presence.as_deref(), &self.health, now);
         let token = self.store.current_token(&environment.id).await?;
+        let runner_token = registration::runner_token(
+            self.store.as_ref(),
+            presence
+                .as_ref()
+                .map(|presence| presence.token_hash.as_str()),
+            token.as_ref(),
+        )
+        .await?;
         Ok(EnvironmentStatus {
             id: environment.id.clone(),
             name: environment.name.clone(),
@@ -318,6 +326,7 @@ impl AppState {
             last_seen: environment.last_seen.map(rfc3339),
             runner: environment.runner.clone(),
             token: token.as_ref().map(registration::hint),
+            runner_token,
         })
     }
 }

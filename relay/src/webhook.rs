@@ -51,12 +51,18 @@ impl std::fmt::Debug for Webhook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The origin only: chat webhooks carry their token in the path.
         f.debug_struct("Webhook")
-            .field("origin", &self.url.origin().ascii_serialization())
+            .field("origin", &self.origin())
             .finish_non_exhaustive()
     }
 }
 
 impl Webhook {
+    /// Scheme, host and port: what may be shown of the URL (chat webhooks
+    /// carry their token in the path).
+    pub fn origin(&self) -> String {
+        self.url.origin().ascii_serialization()
+    }
+
     /// The webhook at `url`, signing with the secret in `secret_file` (only
     /// its owner may read it: it is a credential).
     pub fn load(url: &str, secret_file: &Path) -> anyhow::Result<Self> {

@@ -1,11 +1,11 @@
 //! `runner register` / `runner unregister`.
 
 use anyhow::Result;
-use runner_proto::api::RegisterResponse;
+use runner_proto::api::{ConnectedRunner, RegisterResponse};
 use runner_proto::RUNNER_REGISTER_PATH;
 use serde_json::json;
 
-use crate::args::RegisterArgs;
+use crate::args::{RegisterArgs, UnregisterArgs};
 use crate::client::{self, REQUEST_TIMEOUT};
 use crate::config::{ConfigFile, Dirs, Registration};
 use crate::credentials::{self, SecretKind};
@@ -45,6 +45,9 @@ pub async fn register(dirs: &Dirs, args: RegisterArgs) -> Result<()> {
                 Err(error) => error,
             }
         })?;
+    if let Some(connected) = &answer.connected_runner {
+        check_takeover(&answer, connected, args.replace)?;
+    }
 
     let location = credentials::store(
         dirs,
@@ -87,9 +90,59 @@ pub async fn register(dirs: &Dirs, args: RegisterArgs) -> Result<()> {
     Ok(())
 }
 
-pub async fn unregister(dirs: &Dirs) -> Result<()> {
-    credentials::remove(dirs, SecretKind::RegistrationToken).await?;
+/// One environment has one runner: a runner started with this token
+/// replaces the connected one. Taking over from another machine needs
+/// `--replace` (nothing is stored without it); on the same machine it is a
+/// re-registration, and a note says so.
+fn check_takeover(
+    answer: &RegisterResponse,
+    connected: &ConnectedRunner,
+    replace: bool,
+) -> Result<()> {
+    let environment = if answer.environment.name.is_empty() {
+        answer.environment.id.clone()
+    } else {
+        format!("{} ({})", answer.environment.name, answer.environment.id)
+    };
+    let here = super::run::hostname();
+    let runner = format!(
+        "a runner on {} is connected to environment {environment} (since {})",
+        connected.hostname, connected.connected_since
+    );
+    if connected.hostname == here {
+        output::note(&format!("note: {runner}; `runner run` here replaces it"));
+        return Ok(());
+    }
+    if !replace {
+        return Err(ExitError::new(
+            exit::FAILURE,
+            format!("{runner}; a runner started here with this token would replace it"),
+        )
+        .with_hint(
+            "pass --replace to move the environment to this machine (the other runner stops), \
+             or give this machine an environment of its own: `runner env create NAME` and \
+             `runner token generate NAME`",
+        )
+        .into());
+    }
+    output::note(&format!(
+        "warning: {runner}; `runner run` here will replace it (--replace)"
+    ));
+    Ok(())
+}
+
+pub async fn unregister(dirs: &Dirs, args: UnregisterArgs) -> Result<()> {
     let mut config = ConfigFile::load(dirs)?;
+    if let (Some(registration), false) = (&config.registration, args.yes) {
+        output::confirm(
+            &format!(
+                "Remove this machine's registration with {} (environment {})? The token cannot be read back; `runner run` will not start until registered again.",
+                registration.url, registration.environment_id
+            ),
+            "unregister",
+        )?;
+    }
+    credentials::remove(dirs, SecretKind::RegistrationToken).await?;
     let was = config.registration.take();
     config.save(dirs)?;
     match was {

@@ -229,7 +229,7 @@ fn connection_settings(dirs: &Dirs, args: &RunArgs) -> Result<(String, TokenSour
     ))
 }
 
-fn hostname() -> String {
+pub fn hostname() -> String {
     nix::unistd::gethostname()
         .ok()
         .and_then(|name| name.into_string().ok())

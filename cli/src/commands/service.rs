@@ -207,6 +207,16 @@ async fn install(dirs: &Dirs, args: ServiceInstallArgs) -> Result<()> {
 fn uninstall(args: ServiceUninstallArgs) -> Result<()> {
     let root = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
     let real_system = root == Path::new("/");
+    let env_file = service::under_root(&root, Path::new(service::ENV_FILE));
+    if args.purge && !args.yes && env_file.exists() {
+        output::confirm(
+            &format!(
+                "Remove the service and {} (the runner's token and settings)?",
+                env_file.display()
+            ),
+            "purge",
+        )?;
+    }
     if real_system {
         if cfg!(target_os = "macos") {
             let _ = run_command(&[
@@ -230,7 +240,7 @@ fn uninstall(args: ServiceUninstallArgs) -> Result<()> {
     };
     let mut removed = vec![service::under_root(&root, Path::new(definition))];
     if args.purge {
-        removed.push(service::under_root(&root, Path::new(service::ENV_FILE)));
+        removed.push(env_file);
     }
     for path in &removed {
         match fs_err::remove_file(path) {

@@ -8,6 +8,7 @@ use crate::agent::health::{self, Snapshot, State};
 use crate::agent::lock;
 use crate::args::{EnvTarget, StatusArgs};
 use crate::client::ApiClient;
+use crate::commands::token;
 use crate::config::Dirs;
 use crate::exit::{self, ExitError};
 use crate::output;
@@ -60,6 +61,9 @@ async fn remote(dirs: &Dirs, target: EnvTarget) -> Result<()> {
     }
     if let Some(token) = &status.token {
         rows.push(("token", token.hint.clone()));
+    }
+    if let Some(token) = &status.runner_token {
+        rows.push(("runner uses token", token::describe_runner_token(token)));
     }
     output::fields(&rows)
 }

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use reqwest::Method;
-use runner_proto::api::{GeneratedToken, TokenStatus};
+use runner_proto::api::{GeneratedToken, RunnerToken, TokenStatus};
 use serde_json::Value;
 
 use crate::args::TokenCommand;
@@ -15,6 +15,15 @@ pub async fn run(dirs: &Dirs, command: TokenCommand) -> Result<()> {
         TokenCommand::Generate(args) => {
             let client = ApiClient::from_args(dirs, &args.api).await?;
             let env = client.resolve_env(&args.env).await?;
+            if args.grace_hours == 0 && !args.yes {
+                output::confirm(
+                    &format!(
+                        "Generate a new token for {} ({}) with no grace period? The current token stops working now and a connected runner is cut off until it is registered with the new one.",
+                        env.name, env.id
+                    ),
+                    "rotate with no grace period",
+                )?;
+            }
             let token: GeneratedToken = client
                 .request::<(), _>(
                     Method::POST,
@@ -73,6 +82,13 @@ pub async fn run(dirs: &Dirs, command: TokenCommand) -> Result<()> {
                     ("last used", opt(&status.last_used_at)),
                     ("days until expiry", days(status.days_until_expiry)),
                     ("runner connected", yes_no(status.runner_connected)),
+                    (
+                        "runner uses token",
+                        status
+                            .runner_token
+                            .as_ref()
+                            .map_or_else(|| "-".to_owned(), describe_runner_token),
+                    ),
                 ])?;
             }
         }
@@ -112,4 +128,19 @@ pub async fn run(dirs: &Dirs, command: TokenCommand) -> Result<()> {
 
 fn yes_no(value: bool) -> String {
     if value { "yes" } else { "no" }.to_owned()
+}
+
+/// Which token the connected runner uses, for people: `rnrt_…9f3a
+/// (current)`, or a previous one with when it stops working and what to do.
+pub fn describe_runner_token(token: &RunnerToken) -> String {
+    if token.current {
+        return format!("{} (current)", token.hint);
+    }
+    match &token.valid_until {
+        Some(until) => format!(
+            "{} (previous, valid until {until}; register the runner with the new token before then)",
+            token.hint
+        ),
+        None => format!("{} (previous)", token.hint),
+    }
 }

@@ -100,7 +100,7 @@ impl Toolbox {
         if *found == now {
             return false;
         }
-        tracing::info!(tools = ?now.keys().collect::<Vec<_>>(), "tool binaries on PATH changed");
+        tracing::info!(tools = %now.keys().map(String::as_str).collect::<Vec<_>>().join(","), "tool binaries on PATH changed");
         *found = now;
         true
     }

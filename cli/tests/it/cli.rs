@@ -514,3 +514,96 @@ async fn audit_exports_json_lines_and_prints_a_table() {
     assert_ne!(code, Some(0));
     assert!(stderr.contains("unknown action"), "{stderr}");
 }
+
+/// A runner of `hostname` connected with `token`, speaking the protocol by
+/// hand (the real runner reports this machine's own hostname).
+async fn connect_as(
+    relay: &Relay,
+    token: &str,
+    hostname: &str,
+) -> tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>> {
+    use futures_util::{SinkExt, StreamExt};
+    use runner_proto::ws::{Hello, HostFacts, RunnerMessage};
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message;
+    let url = format!(
+        "{}{}",
+        relay.url.replacen("http", "ws", 1),
+        runner_proto::RUNNER_CONNECT_PATH
+    );
+    let mut request = url.into_client_request().expect("request");
+    request.headers_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("header"),
+    );
+    let (mut socket, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("connects");
+    let hello = RunnerMessage::Hello(Hello {
+        protocol_version: runner_proto::PROTOCOL_VERSION,
+        runner_version: env!("CARGO_PKG_VERSION").to_owned(),
+        instance_id: "other-instance".to_owned(),
+        host: HostFacts {
+            hostname: hostname.to_owned(),
+            os: "linux".to_owned(),
+            arch: "x86_64".to_owned(),
+            workspace: "/srv".to_owned(),
+        },
+        tools: Vec::new(),
+    });
+    let text = serde_json::to_string(&hello).expect("json");
+    socket.send(Message::text(text)).await.expect("hello sent");
+    let welcome = tokio::time::timeout(std::time::Duration::from_secs(10), socket.next())
+        .await
+        .expect("welcome in time");
+    assert!(
+        matches!(welcome, Some(Ok(Message::Text(ref text))) if text.contains("welcome")),
+        "{welcome:?}"
+    );
+    socket
+}
+
+/// Registering a second machine with a token whose environment has a
+/// runner connected elsewhere is refused (naming that host and since
+/// when), storing nothing, unless --replace.
+#[tokio::test]
+async fn register_refuses_to_take_over_from_another_machine_without_replace() {
+    let relay = Relay::spawn().await;
+    let env = relay.create_env(json!({"name": "busy-box"})).await;
+    let token = relay.token(&env).await;
+    let _other = connect_as(&relay, &token, "other-box").await;
+
+    let home = tempfile::tempdir().expect("tempdir");
+    let register = |extra: &[&str]| {
+        let mut command = tokio::process::Command::new(runner_bin());
+        command
+            .env("RUNNER_CONFIG_DIR", home.path().join("config"))
+            .env("RUNNER_STATE_DIR", home.path().join("state"))
+            .env("RUNNER_CREDENTIAL_STORE", "file")
+            .env("RUNNER_TOKEN", &token)
+            .env_remove("RUNNER_URL")
+            .args(["register", "--url", &relay.url])
+            .args(extra);
+        run(command)
+    };
+    let (code, _, stderr) = register(&[]).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: a runner on other-box is connected to environment busy-box"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(since 20"), "{stderr}");
+    assert!(stderr.contains("hint: pass --replace"), "{stderr}");
+    assert!(
+        !home.path().join("config").join("config.yaml").exists(),
+        "a refused register stored its registration"
+    );
+
+    let (code, _, stderr) = register(&["--replace"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning: a runner on other-box"),
+        "{stderr}"
+    );
+    assert!(home.path().join("config").join("config.yaml").exists());
+}

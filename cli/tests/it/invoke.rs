@@ -532,3 +532,73 @@ async fn invoke_to_a_relay_that_is_not_running_fails_at_once() {
         started.elapsed()
     );
 }
+
+/// The relay's log lines carry plain values: a default environment as its
+/// id or `none`, teams as a list, never Rust's `Some(..)` or `[".."]`.
+#[tokio::test]
+async fn the_relay_logs_plain_values_not_rust_debug_ones() {
+    let relay = Relay::spawn_logged(&[], &[]).await;
+    let env = relay.create_env(json!({"name": "plain"})).await;
+    let (status, body) = relay
+        .api(Method::POST, "/teams", Some(json!({"name": "ops"})))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, member) = relay
+        .api(
+            Method::POST,
+            "/members",
+            Some(json!({"name": "ada", "teams": ["ops"]})),
+        )
+        .await;
+    assert_eq!(status, 201, "{member}");
+    let member_path = format!("/members/{}", member["id"].as_str().expect("id"));
+    for default in [json!(env), json!(null)] {
+        let (status, body) = relay
+            .api(
+                Method::PATCH,
+                &member_path,
+                Some(json!({"default_environment": default})),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    // A refused token: no environment to name, so no environment_id.
+    let refused = reqwest::Client::new()
+        .post(format!(
+            "{}{}",
+            relay.url,
+            runner_proto::RUNNER_REGISTER_PATH
+        ))
+        .bearer_auth("rnrt_not_a_token")
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(refused.status(), 401);
+    let log = relay.log();
+    let line =
+        |what: &str| -> Vec<&str> { log.lines().filter(|line| line.contains(what)).collect() };
+    let created = line("member created");
+    assert_eq!(created.len(), 1, "{log}");
+    assert!(created[0].contains("teams=ops"), "{}", created[0]);
+    let defaults = line("default environment set");
+    assert_eq!(defaults.len(), 2, "{log}");
+    assert!(
+        defaults[0].contains(&format!("default_environment={env}")),
+        "{}",
+        defaults[0]
+    );
+    assert!(
+        defaults[1].contains("default_environment=none"),
+        "{}",
+        defaults[1]
+    );
+    let refusals = line("registration token refused");
+    assert_eq!(refusals.len(), 1, "{log}");
+    assert!(!refusals[0].contains("environment_id"), "{}", refusals[0]);
+    for line in log.lines() {
+        assert!(
+            !line.contains("Some(") && !line.contains("[\"") && !line.contains("=\""),
+            "a Rust debug value in the log: {line}"
+        );
+    }
+}

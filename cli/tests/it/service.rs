@@ -118,6 +118,11 @@ fn uninstall_keeps_the_settings_unless_purged() {
         .join("etc/systemd/system/runner.service")
         .exists());
     assert!(root.path().join("etc/runner/env").exists());
-    assert!(uninstall(&["--purge"]).status.success());
+    // --purge removes the token: without a terminal it needs --yes.
+    let unconfirmed = uninstall(&["--purge"]);
+    assert_eq!(unconfirmed.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unconfirmed.stderr).contains("--yes"));
+    assert!(root.path().join("etc/runner/env").exists());
+    assert!(uninstall(&["--purge", "--yes"]).status.success());
     assert!(!root.path().join("etc/runner/env").exists());
 }

@@ -29,6 +29,7 @@ macro_rules! assert_transcript {
             (r"env_[0-9a-z]+", "env_[ID]"),
             (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "[UUID]"),
             (r"rnr[kt]_[A-Za-z0-9_-]+", "rnr?_[SECRET]"),
+            (r"rnr([kt])_…[A-Za-z0-9_-]+", "rnr${1}_…[HINT]"),
             (r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z", "[TIME]"),
         ]}, {
             insta::assert_snapshot!($name, transcript($output));
@@ -56,6 +57,54 @@ fn top_level_help() {
     let (mut command, _dir) = bare();
     let output = command.arg("--help").output().expect("runs");
     assert_transcript!("help", &output);
+}
+
+/// Examples stay one command a line: in `--help` on an 80-column terminal,
+/// and in the man page, where roff would otherwise fill them into one line.
+#[test]
+fn examples_stay_one_command_a_line_in_help_and_man_pages() {
+    use runner_cli::args::examples;
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for (args, page, text) in [
+        (&[][..], "runner.1", examples::RUNNER),
+        (&["session"][..], "runner-session.1", examples::SESSION),
+        (
+            &["approvals"][..],
+            "runner-approvals.1",
+            examples::APPROVALS,
+        ),
+        (&["audit"][..], "runner-audit.1", examples::AUDIT),
+        (&["status"][..], "runner-status.1", examples::STATUS),
+        (&["invoke"][..], "runner-invoke.1", examples::INVOKE),
+    ] {
+        let (mut command, _dir) = bare();
+        let output = command
+            .args(args)
+            .arg("--help")
+            .env("COLUMNS", "80")
+            .output()
+            .expect("runs");
+        let help = String::from_utf8_lossy(&output.stdout);
+        let help_lines: Vec<&str> = help.lines().collect();
+        let man = std::fs::read_to_string(repo.join("man").join(page)).expect("man page");
+        let unfilled = man
+            .split_once(".SH EXAMPLES\n.nf\n")
+            .and_then(|(_, rest)| rest.split_once(".fi\n"))
+            .map(|(section, _)| section)
+            .unwrap_or_else(|| panic!("{page} has no unfilled EXAMPLES section"));
+        let man_lines: Vec<&str> = unfilled.lines().collect();
+        for line in text.lines().filter(|line| !line.trim().is_empty()) {
+            assert!(line.len() <= 78, "{line:?} would wrap at 80 columns");
+            assert!(
+                help_lines.contains(&line),
+                "{args:?} --help lost {line:?}:\n{help}"
+            );
+            if let Some(example) = line.strip_prefix("  ") {
+                let roff = example.replace('-', "\\-").replace('\'', "\\(aq");
+                assert!(man_lines.contains(&roff.as_str()), "{page} lost {line:?}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -106,6 +155,61 @@ async fn reports_of_a_real_relay() {
     assert_transcript!("token_revoke_unconfirmed", &revoke);
     let rotated = run(&["token", "rotate", "prod-box", "--json"]).await;
     assert_eq!(rotated.status.code(), Some(0), "{}", transcript(&rotated));
+    // The runner still uses the token it connected with: both views say so.
+    let token_status = run(&["token", "status", "prod-box"]).await;
+    assert_transcript!("token_status_after_rotation", &token_status);
+    let status = run(&["status", "prod-box"]).await;
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("(previous, valid until"),
+        "{}",
+        transcript(&status)
+    );
+}
+
+/// Every destructive command refuses without a terminal to ask on (exit 2,
+/// pointing at --yes) and changes nothing; with --yes it goes ahead.
+#[tokio::test]
+async fn destructive_commands_refuse_without_yes_when_nobody_can_confirm() {
+    let relay = Relay::spawn().await;
+    let (_env, runner) = Runner::registered(&relay, json!({"name": "cut-box"})).await;
+    let unregister = runner
+        .command()
+        .arg("unregister")
+        .output()
+        .await
+        .expect("runs");
+    assert_transcript!("unregister_unconfirmed", &unregister);
+    let cut = relay
+        .admin_command()
+        .args(["token", "generate", "cut-box", "--grace-hours", "0"])
+        .output()
+        .await
+        .expect("runs");
+    assert_transcript!("token_generate_no_grace_unconfirmed", &cut);
+    let confirmed = relay
+        .admin_command()
+        .args(["token", "rotate", "cut-box", "--grace-hours", "0", "--yes"])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(
+        confirmed.status.code(),
+        Some(0),
+        "{}",
+        transcript(&confirmed)
+    );
+    let gone = runner
+        .command()
+        .args(["unregister", "--yes"])
+        .output()
+        .await
+        .expect("runs");
+    assert_eq!(gone.status.code(), Some(0), "{}", transcript(&gone));
+    assert!(
+        String::from_utf8_lossy(&gone.stderr).contains("unregistered from"),
+        "the refused unregister kept the registration: {}",
+        transcript(&gone)
+    );
 }
 
 /// `--require-approval ''` clears the list instead of storing `[""]`.

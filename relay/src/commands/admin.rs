@@ -3,15 +3,17 @@
 
 use anyhow::Context;
 
-use super::{database_url, open_store, say};
+use super::{database_url, open_store, say, store_location};
 use crate::args::{AdminArgs, AdminCommand, AuditCommand};
 use crate::audit::AuditRecord;
 use crate::clock::{Clock, SystemClock};
 use crate::members;
+use crate::report::Hinted;
 use crate::store::{MemberKind, NewMember, Store, StoreError};
 use runner_proto::audit::{AuditAction, AuditActor};
 
 pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
+    refuse_a_new_store(&args)?;
     let url = database_url(&args.store)?;
     let store = open_store(&url).await?;
     let clock = SystemClock;
@@ -35,7 +37,7 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             let (created, key) = members::create_with_key(store.as_ref(), &clock, &member)
                 .await
                 .context("creating the member")?;
-            tracing::info!(member_id = %created.id, admin = created.is_admin, teams = ?created.teams, "member created");
+            tracing::info!(member_id = %created.id, admin = created.is_admin, teams = %created.teams.join(","), "member created");
             operator_audit(
                 store.as_ref(),
                 &clock,
@@ -114,6 +116,30 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `admin` works on the store a relay serves: where there is no SQLite
+/// file yet it would create one and hand out keys no running relay knows
+/// (the usual cause: a forgotten --data-dir). Refused unless --create,
+/// naming where it looked and why there.
+fn refuse_a_new_store(args: &AdminArgs) -> anyhow::Result<()> {
+    let location = store_location(&args.store)?;
+    let Some(file) = location.sqlite_file else {
+        return Ok(());
+    };
+    if args.create || file.exists() {
+        return Ok(());
+    }
+    Err(Hinted::new(
+        format!(
+            "no relay store at {} (looked there because of {})",
+            file.display(),
+            location.chosen_by
+        ),
+        "pass the running relay's --data-dir DIR (or --database-url), before or after the \
+         subcommand; or --create to start a new store there",
+    )
+    .into())
 }
 
 /// Audits a change made here, straight in the store, by whoever runs

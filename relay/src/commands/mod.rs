@@ -106,21 +106,52 @@ pub(crate) fn bind_error(address: std::net::SocketAddr, error: std::io::Error) -
 /// The database URL of the store arguments, creating the directory a
 /// SQLite file goes in.
 pub(crate) fn database_url(args: &StoreArgs) -> anyhow::Result<String> {
+    let location = store_location(args)?;
+    if let Some(parent) = location
+        .sqlite_file
+        .as_deref()
+        .and_then(Path::parent)
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        fs_err::create_dir_all(parent)?;
+    }
+    Ok(location.url)
+}
+
+/// Where the store arguments point, before anything is created.
+pub(crate) struct StoreLocation {
+    pub url: String,
+    /// The SQLite file, when the store is one (not in memory).
+    pub sqlite_file: Option<PathBuf>,
+    /// How the location was chosen, for people.
+    pub chosen_by: &'static str,
+}
+
+pub(crate) fn store_location(args: &StoreArgs) -> anyhow::Result<StoreLocation> {
     if let Some(url) = &args.database_url {
-        if let Some(path) = url
+        let sqlite_file = url
             .strip_prefix("sqlite://")
             .or_else(|| url.strip_prefix("sqlite:"))
-        {
-            let file = Path::new(path.split('?').next().unwrap_or(path));
-            if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
-                fs_err::create_dir_all(parent)?;
-            }
-        }
-        return Ok(url.clone());
+            .map(|path| path.split('?').next().unwrap_or(path))
+            .filter(|path| !path.is_empty() && !path.starts_with(':'))
+            .map(PathBuf::from);
+        return Ok(StoreLocation {
+            url: url.clone(),
+            sqlite_file,
+            chosen_by: "--database-url (or RUNNER_RELAY_DATABASE_URL)",
+        });
     }
     let dir = data_dir(args.data_dir.as_deref())?;
-    fs_err::create_dir_all(&dir)?;
-    Ok(format!("sqlite://{}", dir.join("relay.db").display()))
+    let file = dir.join("relay.db");
+    Ok(StoreLocation {
+        url: format!("sqlite://{}", file.display()),
+        sqlite_file: Some(file),
+        chosen_by: if args.data_dir.is_some() {
+            "--data-dir (or RUNNER_RELAY_DATA_DIR)"
+        } else {
+            "the platform data directory, as neither --data-dir nor --database-url was given"
+        },
+    })
 }
 
 /// Takes the SQLite database at `url` for this process alone (`None` for

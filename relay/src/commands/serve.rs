@@ -97,7 +97,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         tracing::warn!("--no-audit: nothing is recorded in the audit log");
     }
     if let Some(webhook) = webhook {
-        tracing::info!(?webhook, "announcing approvals to the webhook");
+        tracing::info!(origin = %webhook.origin(), "announcing approvals to the webhook");
         state = state.with_approval_webhook(webhook);
     }
     if let Some(url) = &args.public_url {

@@ -17,7 +17,8 @@ use super::origin::{entry, Origin};
 use crate::access;
 use crate::enforcement;
 use crate::environment::{
-    default_policy, new_environment_id, validate_labels, validate_name, EnvironmentRecord, Scope,
+    default_policy, new_environment_id, validate_labels, validate_name, validate_policy,
+    EnvironmentRecord, Scope,
 };
 use crate::routing::{announced_tools, CallRouter};
 use crate::state::AppState;
@@ -72,6 +73,9 @@ pub async fn create(
     validate_name(&request.name, true).map_err(invalid)?;
     let env_type = request.env_type.unwrap_or_else(|| "Local".to_owned());
     validate_labels(&request.description, &env_type, &request.tags).map_err(invalid)?;
+    if let Some(policy) = &request.policy {
+        validate_policy(policy).map_err(invalid)?;
+    }
     let record = EnvironmentRecord {
         id: new_environment_id(),
         name: request.name,
@@ -151,6 +155,7 @@ pub async fn update(
     .map_err(invalid)?;
     let policy_changed = request.policy.is_some();
     if let Some(policy) = request.policy {
+        validate_policy(&policy).map_err(invalid)?;
         environment.policy = policy;
     }
     state.store.update_environment(&environment).await?;

@@ -128,7 +128,7 @@ pub async fn create_member(
             members::MemberError::Store(store) => ApiError::from(store),
             members::MemberError::Randomness(_) => ApiError::internal(),
         })?;
-    tracing::info!(member_id = %member.id, admin = member.is_admin, teams = ?member.teams, by = %caller.id, "member created");
+    tracing::info!(member_id = %member.id, admin = member.is_admin, teams = %member.teams.join(","), by = %caller.id, "member created");
     state
         .audit
         .record(entry(&state, &origin, &caller, AuditAction::MemberCreate).target(&member.id));
@@ -298,7 +298,7 @@ pub async fn update_member(
         return Err(member_not_found(&id));
     }
     state.reads.forget_members();
-    tracing::info!(member_id = %member.id, default_environment = ?target, by = %caller.id, "default environment set");
+    tracing::info!(member_id = %member.id, default_environment = %target.as_deref().unwrap_or("none"), by = %caller.id, "default environment set");
     let mut record = entry(&state, &origin, &caller, AuditAction::MemberUpdate).target(&member.id);
     record.environment_id = target.clone();
     state.audit.record(record);
@@ -383,7 +383,7 @@ pub async fn update_team(
     {
         return Err(team_not_found(&name));
     }
-    tracing::info!(team = %name, default_environment = ?target, by = %caller.id, "team default environment set");
+    tracing::info!(team = %name, default_environment = %target.as_deref().unwrap_or("none"), by = %caller.id, "team default environment set");
     let mut record = entry(&state, &origin, &caller, AuditAction::TeamUpdate).target(&name);
     record.environment_id = target.clone();
     state.audit.record(record);

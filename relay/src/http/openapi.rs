@@ -385,7 +385,17 @@ fn hand_written() -> Value {
                         "connected": { "type": "boolean" },
                         "last_seen": { "type": ["string", "null"] },
                         "runner": { "type": ["object", "null"] },
-                        "token": { "type": ["object", "null"] }
+                        "token": { "type": ["object", "null"] },
+                        "runner_token": { "oneOf": [{ "$ref": "#/components/schemas/RunnerToken" }, { "type": "null" }] }
+                    }
+                },
+                "RunnerToken": {
+                    "type": "object",
+                    "description": "the token the connected runner authenticated with",
+                    "properties": {
+                        "hint": { "type": "string" },
+                        "current": { "type": "boolean", "description": "false: a previous token in its grace period" },
+                        "valid_until": { "type": ["string", "null"], "description": "when a previous token stops working" }
                     }
                 },
                 "GeneratedToken": {
@@ -407,7 +417,8 @@ fn hand_written() -> Value {
                         "age_days": { "type": ["integer", "null"] },
                         "last_used_at": { "type": ["string", "null"] },
                         "days_until_expiry": { "type": ["integer", "null"] },
-                        "runner_connected": { "type": "boolean" }
+                        "runner_connected": { "type": "boolean" },
+                        "runner_token": { "oneOf": [{ "$ref": "#/components/schemas/RunnerToken" }, { "type": "null" }] }
                     }
                 },
                 "RevokedTokens": {
@@ -469,6 +480,9 @@ fn hand_written() -> Value {
                     "type": "object",
                     "properties": { "environment": { "type": "object", "properties": {
                         "id": { "type": "string" }, "name": { "type": "string" }, "tags": { "type": "array", "items": { "type": "string" } }
+                    } },
+                    "connected_runner": { "type": ["object", "null"], "description": "the runner connected now, which a runner started with this token replaces", "properties": {
+                        "hostname": { "type": "string" }, "connected_since": { "type": "string" }
                     } } }
                 }
             }

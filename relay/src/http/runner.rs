@@ -14,7 +14,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use runner_proto::api::RegisterResponse;
+use runner_proto::api::{ConnectedRunner, RegisterResponse};
 use runner_proto::ws::EnvironmentInfo;
 
 use super::auth::bearer;
@@ -22,10 +22,12 @@ use super::error::ApiError;
 use super::websocket::Upgrade;
 use crate::admission::Refused;
 use crate::audit::AuditRecord;
+use crate::clock::rfc3339;
 use crate::metrics::labels::AuthFailure;
 use crate::peer::Peer;
 use crate::ratelimit;
 use crate::registration::{self, TokenError};
+use crate::routing::CallRouter;
 use crate::runner_connection::{self, ConnectionContext};
 use crate::state::AppState;
 use runner_proto::audit::{AuditAction, AuditDecision};
@@ -102,7 +104,7 @@ async fn authenticate_limited(
             };
             tracing::warn!(
                 peer = peer.map(tracing::field::display),
-                environment_id = environment.as_deref().unwrap_or("-"),
+                environment_id = environment.as_deref().map(tracing::field::display),
                 reason = %error,
                 "registration token refused"
             );
@@ -154,7 +156,7 @@ fn runner_auth_failed(
 fn busy(peer: Option<std::net::SocketAddr>, refused: Refused) -> Response {
     tracing::debug!(
         peer = peer.map(tracing::field::display),
-        ?refused,
+        refused = %refused.as_str(),
         "too many runner handshakes in progress; asking to retry"
     );
     let message = match refused {
@@ -186,12 +188,21 @@ pub async fn register(
 ) -> Result<Json<RegisterResponse>, ApiError> {
     let (token, environment) = authenticate_limited(&state, &headers, peer).await?;
     tracing::info!(environment_id = %environment.id, token = %token.hint, "runner registered");
+    let connected_runner = state
+        .router
+        .presence(&environment.id)
+        .await
+        .map(|presence| ConnectedRunner {
+            hostname: presence.host.hostname.clone(),
+            connected_since: rfc3339(presence.connected_at),
+        });
     Ok(Json(RegisterResponse {
         environment: EnvironmentInfo {
             id: environment.id,
             name: environment.name,
             tags: environment.tags,
         },
+        connected_runner,
     }))
 }
 

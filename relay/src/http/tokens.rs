@@ -66,11 +66,20 @@ pub async fn status(
 ) -> Result<Json<TokenStatus>, ApiError> {
     let environment = environment_for(&state, &caller, &id, Intent::Manage).await?;
     let token = state.store.current_token(&environment.id).await?;
-    let connected = state.router.presence(&environment.id).await.is_some();
+    let presence = state.router.presence(&environment.id).await;
+    let runner_token = registration::runner_token(
+        state.store.as_ref(),
+        presence
+            .as_ref()
+            .map(|presence| presence.token_hash.as_str()),
+        token.as_ref(),
+    )
+    .await?;
     Ok(Json(registration::status(
         &environment.id,
         token.as_ref(),
-        connected,
+        presence.is_some(),
+        runner_token,
         state.clock.now(),
     )))
 }

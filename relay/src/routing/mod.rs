@@ -54,6 +54,10 @@ pub struct Presence {
     pub heartbeat: Heartbeat,
     /// Fencing epoch of the session ([`runner_proto::ws::Welcome::epoch`]).
     pub epoch: u64,
+    /// Hash of the registration token the runner connected with, to tell
+    /// which token it uses after a rotation (never shown; empty when a
+    /// relay of an older version announced the session).
+    pub token_hash: String,
 }
 
 /// A call on its way: output chunks while it runs, then exactly one result.

@@ -213,6 +213,9 @@ struct Announcement {
     host: HostFacts,
     tools: Vec<ToolSpec>,
     connected_at: i64,
+    /// Absent in announcements of older relays.
+    #[serde(default)]
+    token_hash: String,
 }
 
 impl Announcement {
@@ -224,6 +227,7 @@ impl Announcement {
             host: presence.host.clone(),
             tools: presence.tools.to_vec(),
             connected_at: presence.connected_at.unix_timestamp(),
+            token_hash: presence.token_hash.clone(),
         }
     }
 }
@@ -951,6 +955,7 @@ impl NatsRouter {
             connected_at: from_unix(announcement.connected_at),
             heartbeat,
             epoch: record.epoch,
+            token_hash: announcement.token_hash,
         };
         Lookup::Live(Box::new((holder, record.epoch, presence)))
     }

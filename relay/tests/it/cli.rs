@@ -355,6 +355,91 @@ async fn serve_binds_first_and_owns_its_sqlite_store() {
     drop(child);
 }
 
+/// `admin` never makes a store by accident: where there is none it refuses,
+/// saying where it looked and why there, and creates nothing; `--create`
+/// asks for a new one. The store options work after the subcommand too.
+#[test]
+fn admin_refuses_to_create_a_store_unless_asked() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let data_dir = home.path().join("relay-data");
+    let admin = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_runner-relay"))
+            .arg("admin")
+            .args(args)
+            .env_remove("RUNNER_RELAY_DATA_DIR")
+            .env_remove("RUNNER_RELAY_DATABASE_URL")
+            .env("HOME", home.path())
+            .env("XDG_DATA_HOME", home.path().join("xdg"))
+            .env("RUST_LOG", "off")
+            .stdin(Stdio::null())
+            .output()
+            .expect("the relay runs")
+    };
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+
+    let refused = admin(&[
+        "create-key",
+        "--data-dir",
+        data_dir.to_str().expect("UTF-8"),
+    ]);
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        refused.stdout.is_empty(),
+        "a key was printed: {}",
+        text(&refused.stdout)
+    );
+    assert!(
+        stderr.starts_with(&format!(
+            "error: no relay store at {} (looked there because of --data-dir",
+            data_dir.join("relay.db").display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--create"), "{stderr}");
+    assert!(!data_dir.exists(), "admin created {}", data_dir.display());
+
+    // Without any store option: the platform directory, said so, untouched.
+    let refused = admin(&["create-key"]);
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("the platform data directory"), "{stderr}");
+    assert!(!home.path().join("xdg").exists(), "{stderr}");
+
+    let created = admin(&[
+        "create-key",
+        "--name",
+        "first",
+        "--data-dir",
+        data_dir.to_str().expect("UTF-8"),
+        "--create",
+    ]);
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    assert!(text(&created.stdout).starts_with("rnrk_"));
+    // The store exists now: no --create needed, before or after the subcommand.
+    for args in [
+        [
+            "--data-dir",
+            data_dir.to_str().expect("UTF-8"),
+            "create-team",
+            "ops",
+        ],
+        [
+            "create-team",
+            "dev",
+            "--data-dir",
+            data_dir.to_str().expect("UTF-8"),
+        ],
+    ] {
+        let output = admin(&args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            text(&output.stderr)
+        );
+    }
+}
+
 /// `--metrics-addr` beyond loopback and a scrape token file others can
 /// read are refused at start, with a hint; neither is needed to start.
 #[test]

@@ -214,3 +214,64 @@ async fn oversized_bodies_are_413_json() {
     let body: serde_json::Value = response.json().await.expect("json");
     assert_eq!(body["error"]["code"], "payload_too_large");
 }
+
+/// A blank tool name or path in a policy list is refused with a 400 that
+/// names the field, at creation and on update; an empty list clears.
+#[tokio::test]
+async fn blank_names_in_policy_lists_are_refused_naming_the_field() {
+    let relay = spawn_relay().await;
+    let (status, body) = relay
+        .post(
+            "/execution-environments",
+            json!({"name": "gated", "policy": {"tools": {"mode": "all"}, "approval_required": [""]}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("policy.approval_required"), "{message}");
+
+    let (status, created) = relay
+        .post("/execution-environments", json!({"name": "gated"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let path = format!(
+        "/execution-environments/{}",
+        created["id"].as_str().expect("id")
+    );
+    for (policy, field) in [
+        (
+            json!({"tools": {"mode": "list", "tools": ["git", " "]}}),
+            "policy.tools.tools",
+        ),
+        (
+            json!({"tools": {"mode": "all"}, "file_paths": [""]}),
+            "policy.file_paths",
+        ),
+        (
+            json!({"tools": {"mode": "all"}, "approval_required": ["shell", ""]}),
+            "policy.approval_required",
+        ),
+    ] {
+        let (status, body) = relay
+            .request(
+                Method::PATCH,
+                &path,
+                Some(&relay.admin_key),
+                Some(json!({"policy": policy})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        let message = body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(field), "{field}: {message}");
+    }
+    let (status, body) = relay
+        .request(
+            Method::PATCH,
+            &path,
+            Some(&relay.admin_key),
+            Some(json!({"policy": {"tools": {"mode": "all"}, "approval_required": []}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["policy"]["approval_required"], json!([]));
+}

@@ -4,7 +4,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 use time::Duration;
 
-use crate::support::spawn_relay;
+use crate::support::{hello, spawn_relay, FakeRunner};
 
 #[tokio::test]
 async fn register_answers_the_environment() {
@@ -221,4 +221,53 @@ async fn failures_with_an_expired_token_are_limited_per_environment_without_lock
     assert!(refused > 0);
     // The environment's own runner, with its valid token, still gets in.
     assert_eq!(relay.register(&new).await.0, StatusCode::OK);
+}
+
+/// After a rotation the connected runner keeps the token it connected
+/// with: status and token-status say which one and until when, next to
+/// the new current token.
+#[tokio::test]
+async fn status_says_which_token_the_connected_runner_uses() {
+    let relay = spawn_relay().await;
+    let (id, old) = relay.dev_env("rotating").await;
+    let (_, before) = relay
+        .get(&format!("/execution-environments/{id}/status"))
+        .await;
+    assert!(before["runner_token"].is_null(), "no runner yet: {before}");
+    let _runner = FakeRunner::connect(&relay, &old, hello("h", "i1", &["shell"])).await;
+    let (_, current) = relay
+        .get(&format!("/execution-environments/{id}/status"))
+        .await;
+    let old_hint = current["token"]["hint"].clone();
+    assert_eq!(
+        current["runner_token"],
+        json!({"hint": old_hint, "current": true, "valid_until": null})
+    );
+
+    let (status, rotated) = relay
+        .post(
+            &format!("/execution-environments/{id}/generate-token?grace_hours=2"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{rotated}");
+    for path in ["status", "token-status"] {
+        let (status, body) = relay
+            .get(&format!("/execution-environments/{id}/{path}"))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            body["runner_token"],
+            json!({
+                "hint": old_hint,
+                "current": false,
+                "valid_until": rotated["previous_valid_until"],
+            }),
+            "{path}: {body}"
+        );
+    }
+    let (_, status) = relay
+        .get(&format!("/execution-environments/{id}/status"))
+        .await;
+    assert_eq!(status["token"]["hint"], rotated["hint"]);
 }
