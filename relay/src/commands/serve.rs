@@ -159,9 +159,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
     say(&format!("runner-relay listening on {scheme}://{address}"))?;
-    if state.mcp.enabled {
-        say(&format!("MCP server on {scheme}://{address}/mcp"))?;
-    }
     tracing::info!(%address, relay_id = %state.relay_id, "relay started");
 
     if let Some(listener) = metrics_listener {
