@@ -80,7 +80,10 @@ async fn a_tool_cannot_read_the_runners_environment_or_memory() {
 
     for (what, command) in [
         ("environment", "tr '\\0' '\\n' < /proc/$PPID/environ"),
-        ("memory", "set -o pipefail; head -c 16 /proc/$PPID/mem | od -c"),
+        (
+            "memory",
+            "set -o pipefail; head -c 16 /proc/$PPID/mem | od -c",
+        ),
         ("file descriptors", "ls -l /proc/$PPID/fd"),
     ] {
         let (status, body) = relay
