@@ -33,3 +33,9 @@ if ! python3 -c 'import mcp.client.streamable_http' 2>/dev/null; then
   echo "installing: the Python MCP SDK (pip: mcp)" >&2
   python3 -m pip install --quiet --disable-pip-version-check 'mcp>=1.10,<2'
 fi
+# The console's browser test drives Debian's chromium with Playwright for
+# Python (its driver only: no browser is downloaded).
+if ! python3 -c 'import playwright.sync_api' 2>/dev/null; then
+  echo "installing: Playwright for Python (pip: playwright)" >&2
+  python3 -m pip install --quiet --disable-pip-version-check 'playwright>=1.40,<2'
+fi

@@ -49,6 +49,8 @@ pub const ENV_METRICS_TOKEN_FILE: &str = "RUNNER_RELAY_METRICS_TOKEN_FILE";
 /// `--no-metrics`.
 pub const ENV_NO_METRICS: &str = "RUNNER_RELAY_NO_METRICS";
 pub const ENV_NO_MCP: &str = "RUNNER_RELAY_NO_MCP";
+pub const ENV_NO_CONSOLE: &str = "RUNNER_RELAY_NO_CONSOLE";
+pub const ENV_CONSOLE_DOCKER_IMAGE: &str = "RUNNER_RELAY_CONSOLE_DOCKER_IMAGE";
 pub const ENV_MCP_MAX_ENVIRONMENTS: &str = "RUNNER_RELAY_MCP_MAX_ENVIRONMENTS";
 pub const ENV_MCP_ALLOWED_HOSTS: &str = "RUNNER_RELAY_MCP_ALLOWED_HOSTS";
 pub const ENV_MCP_ALLOWED_ORIGINS: &str = "RUNNER_RELAY_MCP_ALLOWED_ORIGINS";
@@ -194,7 +196,9 @@ pub struct ServeArgs {
           requires = "approval_webhook")]
     pub approval_webhook_secret_file: Option<PathBuf>,
     /// The URL people and runners reach this relay at (e.g. behind a proxy),
-    /// for the links the relay sends out (approval webhooks).
+    /// for the links the relay sends out (approval webhooks) and the
+    /// console's setup commands. An `https` URL makes the console's cookie
+    /// `Secure` (TLS ended at the proxy).
     #[arg(long, env = ENV_PUBLIC_URL, value_name = "URL")]
     pub public_url: Option<String>,
     /// Runner connections allowed between their request and their
@@ -235,6 +239,13 @@ pub struct ServeArgs {
     pub metrics: Box<MetricsArgs>,
     #[command(flatten)]
     pub mcp: McpArgs,
+    /// Do not serve the web console at `/console` (docs/console.md).
+    #[arg(long, env = ENV_NO_CONSOLE, value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_console: bool,
+    /// The image the console's setup guide tells Docker to run (built from
+    /// installers/Dockerfile). Default: runner:<this relay's version>.
+    #[arg(long, env = ENV_CONSOLE_DOCKER_IMAGE, value_name = "IMAGE")]
+    pub console_docker_image: Option<String>,
 }
 
 /// Where Prometheus scrapes `/metrics` (docs/metrics.md).

@@ -38,6 +38,7 @@ pub mod secret;
 pub mod seen;
 pub mod session_usage;
 pub mod sessions;
+pub mod sign_in_links;
 pub mod state;
 pub mod status;
 pub mod store;

@@ -20,6 +20,7 @@ use crate::metrics::Metrics;
 use crate::registration;
 use crate::routing::{CallRouter, JournalWriter, JournaledRouter, LocalRouter, NatsRouter};
 use crate::seen::SeenTracker;
+use crate::sign_in_links::SignInLinks;
 use crate::session_usage::SessionUsage;
 use crate::sessions::DEFAULT_IDLE_TIMEOUT_S;
 use crate::status::{self, CallHealth};
@@ -83,6 +84,37 @@ pub struct McpSettings {
     /// Plain `tools/call`s answered without the SDK's per-request service
     /// (`http::mcp::fast_call`); off with `--mcp-no-fast-path`.
     pub fast_call: bool,
+}
+
+/// How the console is served (`serve --no-console`, docs/console.md).
+#[derive(Debug)]
+pub struct ConsoleSettings {
+    /// Off with `--no-console`.
+    pub enabled: bool,
+    /// The sign-in cookie is `Secure`: the relay serves TLS, or its
+    /// `--public-url` is `https` (TLS ends at a proxy).
+    pub secure_cookie: bool,
+    /// One-time sign-in links this relay printed.
+    pub links: SignInLinks,
+    /// The image the setup guide's Docker tab runs.
+    pub docker_image: String,
+}
+
+/// Default of [`ConsoleSettings::docker_image`]: the image
+/// `installers/Dockerfile` builds, tagged with this relay's version.
+pub fn default_docker_image() -> String {
+    format!("runner:{}", env!("CARGO_PKG_VERSION"))
+}
+
+impl Default for ConsoleSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            secure_cookie: false,
+            links: SignInLinks::default(),
+            docker_image: default_docker_image(),
+        }
+    }
 }
 
 /// Default of [`McpSettings::max_environments`]: a model still chooses
@@ -164,6 +196,8 @@ pub struct AppState {
     pub audit: Arc<AuditLog>,
     /// How `/mcp` is served.
     pub mcp: Arc<McpSettings>,
+    /// How `/console` is served.
+    pub console: Arc<ConsoleSettings>,
 }
 
 impl AppState {
@@ -213,6 +247,7 @@ impl AppState {
             metrics: Metrics::new(),
             audit,
             mcp: Arc::default(),
+            console: Arc::default(),
         }
     }
 
@@ -237,6 +272,12 @@ impl AppState {
         self
     }
 
+    /// Serve the console as `settings` say.
+    pub fn with_console(mut self, settings: ConsoleSettings) -> Self {
+        self.console = Arc::new(settings);
+        self
+    }
+
     /// Approvals expire `ttl` after they are asked for.
     pub fn with_approval_ttl(mut self, ttl: Duration) -> Self {
         self.approval_ttl = time::Duration::try_from(ttl).unwrap_or(time::Duration::MAX);
@@ -255,10 +296,16 @@ impl AppState {
         self
     }
 
-    /// Where a person reads and decides an approval.
+    /// Where a person reads and decides an approval: its console page,
+    /// or its API path when the console is off.
     pub fn approval_link(&self, id: &str) -> String {
         let base = self.public_url.as_deref().unwrap_or("");
-        format!("{base}/approvals/{id}")
+        let base = base.trim_end_matches('/');
+        if self.console.enabled {
+            format!("{base}/console/approvals/{id}")
+        } else {
+            format!("{base}/approvals/{id}")
+        }
     }
 
     /// New work sessions expire after `seconds` unused.

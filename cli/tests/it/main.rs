@@ -7,6 +7,7 @@ mod approvals;
 mod autoupdate;
 mod backlog;
 mod cli;
+mod console;
 mod dev_mode;
 mod doctor_proxy;
 mod health;

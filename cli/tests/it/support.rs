@@ -33,6 +33,8 @@ pub fn relay_bin() -> PathBuf {
 pub struct Relay {
     pub url: String,
     pub admin_key: String,
+    /// The console's one-time sign-in link a first start prints.
+    pub sign_in_link: Option<String>,
     pub dir: tempfile::TempDir,
     /// Killed when the test ends (kill_on_drop).
     child: Child,
@@ -101,9 +103,11 @@ impl Relay {
             logged: logged.is_some(),
         };
         let dir = logged.unwrap_or_else(|| tempfile::tempdir().expect("tempdir"));
-        let (child, url, admin_key) = Relay::launch(dir.path(), "127.0.0.1:0", &launch).await;
+        let (child, url, admin_key, sign_in_link) =
+            Relay::launch(dir.path(), "127.0.0.1:0", &launch).await;
         Relay {
             url,
+            sign_in_link,
             admin_key: admin_key.expect("first start prints an admin key"),
             dir,
             child,
@@ -120,7 +124,11 @@ impl Relay {
     /// Starts `runner-relay serve` on `listen` with the data directory in
     /// `dir`; waits until it listens. Returns it, its URL and the admin key
     /// it printed (only a first start prints one).
-    async fn launch(dir: &Path, listen: &str, launch: &Launch) -> (Child, String, Option<String>) {
+    async fn launch(
+        dir: &Path,
+        listen: &str,
+        launch: &Launch,
+    ) -> (Child, String, Option<String>, Option<String>) {
         let (stderr, level) = if launch.logged {
             let file = std::fs::OpenOptions::new()
                 .create(true)
@@ -147,10 +155,16 @@ impl Relay {
         let stdout = child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
         let mut admin_key = None;
+        let mut sign_in_link = None;
         let url = tokio::time::timeout(READY_DEADLINE, async {
             while let Some(line) = lines.next_line().await.expect("read relay stdout") {
                 if let Some(key) = line.strip_prefix("admin API key (shown once): ") {
                     admin_key = Some(key.trim().to_owned());
+                }
+                if let Some(link) =
+                    line.strip_prefix("console sign-in link (works once, for 15 min): ")
+                {
+                    sign_in_link = Some(link.trim().to_owned());
                 }
                 if let Some(url) = line.strip_prefix("runner-relay listening on ") {
                     return url.trim().to_owned();
@@ -162,7 +176,7 @@ impl Relay {
         .expect("relay did not start listening in time");
         // Keep draining stdout so the relay never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        (child, url, admin_key)
+        (child, url, admin_key, sign_in_link)
     }
 
     /// Kills the relay process at once (SIGKILL), as a crash would.
@@ -180,7 +194,7 @@ impl Relay {
             .split_once("://")
             .map_or(self.url.as_str(), |(_, rest)| rest)
             .to_owned();
-        let (child, url, _) = Relay::launch(self.dir.path(), &address, &self.launch).await;
+        let (child, url, _, _) = Relay::launch(self.dir.path(), &address, &self.launch).await;
         assert_eq!(url, self.url, "the relay came back on its address");
         self.child = child;
     }

@@ -30,7 +30,7 @@ use crate::environment::{default_policy, new_environment_id, EnvironmentRecord, 
 use crate::secret::{hash_secret, hashes_match, Secret};
 use crate::state::{AppState, RelayConfig, StreamTimings};
 use crate::store::{MemberKind, NewMember, Store};
-use crate::{members, registration};
+use crate::{members, registration, sign_in_links};
 
 /// Name of the environment `dev` creates.
 const ENVIRONMENT_NAME: &str = "dev";
@@ -182,7 +182,7 @@ async fn supervise(
     let online = wait_online(state, shutdown, &mut child, &environment.id).await;
     let result = match online {
         Ok(true) => {
-            announce(dir, url, api_key, environment)?;
+            announce(state, dir, url, api_key, environment)?;
             keep_running(&runner, shutdown, &mut child).await
         }
         Ok(false) => Ok(()),
@@ -292,12 +292,18 @@ async fn wait_online(
 }
 
 fn announce(
+    state: &AppState,
     dir: &Path,
     url: &str,
     api_key: &Secret,
     environment: &EnvironmentRecord,
 ) -> anyhow::Result<()> {
     let key = api_key.expose();
+    let code = state
+        .console
+        .links
+        .issue(api_key, state.clock.now())
+        .context("making the console's sign-in link")?;
     let env_file = dir.join(ENV_FILE);
     write_private(
         &env_file,
@@ -313,6 +319,10 @@ fn announce(
         format!("  API key:      {key}"),
         format!("  environment:  {ENVIRONMENT_NAME} ({})", environment.id),
         format!("  settings:     {}", env_file.display()),
+        format!(
+            "  console:      {} (signs in once, within 15 min; then use the API key)",
+            sign_in_links::link(url, &code)
+        ),
         String::new(),
         "Try it:".to_owned(),
         format!(

@@ -14,10 +14,13 @@ use crate::args::{MetricsArgs, ServeArgs};
 use crate::audit_writer::AuditSettings;
 use crate::clock::{Clock, SystemClock};
 use crate::members;
+use crate::sign_in_links::{self, SignInLinks};
 use crate::metrics::Metrics;
 use crate::routing::{ClusterConfig, NatsRouter};
 use crate::secret::Secret;
-use crate::state::{AppState, McpSettings, RelayConfig, StreamTimings};
+use crate::state::{
+    default_docker_image, AppState, ConsoleSettings, McpSettings, RelayConfig, StreamTimings,
+};
 use crate::store::Store;
 
 /// How often finished calls are pruned from the journal.
@@ -77,10 +80,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             output_stall: Duration::from_secs(args.output_stall_timeout),
         },
     };
-    if let Some(key) = members::bootstrap_admin(config.store.as_ref(), config.clock.as_ref())
+    let first_key = members::bootstrap_admin(config.store.as_ref(), config.clock.as_ref())
         .await
-        .context("creating the first admin API key")?
-    {
+        .context("creating the first admin API key")?;
+    if let Some(key) = &first_key {
         say(&format!("admin API key (shown once): {}", key.expose()))?;
     }
     let shutdown = CancellationToken::new();
@@ -103,6 +106,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(url) = &args.public_url {
         state = state.with_public_url(url);
     }
+    let tls_wanted = args.tls_cert.is_some();
+    state = state.with_console(ConsoleSettings {
+        enabled: !args.no_console,
+        secure_cookie: tls_wanted
+            || args
+                .public_url
+                .as_deref()
+                .is_some_and(|url| url.starts_with("https://")),
+        links: SignInLinks::default(),
+        docker_image: args
+            .console_docker_image
+            .clone()
+            .unwrap_or_else(default_docker_image),
+    });
     state = state.with_mcp(McpSettings {
         enabled: !args.mcp.no_mcp,
         max_environments: args.mcp.mcp_max_environments,
@@ -158,6 +175,24 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         _ => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
+    if state.console.enabled {
+        let base = args
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("{scheme}://{}", browsable(address)));
+        say(&format!("console: {}/console", base.trim_end_matches('/')))?;
+        if let Some(key) = &first_key {
+            let code = state
+                .console
+                .links
+                .issue(key, state.clock.now())
+                .context("making the console's sign-in link")?;
+            say(&format!(
+                "console sign-in link (works once, for 15 min): {}",
+                sign_in_links::link(&base, &code)
+            ))?;
+        }
+    }
     say(&format!("runner-relay listening on {scheme}://{address}"))?;
     tracing::info!(%address, relay_id = %state.relay_id, "relay started");
 
@@ -186,6 +221,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     served.with_context(|| format!("serving on {address}"))?;
     tracing::info!("relay stopped");
     Ok(())
+}
+
+/// `address` as a browser on this machine can open it: an unspecified
+/// address (listening everywhere) becomes loopback.
+fn browsable(address: std::net::SocketAddr) -> std::net::SocketAddr {
+    match address {
+        std::net::SocketAddr::V4(v4) if v4.ip().is_unspecified() => {
+            std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, v4.port()))
+        }
+        std::net::SocketAddr::V6(v6) if v6.ip().is_unspecified() => {
+            std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, v6.port()))
+        }
+        other => other,
+    }
 }
 
 /// The relay's metrics as the flags ask: off, or on with the scrape token

@@ -5,6 +5,7 @@ mod approvals;
 mod audit;
 mod auth;
 mod call_audit;
+mod console;
 mod environments;
 pub mod error;
 mod invocations;
@@ -112,6 +113,7 @@ pub const ROUTES: &[(Method, &str)] = &[
 pub fn router(state: AppState) -> Router {
     let counted = state.metrics.clone();
     let mcp = mcp::routes(&state);
+    let console = console::routes(&state);
     Router::new()
         .route(
             ENVIRONMENTS,
@@ -154,6 +156,7 @@ pub fn router(state: AppState) -> Router {
         .route(METRICS, get(metrics::scrape))
         .route(AUDIT, get(audit::list))
         .merge(mcp)
+        .merge(console)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -544,7 +544,7 @@ async fn the_webhook_gets_a_signed_payload_and_failures_are_retried_and_visible(
     assert!(payload["rule"].as_str().expect("rule").contains("shell"));
     assert_eq!(
         payload["link"],
-        format!("https://relay.example.test/approvals/{approval_id}")
+        format!("https://relay.example.test/console/approvals/{approval_id}")
     );
     let text = payload["text"].as_str().expect("text");
     assert!(
