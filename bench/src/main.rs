@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 mod compare;
+mod console;
 mod fleet;
 mod footprint;
 mod invoke;
@@ -119,6 +120,8 @@ enum Section {
     Oversight,
     /// Issue 30: `ping` through the relay's MCP server against the HTTP API.
     Mcp,
+    /// Issue 31: the console's environments page with 1,000 environments.
+    Console,
 }
 
 #[derive(Debug, clap::Args)]
@@ -295,6 +298,7 @@ async fn run(mut args: RunArgs) -> anyhow::Result<()> {
         oversight::run(&bins, &args)
     );
     section!("mcp", Section::Mcp, mcp::run(&bins, &args));
+    section!("console", Section::Console, console::run(&bins, &args));
 
     let results = json!({
         "schema": RESULTS_SCHEMA,
