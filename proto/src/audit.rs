@@ -58,6 +58,13 @@ pub enum AuditAction {
     /// A runner registration or connect with a bad registration token.
     #[serde(rename = "runner.auth_failed")]
     RunnerAuthFailed,
+    /// A runner connected (welcomed); `target` is its host name.
+    #[serde(rename = "runner.connect")]
+    RunnerConnect,
+    /// A runner's connection ended; `code` says why (`connection_lost`,
+    /// `revoked`, `replaced`, `going_away`, …).
+    #[serde(rename = "runner.disconnect")]
+    RunnerDisconnect,
     /// A call asked for a person's approval.
     #[serde(rename = "approval.request")]
     ApprovalRequest,
@@ -68,7 +75,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, for help texts and filters.
-    pub const ALL: [AuditAction; 19] = [
+    pub const ALL: [AuditAction; 21] = [
         Self::ToolInvoke,
         Self::TokenGenerate,
         Self::TokenRotate,
@@ -86,6 +93,8 @@ impl AuditAction {
         Self::SessionEnd,
         Self::AuthFailed,
         Self::RunnerAuthFailed,
+        Self::RunnerConnect,
+        Self::RunnerDisconnect,
         Self::ApprovalRequest,
         Self::ApprovalDecide,
     ];
@@ -110,6 +119,8 @@ impl AuditAction {
             Self::SessionEnd => "session.end",
             Self::AuthFailed => "auth.failed",
             Self::RunnerAuthFailed => "runner.auth_failed",
+            Self::RunnerConnect => "runner.connect",
+            Self::RunnerDisconnect => "runner.disconnect",
             Self::ApprovalRequest => "approval.request",
             Self::ApprovalDecide => "approval.decide",
         }

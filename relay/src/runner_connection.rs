@@ -11,6 +11,7 @@ use std::time::Duration;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use runner_proto::api::RunnerInfo;
+use runner_proto::audit::{AuditAction, AuditActor};
 use runner_proto::close;
 use runner_proto::ws::{FrameError, HeartbeatAck, Hello, RelayMessage, RunnerMessage, Welcome};
 use runner_proto::PROTOCOL_VERSION;
@@ -22,6 +23,7 @@ use tungstenite::protocol::{CloseFrame, Message};
 use tungstenite::Utf8Bytes;
 
 use crate::admission::Admitted;
+use crate::audit::AuditRecord;
 use crate::environment::{name_from_hostname, EnvironmentRecord};
 use crate::http::websocket::WebSocket;
 use crate::metrics::labels::{ConnectOutcome, DisconnectReason};
@@ -131,6 +133,13 @@ async fn session(
         .state
         .metrics
         .runner_connect(ConnectOutcome::Welcomed);
+    audit_runner(
+        &context.state,
+        &context.environment.id,
+        &runner_info,
+        AuditAction::RunnerConnect,
+        None,
+    );
     // Only the id of the environment record is kept for the session.
     let ConnectionContext {
         state,
@@ -310,12 +319,45 @@ async fn session(
     )
     .await;
     release(state, environment_id, epoch).await;
-    state.metrics.runner_disconnect(match &ending {
+    let reason = match &ending {
         Ending::Close(code, _) => DisconnectReason::of_close_code(*code),
         Ending::Drop => DisconnectReason::ConnectionLost,
-    });
+    };
+    state.metrics.runner_disconnect(reason);
+    audit_runner(
+        state,
+        environment_id,
+        &runner_info,
+        AuditAction::RunnerDisconnect,
+        Some(reason.as_str()),
+    );
     finish(&mut sink, ending).await;
     tracing::info!("runner disconnected");
+}
+
+/// A runner's connect or disconnect in the audit log (the environment's
+/// history): the runner's host is the actor.
+fn audit_runner(
+    state: &AppState,
+    environment_id: &str,
+    runner: &RunnerInfo,
+    action: AuditAction,
+    reason: Option<&str>,
+) {
+    if !state.audit.enabled() {
+        return;
+    }
+    let actor = AuditActor {
+        name: Some(runner.hostname.clone()),
+        kind: Some("runner".to_owned()),
+        client: Some(format!("runner/{}", runner.version)),
+        ..AuditActor::default()
+    };
+    let mut record = AuditRecord::new(state.clock.now(), actor, action)
+        .environment(environment_id)
+        .target(&runner.hostname);
+    record.code = reason.map(str::to_owned);
+    state.audit.record(record);
 }
 
 /// `hello` → `welcome`: claims the session (its epoch), attaches it to the

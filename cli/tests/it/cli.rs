@@ -473,13 +473,20 @@ async fn audit_exports_json_lines_and_prints_a_table() {
     let actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
     assert_eq!(
         actions,
-        ["environment.create", "token.generate", "tool.invoke"],
+        [
+            "environment.create",
+            "token.generate",
+            "runner.connect",
+            "tool.invoke"
+        ],
         "{stdout}"
     );
     assert!(entries
         .windows(2)
         .all(|w| w[1].prev_hash == w[0].hash && w[1].seq == w[0].seq + 1));
-    let call = &entries[2];
+    let connect = &entries[2];
+    assert_eq!(connect.actor.kind.as_deref(), Some("runner"), "{stdout}");
+    let call = &entries[3];
     assert_eq!(call.tool.as_deref(), Some("ping"));
     assert_eq!(call.decision, runner_proto::audit::AuditDecision::Allowed);
     assert!(

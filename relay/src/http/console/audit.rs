@@ -36,7 +36,7 @@ pub struct EntryRow {
 }
 
 impl EntryRow {
-    fn of(entry: AuditEntry, now: time::OffsetDateTime) -> Self {
+    pub fn of(entry: AuditEntry, now: time::OffsetDateTime) -> Self {
         let at = time::OffsetDateTime::parse(&entry.at, &time::format_description::well_known::Rfc3339)
             .map(|at| ago(now, at))
             .unwrap_or_default();

@@ -17,6 +17,8 @@ use super::audit::{entry_rows, EntryRow};
 use super::page::{render, Chrome, Failure, Section, Signed};
 use super::view::EnvironmentRow;
 use crate::access;
+use crate::audit::AuditQuery;
+use runner_proto::audit::AuditAction;
 use crate::http::audit::AuditParams;
 use crate::environment::EnvironmentRecord;
 use crate::http::auth::{environment_for, Caller, Intent};
@@ -126,6 +128,57 @@ fn notice_text(done: &str) -> Option<String> {
     )
 }
 
+/// Entries of the environment's history shown.
+const HISTORY: u32 = 15;
+
+/// The environment's history: for organisation admins every audit entry
+/// naming it; for others (who may not read the audit log) its runner's
+/// connects and disconnects.
+async fn history(
+    state: &AppState,
+    member: &std::sync::Arc<crate::store::Member>,
+    environment_id: &str,
+) -> Result<Vec<EntryRow>, Failure> {
+    if member.is_admin {
+        return entry_rows(
+            state,
+            member,
+            AuditParams {
+                environment: Some(environment_id.to_owned()),
+                limit: Some(HISTORY),
+                order: Some("desc".to_owned()),
+                ..AuditParams::default()
+            },
+        )
+        .await;
+    }
+    state.audit.flush().await;
+    let mut entries = Vec::new();
+    for action in [AuditAction::RunnerConnect, AuditAction::RunnerDisconnect] {
+        let query = AuditQuery {
+            environment_id: Some(environment_id.to_owned()),
+            action: Some(action),
+            descending: true,
+            limit: HISTORY,
+            ..AuditQuery::default()
+        };
+        entries.extend(
+            state
+                .store
+                .audit_entries(&query)
+                .await
+                .map_err(crate::http::error::ApiError::from)?,
+        );
+    }
+    entries.sort_by(|a, b| b.seq.cmp(&a.seq));
+    entries.truncate(HISTORY as usize);
+    let now = state.clock.now();
+    Ok(entries
+        .iter()
+        .map(|entry| EntryRow::of(entry.to_api(), now))
+        .collect())
+}
+
 async fn environment_page(
     state: &AppState,
     signed: &Signed,
@@ -153,18 +206,7 @@ async fn environment_page(
     };
     let catalogue = catalogue(state, &environment).await;
     let (tools, other_tools, other_approvals) = choices(&environment.policy, &catalogue);
-    let history = entry_rows(
-        state,
-        &signed.member,
-        AuditParams {
-            environment: Some(environment.id.clone()),
-            limit: Some(15),
-            order: Some("desc".to_owned()),
-            ..AuditParams::default()
-        },
-    )
-    .await
-    .unwrap_or_default();
+    let history = history(state, &signed.member, &environment.id).await?;
     render(&EnvironmentPage {
         chrome: signed.chrome(Section::Environments),
         tier: match environment.tier {
