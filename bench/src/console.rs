@@ -29,7 +29,11 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
     let relay = Relay::spawn(bins, &data.path().join("relay"), "127.0.0.1:0", None).await?;
     let (_envs, _runners) = procs::online_runners(bins, &relay, 1).await?;
     for n in 1..ENVIRONMENTS {
-        let tags = if n % 3 == 0 { json!(["gpu", "linux"]) } else { json!(["linux"]) };
+        let tags = if n % 3 == 0 {
+            json!(["gpu", "linux"])
+        } else {
+            json!(["linux"])
+        };
         relay
             .api(
                 reqwest::Method::POST,
@@ -46,7 +50,11 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
         ("api_json_list", "/execution-environments", None),
         ("console_page", "/console/environments", Some(&cookie)),
         ("console_rows", "/console/environments/rows", Some(&cookie)),
-        ("console_filtered", "/console/environments?tag=gpu", Some(&cookie)),
+        (
+            "console_filtered",
+            "/console/environments?tag=gpu",
+            Some(&cookie),
+        ),
     ];
     let mut times: Vec<Vec<std::time::Duration>> = vec![Vec::new(); pages.len()];
     for (_, path, cookie) in &pages {
@@ -102,7 +110,12 @@ async fn sign_in(relay: &Relay) -> anyhow::Result<String> {
         .get_all(reqwest::header::SET_COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
-        .find_map(|value| value.split(';').next().filter(|pair| pair.starts_with("runner_console=")))
+        .find_map(|value| {
+            value
+                .split(';')
+                .next()
+                .filter(|pair| pair.starts_with("runner_console="))
+        })
         .map(str::to_owned)
         .context("signing in to the console gave no cookie")
 }
@@ -118,7 +131,10 @@ async fn fetch(
         Some(cookie) => request.header(reqwest::header::COOKIE, cookie.as_str()),
         None => request.bearer_auth(&relay.admin_key),
     };
-    let response = request.send().await.with_context(|| format!("GET {path}"))?;
+    let response = request
+        .send()
+        .await
+        .with_context(|| format!("GET {path}"))?;
     let status = response.status();
     let body = response.bytes().await?;
     if !status.is_success() || body.len() < 1_000 {

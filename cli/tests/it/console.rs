@@ -36,7 +36,8 @@ async fn a_person_runs_the_console_in_a_real_browser() {
         .expect("a first start prints a console sign-in link");
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("../console-screenshots");
     let work = tempfile::tempdir().expect("tempdir");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/console_browser.py");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/console_browser.py");
     let output = tokio::process::Command::new("python3")
         .arg(script)
         .env("RELAY_URL", &relay.url)

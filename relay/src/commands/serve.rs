@@ -14,10 +14,10 @@ use crate::args::{MetricsArgs, ServeArgs};
 use crate::audit_writer::AuditSettings;
 use crate::clock::{Clock, SystemClock};
 use crate::members;
-use crate::sign_in_links::{self, SignInLinks};
 use crate::metrics::Metrics;
 use crate::routing::{ClusterConfig, NatsRouter};
 use crate::secret::Secret;
+use crate::sign_in_links::{self, SignInLinks};
 use crate::state::{
     default_docker_image, AppState, ConsoleSettings, McpSettings, RelayConfig, StreamTimings,
 };

@@ -11,6 +11,7 @@ mod cli;
 mod cluster;
 mod cluster_rebalance;
 mod conformance;
+mod console;
 mod environments;
 mod invoke;
 mod journal;

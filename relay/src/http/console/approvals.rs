@@ -55,22 +55,27 @@ async fn card(state: &AppState, signed: &Signed, approval: Approval) -> Card {
         Err("already decided".to_owned())
     } else {
         match state.store.environment(&approval.environment_id).await {
-            Ok(Some(environment)) => {
-                access::may_decide(&signed.member, &environment.scope, &approval.requested_by.id)
-                    .map_err(|why| why.to_string())
-            }
+            Ok(Some(environment)) => access::may_decide(
+                &signed.member,
+                &environment.scope,
+                &approval.requested_by.id,
+            )
+            .map_err(|why| why.to_string()),
             Ok(None) => Err("its environment was deleted".to_owned()),
             Err(_) => access::may_decide(&signed.member, &Scope::Shared, &approval.requested_by.id)
                 .map_err(|why| why.to_string()),
         }
     };
-    let outcome = approval.outcome.as_ref().map_or_else(String::new, |outcome| {
-        match (&outcome.error, outcome.exit_code) {
-            (Some(error), _) => format!("failed: {error}"),
-            (None, Some(code)) => format!("ran, exit code {code}"),
-            (None, None) => "ran".to_owned(),
-        }
-    });
+    let outcome = approval
+        .outcome
+        .as_ref()
+        .map_or_else(String::new, |outcome| {
+            match (&outcome.error, outcome.exit_code) {
+                (Some(error), _) => format!("failed: {error}"),
+                (None, Some(code)) => format!("ran, exit code {code}"),
+                (None, None) => "ran".to_owned(),
+            }
+        });
     Card {
         status: approval.status.as_str(),
         tool: approval.tool,
@@ -205,9 +210,25 @@ pub async fn decide(
     let caller = Caller(signed.member.clone());
     let decided = match form.decision.as_str() {
         "approve" => {
-            approvals::approve(State(state), caller, origin, Path(id.clone()), ApiJson(body)).await
+            approvals::approve(
+                State(state),
+                caller,
+                origin,
+                Path(id.clone()),
+                ApiJson(body),
+            )
+            .await
         }
-        "deny" => approvals::deny(State(state), caller, origin, Path(id.clone()), ApiJson(body)).await,
+        "deny" => {
+            approvals::deny(
+                State(state),
+                caller,
+                origin,
+                Path(id.clone()),
+                ApiJson(body),
+            )
+            .await
+        }
         _ => {
             return Err(Failure::new(
                 StatusCode::BAD_REQUEST,

@@ -14,7 +14,11 @@ const SCRIPT: &[u8] = include_bytes!("../../../assets/console/console.js");
 
 /// The path of an asset in pages.
 pub const HTMX_PATH: &str = concat!("/console/assets/htmx-", env!("CARGO_PKG_VERSION"), ".js");
-pub const STYLE_PATH: &str = concat!("/console/assets/console-", env!("CARGO_PKG_VERSION"), ".css");
+pub const STYLE_PATH: &str = concat!(
+    "/console/assets/console-",
+    env!("CARGO_PKG_VERSION"),
+    ".css"
+);
 pub const SCRIPT_PATH: &str = concat!("/console/assets/console-", env!("CARGO_PKG_VERSION"), ".js");
 
 pub async fn serve(Path(file): Path<String>) -> Response {

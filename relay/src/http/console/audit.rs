@@ -37,14 +37,19 @@ pub struct EntryRow {
 
 impl EntryRow {
     pub fn of(entry: AuditEntry, now: time::OffsetDateTime) -> Self {
-        let at = time::OffsetDateTime::parse(&entry.at, &time::format_description::well_known::Rfc3339)
-            .map(|at| ago(now, at))
-            .unwrap_or_default();
+        let at =
+            time::OffsetDateTime::parse(&entry.at, &time::format_description::well_known::Rfc3339)
+                .map(|at| ago(now, at))
+                .unwrap_or_default();
         let actor = match (&entry.actor.name, &entry.actor.kind) {
             (Some(name), Some(kind)) => format!("{name} ({kind})"),
             (Some(name), None) => name.clone(),
             (None, Some(kind)) => kind.clone(),
-            (None, None) => entry.actor.source.clone().unwrap_or_else(|| "unknown".to_owned()),
+            (None, None) => entry
+                .actor
+                .source
+                .clone()
+                .unwrap_or_else(|| "unknown".to_owned()),
         };
         let mut detail = Vec::new();
         if let Some(code) = entry.exit_code {
@@ -90,7 +95,12 @@ pub async fn entry_rows(
     )
     .await?;
     let now = state.clock.now();
-    Ok(page.0.entries.into_iter().map(|entry| EntryRow::of(entry, now)).collect())
+    Ok(page
+        .0
+        .entries
+        .into_iter()
+        .map(|entry| EntryRow::of(entry, now))
+        .collect())
 }
 
 /// The page's filters.
@@ -167,7 +177,10 @@ pub async fn page(
         chrome: signed.chrome(Section::Audit),
         follow: filter.query(newest),
         rows,
-        actions: AuditAction::ALL.iter().map(|action| action.as_str()).collect(),
+        actions: AuditAction::ALL
+            .iter()
+            .map(|action| action.as_str())
+            .collect(),
         filter,
         error,
     })

@@ -126,7 +126,10 @@ mod tests {
             HeaderValue::from_static("runner_console=rnrk_a\"b"),
         );
         assert_eq!(key(&headers), None);
-        headers.insert(header::COOKIE, HeaderValue::from_static("runner_console=other"));
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static("runner_console=other"),
+        );
         assert_eq!(key(&headers), None);
     }
 

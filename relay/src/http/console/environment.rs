@@ -18,9 +18,8 @@ use super::page::{render, Chrome, Failure, Section, Signed};
 use super::view::EnvironmentRow;
 use crate::access;
 use crate::audit::AuditQuery;
-use runner_proto::audit::AuditAction;
-use crate::http::audit::AuditParams;
 use crate::environment::EnvironmentRecord;
+use crate::http::audit::AuditParams;
 use crate::http::auth::{environment_for, Caller, Intent};
 use crate::http::error::ApiJson;
 use crate::http::origin::Origin;
@@ -28,6 +27,7 @@ use crate::http::{environments, tokens};
 use crate::registration::{DEFAULT_GRACE_HOURS, MAX_GRACE_HOURS};
 use crate::routing::{announced_tools, CallRouter};
 use crate::state::AppState;
+use runner_proto::audit::AuditAction;
 
 /// A tool of the last announced catalogue, with its ticks.
 pub struct ToolChoice {
@@ -87,7 +87,11 @@ fn choices(policy: &Policy, catalogue: &[ToolSpec]) -> (Vec<ToolChoice>, String,
         ToolAccess::All => BTreeSet::new(),
         ToolAccess::List { tools } => tools.iter().map(String::as_str).collect(),
     };
-    let approvals: BTreeSet<&str> = policy.approval_required.iter().map(String::as_str).collect();
+    let approvals: BTreeSet<&str> = policy
+        .approval_required
+        .iter()
+        .map(String::as_str)
+        .collect();
     let known: BTreeSet<&str> = catalogue.iter().map(|tool| tool.name.as_str()).collect();
     let tools = catalogue
         .iter()
@@ -118,7 +122,9 @@ pub struct Notice {
 fn notice_text(done: &str) -> Option<String> {
     Some(
         match done {
-            "rotated" => "A new token was made; the previous one works until its grace period ends.",
+            "rotated" => {
+                "A new token was made; the previous one works until its grace period ends."
+            }
             "revoked" => "Every token of this environment was revoked and its runner disconnected.",
             "policy" => "Tool access saved; it applies to the next call.",
             "settings" => "Settings saved.",
@@ -350,7 +356,12 @@ pub async fn policy(
             .map(str::to_owned)
             .collect::<Vec<_>>()
     };
-    let ticked = |name: &str| values(name).into_iter().map(str::to_owned).collect::<Vec<_>>();
+    let ticked = |name: &str| {
+        values(name)
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
     let tools = if values("access").first() == Some(&"all") {
         ToolAccess::All
     } else {
@@ -369,10 +380,16 @@ pub async fn policy(
         file_paths: lines("file_paths"),
         approval_required,
     };
-    update(&state, &signed, origin, &id, UpdateEnvironment {
-        policy: Some(policy),
-        ..UpdateEnvironment::default()
-    })
+    update(
+        &state,
+        &signed,
+        origin,
+        &id,
+        UpdateEnvironment {
+            policy: Some(policy),
+            ..UpdateEnvironment::default()
+        },
+    )
     .await?;
     Ok(back(&id, "policy"))
 }
@@ -400,12 +417,18 @@ pub async fn settings(
         .filter(|tag| !tag.is_empty())
         .map(str::to_owned)
         .collect();
-    update(&state, &signed, origin, &id, UpdateEnvironment {
-        description: Some(form.description.trim().to_owned()),
-        tags: Some(tags),
-        install_browser_tools: Some(form.install_browser_tools == "on"),
-        ..UpdateEnvironment::default()
-    })
+    update(
+        &state,
+        &signed,
+        origin,
+        &id,
+        UpdateEnvironment {
+            description: Some(form.description.trim().to_owned()),
+            tags: Some(tags),
+            install_browser_tools: Some(form.install_browser_tools == "on"),
+            ..UpdateEnvironment::default()
+        },
+    )
     .await?;
     Ok(back(&id, "settings"))
 }

@@ -57,7 +57,12 @@ pub async fn rows_for(
     filter: &Filter,
 ) -> Result<Vec<EnvironmentRow>, Failure> {
     let mut rows = Vec::new();
-    for environment in state.store.list_environments().await.map_err(crate::http::error::ApiError::from)? {
+    for environment in state
+        .store
+        .list_environments()
+        .await
+        .map_err(crate::http::error::ApiError::from)?
+    {
         if !access::can_see(member, &environment) {
             continue;
         }
@@ -119,12 +124,21 @@ async fn list_page(
     let mut tags: Vec<String> = everything.iter().flat_map(|row| row.tags.clone()).collect();
     tags.sort();
     tags.dedup();
-    let rows = everything.into_iter().filter(|row| filter.keeps(row)).collect();
+    let rows = everything
+        .into_iter()
+        .filter(|row| filter.keeps(row))
+        .collect();
     let mut scopes = Vec::new();
     if signed.member.is_admin {
         scopes.push("shared".to_owned());
     }
-    scopes.extend(signed.member.teams.iter().map(|team| format!("team:{team}")));
+    scopes.extend(
+        signed
+            .member
+            .teams
+            .iter()
+            .map(|team| format!("team:{team}")),
+    );
     render(&EnvironmentsPage {
         chrome: signed.chrome(Section::Environments),
         rows,
@@ -212,7 +226,14 @@ pub async fn create(
         Ok(Query(Default::default())),
     )
     .await?;
-    let html = setup::render_guide(&state, &signed, &headers, &environment.id, Some(token.0.token)).await?;
+    let html = setup::render_guide(
+        &state,
+        &signed,
+        &headers,
+        &environment.id,
+        Some(token.0.token),
+    )
+    .await?;
     Ok((StatusCode::CREATED, html).into_response())
 }
 
@@ -230,7 +251,10 @@ mod tests {
 
     #[test]
     fn tags_split_on_commas_and_spaces() {
-        assert_eq!(split_tags(" gpu, linux  arm64,,"), ["gpu", "linux", "arm64"]);
+        assert_eq!(
+            split_tags(" gpu, linux  arm64,,"),
+            ["gpu", "linux", "arm64"]
+        );
         assert!(split_tags("  ").is_empty());
     }
 }

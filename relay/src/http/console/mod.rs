@@ -42,25 +42,49 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         return Router::new();
     }
     let pages = Router::new()
-        .route("/console", get(|| async { Redirect::to("/console/environments") }))
-        .route("/console/", get(|| async { Redirect::to("/console/environments") }))
+        .route(
+            "/console",
+            get(|| async { Redirect::to("/console/environments") }),
+        )
+        .route(
+            "/console/",
+            get(|| async { Redirect::to("/console/environments") }),
+        )
         .route(
             "/console/environments",
             get(environments::page).post(environments::create),
         )
         .route("/console/environments/rows", get(environments::rows))
         .route("/console/environments/{id}", get(environment::page))
-        .route("/console/environments/{id}/status", get(environment::status))
+        .route(
+            "/console/environments/{id}/status",
+            get(environment::status),
+        )
         .route(
             "/console/environments/{id}/setup",
             get(setup::page).post(setup::new_token),
         )
         .route("/console/environments/{id}/wait", get(setup::wait))
-        .route("/console/environments/{id}/rotate", post(environment::rotate))
-        .route("/console/environments/{id}/revoke", post(environment::revoke))
-        .route("/console/environments/{id}/policy", post(environment::policy))
-        .route("/console/environments/{id}/settings", post(environment::settings))
-        .route("/console/environments/{id}/delete", post(environment::delete))
+        .route(
+            "/console/environments/{id}/rotate",
+            post(environment::rotate),
+        )
+        .route(
+            "/console/environments/{id}/revoke",
+            post(environment::revoke),
+        )
+        .route(
+            "/console/environments/{id}/policy",
+            post(environment::policy),
+        )
+        .route(
+            "/console/environments/{id}/settings",
+            post(environment::settings),
+        )
+        .route(
+            "/console/environments/{id}/delete",
+            post(environment::delete),
+        )
         .route(
             "/console/playground",
             get(playground::page).post(playground::decide),
@@ -76,10 +100,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .layer(middleware::from_fn(guard::refuse_cross_site))
         .layer(middleware::from_fn(cookie::key_from_cookie));
     Router::new()
-        .route(
-            "/console/sign-in",
-            get(signin::page).post(signin::sign_in),
-        )
+        .route("/console/sign-in", get(signin::page).post(signin::sign_in))
         .route("/console/assets/{file}", get(assets::serve))
         .merge(pages)
         .layer(middleware::from_fn(page::security_headers))

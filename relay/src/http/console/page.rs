@@ -139,7 +139,10 @@ impl Signed {
 pub fn render(template: &impl Template) -> Result<Html<String>, Failure> {
     template.render().map(Html).map_err(|error| {
         tracing::error!(%error, "console: a template failed to render");
-        Failure::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error; see the relay's log")
+        Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal error; see the relay's log",
+        )
     })
 }
 

@@ -119,7 +119,10 @@ pub fn decide_all(file: &str, commands: &str) -> Verdicts {
     }
 }
 
-pub async fn decide(signed: Signed, Form(form): Form<PlaygroundForm>) -> Result<Html<String>, Failure> {
+pub async fn decide(
+    signed: Signed,
+    Form(form): Form<PlaygroundForm>,
+) -> Result<Html<String>, Failure> {
     if form.file.len() > MAX_FILE_BYTES {
         return Err(Failure::new(
             StatusCode::PAYLOAD_TOO_LARGE,

@@ -46,7 +46,13 @@ impl SessionRow {
                         environment.reason.clone().unwrap_or_default(),
                     )
                 }
-                None => ("pending", "Not placed yet", String::new(), String::new(), String::new()),
+                None => (
+                    "pending",
+                    "Not placed yet",
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ),
             };
         Self {
             state: session.state.as_str(),

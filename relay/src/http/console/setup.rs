@@ -63,7 +63,11 @@ fn base_url(state: &AppState, headers: &HeaderMap) -> (String, bool) {
                 .all(|byte| byte.is_ascii_alphanumeric() || b".-:[]".contains(&byte))
         })
         .unwrap_or("localhost");
-    let scheme = if state.console.secure_cookie { "https" } else { "http" };
+    let scheme = if state.console.secure_cookie {
+        "https"
+    } else {
+        "http"
+    };
     (format!("{scheme}://{host}"), false)
 }
 

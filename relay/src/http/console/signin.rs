@@ -26,7 +26,8 @@ pub async fn page() -> Result<Response, Failure> {
     Ok(render(&SignInPage {
         assets: Assets,
         error: None,
-    })?.into_response())
+    })?
+    .into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -44,15 +45,24 @@ pub async fn sign_in(
 ) -> Result<Response, Failure> {
     // A forged sign-in would put the browser in someone else's account.
     if let Err(why) = guard::same_origin(&parts.headers) {
-        return Err(Failure::new(StatusCode::FORBIDDEN, format!("Refused: {why}.")));
+        return Err(Failure::new(
+            StatusCode::FORBIDDEN,
+            format!("Refused: {why}."),
+        ));
     }
     let key = if form.code.trim().is_empty() {
         form.key.trim().to_owned()
     } else {
-        match state.console.links.redeem(form.code.trim(), state.clock.now()) {
+        match state
+            .console
+            .links
+            .redeem(form.code.trim(), state.clock.now())
+        {
             Some(key) => key.expose().to_owned(),
             None => {
-                return refused("This sign-in link was used already or has expired. Sign in with an API key.");
+                return refused(
+                    "This sign-in link was used already or has expired. Sign in with an API key.",
+                );
             }
         }
     };
@@ -66,14 +76,21 @@ pub async fn sign_in(
     // The API's own check, so a failed sign-in is counted and audited
     // like any request with a bad key.
     parts.headers.insert(header::AUTHORIZATION, bearer);
-    if Caller::from_request_parts(&mut parts, &state).await.is_err() {
-        return refused("That API key is not valid on this relay (revoked, or from another relay).");
+    if Caller::from_request_parts(&mut parts, &state)
+        .await
+        .is_err()
+    {
+        return refused(
+            "That API key is not valid on this relay (revoked, or from another relay).",
+        );
     }
     let Some(set_cookie) = cookie::set(&key, state.console.secure_cookie) else {
         return refused("That is not an API key: they start with rnrk_.");
     };
     let mut response = Redirect::to("/console/environments").into_response();
-    response.headers_mut().insert(header::SET_COOKIE, set_cookie);
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, set_cookie);
     Ok(response)
 }
 

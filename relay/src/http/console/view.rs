@@ -61,7 +61,10 @@ impl EnvironmentRow {
         let (status, reason) =
             status::compute(&environment, presence.as_deref(), &state.health, now);
         let (chip_class, chip_label) = chip(status);
-        let version = environment.runner.as_ref().map(|runner| runner.version.clone());
+        let version = environment
+            .runner
+            .as_ref()
+            .map(|runner| runner.version.clone());
         let update = version.as_deref().and_then(|version| {
             state
                 .releases
