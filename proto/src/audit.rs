@@ -65,6 +65,13 @@ pub enum AuditAction {
     /// `revoked`, `replaced`, `going_away`, …).
     #[serde(rename = "runner.disconnect")]
     RunnerDisconnect,
+    /// A connected runner's heartbeat says it is degraded (its executor
+    /// probe fails, or calls wait for an executor); `code` says which.
+    #[serde(rename = "runner.degraded")]
+    RunnerDegraded,
+    /// Its heartbeat no longer says so.
+    #[serde(rename = "runner.recovered")]
+    RunnerRecovered,
     /// A call asked for a person's approval.
     #[serde(rename = "approval.request")]
     ApprovalRequest,
@@ -75,7 +82,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, for help texts and filters.
-    pub const ALL: [AuditAction; 21] = [
+    pub const ALL: [AuditAction; 23] = [
         Self::ToolInvoke,
         Self::TokenGenerate,
         Self::TokenRotate,
@@ -95,6 +102,8 @@ impl AuditAction {
         Self::RunnerAuthFailed,
         Self::RunnerConnect,
         Self::RunnerDisconnect,
+        Self::RunnerDegraded,
+        Self::RunnerRecovered,
         Self::ApprovalRequest,
         Self::ApprovalDecide,
     ];
@@ -121,6 +130,8 @@ impl AuditAction {
             Self::RunnerAuthFailed => "runner.auth_failed",
             Self::RunnerConnect => "runner.connect",
             Self::RunnerDisconnect => "runner.disconnect",
+            Self::RunnerDegraded => "runner.degraded",
+            Self::RunnerRecovered => "runner.recovered",
             Self::ApprovalRequest => "approval.request",
             Self::ApprovalDecide => "approval.decide",
         }

@@ -32,6 +32,7 @@ use crate::routing::{
     announcement_json, Attachment, Delivery, Kick, OutputChunk, Presence, ServingGuard,
 };
 use crate::state::AppState;
+use crate::status::Degraded;
 
 /// How long a new connection has to send `hello`. A runner sends it as
 /// soon as the upgrade is answered; the connection holds a handshake slot
@@ -160,6 +161,9 @@ async fn session(
     // runner process took a newer session, or this relay is going away.
     // Its calls then go on, and it reports them on its next session.
     let mut runner_stays = false;
+    // Whether the last heartbeat said degraded, for the history's
+    // degraded periods.
+    let mut degraded = false;
 
     let ending = loop {
         if draining
@@ -242,6 +246,15 @@ async fn session(
                 match frame {
                     RunnerMessage::Heartbeat(heartbeat) => {
                         let now = state.clock.now();
+                        let now_degraded = Degraded::by(&heartbeat);
+                        if now_degraded.is_some() != degraded {
+                            degraded = now_degraded.is_some();
+                            let (action, code) = match now_degraded {
+                                Some(why) => (AuditAction::RunnerDegraded, Some(why.code())),
+                                None => (AuditAction::RunnerRecovered, None),
+                            };
+                            audit_runner(state, environment_id, &runner_info, action, code);
+                        }
                         state.local.heartbeat(environment_id, &session_id, heartbeat);
                         match &state.cluster {
                             // Batched with the next lease refresh.

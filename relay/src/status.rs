@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use runner_proto::api::Status;
+use runner_proto::ws::Heartbeat;
 use time::{Duration, OffsetDateTime};
 use tokio::sync::mpsc;
 
@@ -158,20 +159,8 @@ pub fn compute(
         );
     }
     let heartbeat = &presence.heartbeat;
-    if heartbeat.executor_healthy == Some(false) {
-        return (
-            Status::Degraded,
-            Some("the runner's executor health probe is failing".to_owned()),
-        );
-    }
-    if heartbeat.backlog > 0 {
-        return (
-            Status::Degraded,
-            Some(format!(
-                "{} calls are waiting for an executor",
-                heartbeat.backlog
-            )),
-        );
+    if let Some(why) = Degraded::by(heartbeat) {
+        return (Status::Degraded, Some(why.reason()));
     }
     if heartbeat.executor_healthy.is_none() {
         if let Some(count) = health.degraded_by_timeouts(&environment.id, now) {
@@ -182,6 +171,43 @@ pub fn compute(
         }
     }
     (Status::Online, None)
+}
+
+/// What a runner's own heartbeat says makes it degraded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Degraded {
+    /// Its executor health probe fails.
+    ExecutorProbe,
+    /// Calls wait for an executor slot.
+    Backlog(u32),
+}
+
+impl Degraded {
+    pub fn by(heartbeat: &Heartbeat) -> Option<Self> {
+        if heartbeat.executor_healthy == Some(false) {
+            Some(Self::ExecutorProbe)
+        } else if heartbeat.backlog > 0 {
+            Some(Self::Backlog(heartbeat.backlog))
+        } else {
+            None
+        }
+    }
+
+    /// A stable code (the audit log's).
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::ExecutorProbe => "executor_probe_failing",
+            Self::Backlog(_) => "backlog",
+        }
+    }
+
+    /// For people.
+    pub fn reason(self) -> String {
+        match self {
+            Self::ExecutorProbe => "the runner's executor health probe is failing".to_owned(),
+            Self::Backlog(waiting) => format!("{waiting} calls are waiting for an executor"),
+        }
+    }
 }
 
 #[cfg(test)]

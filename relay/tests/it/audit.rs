@@ -447,3 +447,59 @@ async fn no_audit_records_nothing() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(entries(&relay, "").await.is_empty());
 }
+
+/// A runner's connect, degraded period and disconnect are the
+/// environment's history, with the runner as the actor.
+#[tokio::test]
+async fn a_runners_connects_and_degraded_periods_are_history() {
+    use runner_proto::ws::{Heartbeat, RunnerMessage};
+    let relay = spawn_relay().await;
+    let (id, token) = relay.dev_env("historic").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("host-a", "i1", &[])).await;
+    for heartbeat in [
+        Heartbeat::default(),
+        Heartbeat {
+            backlog: 3,
+            ..Heartbeat::default()
+        },
+        Heartbeat {
+            backlog: 1,
+            ..Heartbeat::default()
+        },
+        Heartbeat::default(),
+        Heartbeat::default(),
+    ] {
+        runner.send(&RunnerMessage::Heartbeat(heartbeat)).await;
+        let _ack = runner.next_frame().await;
+    }
+    drop(runner);
+    relay.wait_status(&id, |s| s["status"] == "offline").await;
+    let history: Vec<(String, String)> = entries(&relay, &format!("environment={id}"))
+        .await
+        .iter()
+        .filter(|entry| {
+            entry["action"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("runner."))
+        })
+        .map(|entry| {
+            assert_eq!(entry["actor"]["kind"], "runner", "{entry}");
+            assert_eq!(entry["target"], "host-a", "{entry}");
+            (
+                entry["action"].as_str().unwrap_or_default().to_owned(),
+                entry["code"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("runner.connect", ""),
+        ("runner.degraded", "backlog"),
+        ("runner.recovered", ""),
+        ("runner.disconnect", "connection_lost"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(a, c)| ((*a).to_owned(), (*c).to_owned()))
+        .collect();
+    assert_eq!(history, expected);
+}

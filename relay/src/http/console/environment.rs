@@ -139,7 +139,7 @@ const HISTORY: u32 = 15;
 
 /// The environment's history: for organisation admins every audit entry
 /// naming it; for others (who may not read the audit log) its runner's
-/// connects and disconnects.
+/// connects, disconnects and degraded periods.
 async fn history(
     state: &AppState,
     member: &std::sync::Arc<crate::store::Member>,
@@ -160,7 +160,12 @@ async fn history(
     }
     state.audit.flush().await;
     let mut entries = Vec::new();
-    for action in [AuditAction::RunnerConnect, AuditAction::RunnerDisconnect] {
+    for action in [
+        AuditAction::RunnerConnect,
+        AuditAction::RunnerDisconnect,
+        AuditAction::RunnerDegraded,
+        AuditAction::RunnerRecovered,
+    ] {
         let query = AuditQuery {
             environment_id: Some(environment_id.to_owned()),
             action: Some(action),
