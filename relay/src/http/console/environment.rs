@@ -181,7 +181,7 @@ async fn history(
                 .map_err(crate::http::error::ApiError::from)?,
         );
     }
-    entries.sort_by(|a, b| b.seq.cmp(&a.seq));
+    entries.sort_by_key(|entry| std::cmp::Reverse(entry.seq));
     entries.truncate(HISTORY as usize);
     let now = state.clock.now();
     Ok(entries
