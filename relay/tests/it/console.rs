@@ -287,3 +287,17 @@ async fn the_console_can_be_turned_off() {
         .expect("answered");
     assert_eq!(answer.status(), StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn a_refresh_after_sign_out_sends_the_whole_page_to_sign_in() {
+    let relay = spawn_relay().await;
+    let answer = client()
+        .get(format!("{}/console/environments/rows", relay.url))
+        .header("HX-Request", "true")
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(answer.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(answer.headers()["hx-redirect"], "/console/sign-in");
+    assert!(answer.headers().get(LOCATION).is_none());
+}

@@ -57,10 +57,15 @@ impl FromRequestParts<AppState> for Signed {
     type Rejection = Failure;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Failure> {
+        // htmx follows a redirect inside its request and would swap the
+        // sign-in page into the part it refreshes: it is told instead.
+        let by_htmx = parts.headers.contains_key("hx-request");
         let Some(csrf) = parts.extensions.get::<Csrf>().cloned() else {
-            return Err(Failure::sign_in());
+            return Err(Failure::sign_in().for_htmx(by_htmx));
         };
-        let Caller(member) = Caller::from_request_parts(parts, state).await?;
+        let Caller(member) = Caller::from_request_parts(parts, state)
+            .await
+            .map_err(|error| Failure::from(error).for_htmx(by_htmx))?;
         Ok(Self { member, csrf })
     }
 }
@@ -152,6 +157,9 @@ pub fn render(template: &impl Template) -> Result<Html<String>, Failure> {
 pub struct Failure {
     status: StatusCode,
     message: String,
+    /// Answering an htmx request: a sign-in is asked for with
+    /// `HX-Redirect` alone.
+    htmx: bool,
 }
 
 #[derive(Template)]
@@ -168,7 +176,13 @@ impl Failure {
         Self {
             status,
             message: message.into(),
+            htmx: false,
         }
+    }
+
+    fn for_htmx(mut self, htmx: bool) -> Self {
+        self.htmx = htmx;
+        self
     }
 
     pub fn sign_in() -> Self {
@@ -189,12 +203,15 @@ impl From<ApiError> for Failure {
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
         if self.status == StatusCode::UNAUTHORIZED {
-            // htmx follows `HX-Redirect` with a full page load.
-            let mut response = Redirect::to("/console/sign-in").into_response();
-            response
-                .headers_mut()
-                .insert("hx-redirect", HeaderValue::from_static("/console/sign-in"));
-            return response;
+            if self.htmx {
+                // htmx loads this page in full.
+                return (
+                    StatusCode::UNAUTHORIZED,
+                    [("hx-redirect", HeaderValue::from_static("/console/sign-in"))],
+                )
+                    .into_response();
+            }
+            return Redirect::to("/console/sign-in").into_response();
         }
         let page = ErrorPage {
             assets: super::assets::Assets,
