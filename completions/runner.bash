@@ -2210,7 +2210,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__run)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --workspace --permission-config --call-log --max-concurrent-calls --worker-threads --mcp-config --health-addr --auto-update --call-cgroups --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --workspace --permission-config --call-log --max-concurrent-calls --kept-output-max-mb --worker-threads --mcp-config --health-addr --auto-update --call-cgroups --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2253,6 +2253,10 @@ _runner() {
                     return 0
                     ;;
                 --max-concurrent-calls)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kept-output-max-mb)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -337,6 +337,14 @@ pub struct RunArgs {
     #[arg(long, env = env_vars::MAX_CONCURRENT_CALLS, default_value_t = 32)]
     pub max_concurrent_calls: usize,
 
+    /// Most MiB the files keeping large outputs (WORKSPACE/.runner/output)
+    /// may hold; past it the oldest are removed when a new one is written
+    /// (they are also removed after 7 days).
+    #[arg(long, env = env_vars::KEPT_OUTPUT_MAX_MB, value_name = "MIB",
+          default_value_t = crate::exec::kept::DEFAULT_OUTPUT_CAP_MB,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub kept_output_max_mb: u64,
+
     /// Threads that run the connection and the calls' I/O. One is enough
     /// for most hosts and the fastest: commands run in their own
     /// processes, file and search tools on a separate pool, and one thread

@@ -143,6 +143,9 @@ pub struct RunnerMetrics {
     update_available: Gauge,
     update: Family<UpdateLabel, Gauge>,
     update_state: AtomicU8,
+    kept_output_bytes: Gauge,
+    kept_output_cap_bytes: Gauge,
+    kept_output_evicted: Gauge,
 }
 
 impl Default for RunnerMetrics {
@@ -198,6 +201,24 @@ impl RunnerMetrics {
             "Self-update: 1 for the state it is in, 0 for the others",
             update.clone(),
         );
+        let kept_output_bytes = Gauge::default();
+        registry.register(
+            "kept_output_bytes",
+            "Bytes the files keeping large outputs held when last measured",
+            kept_output_bytes.clone(),
+        );
+        let kept_output_cap_bytes = Gauge::default();
+        registry.register(
+            "kept_output_cap_bytes",
+            "The cap on those files (--kept-output-max-mb)",
+            kept_output_cap_bytes.clone(),
+        );
+        let kept_output_evicted = Gauge::default();
+        registry.register(
+            "kept_output_evicted_files",
+            "Kept output files removed to stay under the cap since the runner started",
+            kept_output_evicted.clone(),
+        );
         let other = Arc::new(series(&calls, Arc::from(OTHER)));
         let metrics = Self {
             registry,
@@ -210,6 +231,9 @@ impl RunnerMetrics {
             update_available,
             update,
             update_state: AtomicU8::new(0),
+            kept_output_bytes,
+            kept_output_cap_bytes,
+            kept_output_evicted,
         };
         metrics.set_update_state(UpdateState::Idle);
         metrics
@@ -262,6 +286,12 @@ impl RunnerMetrics {
         self.backlog.set(i64::from(now.backlog));
         self.connected.set(i64::from(now.connected));
         self.update_available.set(i64::from(now.update_available));
+        let kept = crate::exec::kept::usage();
+        let as_gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+        self.kept_output_bytes.set(as_gauge(kept.bytes));
+        self.kept_output_cap_bytes
+            .set(as_gauge(crate::exec::kept::output_cap()));
+        self.kept_output_evicted.set(as_gauge(kept.evicted_files));
         let current = usize::from(self.update_state.load(Ordering::Relaxed));
         for (index, state) in UpdateState::ALL.into_iter().enumerate() {
             self.update

@@ -92,6 +92,16 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
         Some(&dirs.state),
     ));
     health.publish();
+    crate::exec::kept::set_output_cap(args.kept_output_max_mb.saturating_mul(1024 * 1024));
+    // A cap lowered since the last run applies at once.
+    let removed =
+        crate::exec::kept::enforce_cap(boundary.root(), crate::exec::kept::output_cap(), &[]);
+    if !removed.is_empty() {
+        tracing::info!(
+            removed = removed.len(),
+            "kept output over its cap: removed the oldest files"
+        );
+    }
     crate::agent::probe::start(boundary.root().to_path_buf(), Arc::clone(&health.executor));
     if let Some(addr) = args.health_addr {
         health::serve(addr, Arc::clone(&health))

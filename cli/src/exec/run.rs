@@ -16,7 +16,7 @@
 //!   [`Spool`] (head and tail inline, everything in a file past the inline
 //!   limit) and, when the caller streams, to the relay as an `output` frame.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
@@ -24,7 +24,9 @@ use tokio::io::AsyncWriteExt;
 
 use super::capture::{Spool, Spooled};
 use super::cgroup::CallGroup;
-use super::kept::{display_path, output_file, prune_output_dir, INLINE_LIMIT};
+use super::kept::{
+    display_path, enforce_cap, output_cap, output_file, prune_output_dir, INLINE_LIMIT,
+};
 use super::pipes::{finish_reader, spawn_reader};
 use super::spawn::start;
 use super::spec::{Isolation, Spec};
@@ -192,6 +194,21 @@ pub(in crate::exec) async fn run_spec(
     }
     let (stdout, stdout_open) = finish_reader(stdout).await;
     let (stderr, stderr_open) = finish_reader(stderr).await;
+    let own: Vec<&std::path::Path> = [&stdout.file, &stderr.file]
+        .into_iter()
+        .flatten()
+        .map(PathBuf::as_path)
+        .collect();
+    if !own.is_empty() {
+        let removed = enforce_cap(workspace, output_cap(), &own);
+        if !removed.is_empty() {
+            tracing::info!(
+                removed = removed.len(),
+                cap_mb = output_cap() / (1024 * 1024),
+                "kept output over its cap: removed the oldest files"
+            );
+        }
+    }
     let (exit_code, wait_error) = match &status {
         Ok(status) => (
             status
@@ -227,7 +244,6 @@ fn signal_of(_status: &std::process::ExitStatus) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
-    use std::path::PathBuf;
     use std::time::Instant;
 
     use nix::sys::signal::{kill, Signal};

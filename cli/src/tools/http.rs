@@ -24,7 +24,7 @@ use super::link_local::{check_url, Guard, GuardedResolver};
 use super::tool::{Running, Tool};
 use crate::call::{CallScope, ToolOutcome};
 use crate::exec::capture::Spool;
-use crate::exec::kept::{display_path, output_file, INLINE_LIMIT};
+use crate::exec::kept::{display_path, enforce_cap, output_cap, output_file, INLINE_LIMIT};
 
 /// Default request timeout when neither the argument nor the call sets a
 /// shorter one.
@@ -191,6 +191,7 @@ async fn request(
     });
     if let Some(file) = &kept.file {
         result["body_file"] = json!(display_path(context.boundary.root(), file));
+        enforce_cap(context.boundary.root(), output_cap(), &[file.as_path()]);
     }
     if let Some(error) = &kept.file_error {
         result["body_file_error"] = json!(error);

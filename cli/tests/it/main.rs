@@ -13,6 +13,7 @@ mod doctor_proxy;
 mod health;
 mod install;
 mod invoke;
+mod kept_output;
 mod layers;
 mod leftovers;
 mod metrics;
