@@ -46,7 +46,7 @@ complete -c runner -n "__fish_runner_needs_command" -f -a "audit" -d 'Read the r
 complete -c runner -n "__fish_runner_needs_command" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
 complete -c runner -n "__fish_runner_needs_command" -f -a "status" -d 'Show an environment\'s status, or with --local this machine\'s runner as it sees itself'
 complete -c runner -n "__fish_runner_needs_command" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
-complete -c runner -n "__fish_runner_needs_command" -f -a "doctor" -d 'Explain what is wrong when the runner can\'t connect'
+complete -c runner -n "__fish_runner_needs_command" -f -a "doctor" -d 'Explain what is wrong when the runner or the admin commands can\'t reach the relay'
 complete -c runner -n "__fish_runner_needs_command" -f -a "service" -d 'Install, start, stop and inspect the runner as a system service'
 complete -c runner -n "__fish_runner_needs_command" -f -a "update" -d 'Update this binary from the release mirror (default: the registered relay)'
 complete -c runner -n "__fish_runner_needs_command" -f -a "policy" -d 'Check commands against a permission file and lint permission files'
@@ -498,8 +498,9 @@ false\t''"
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l permission-config -d 'Permission file to validate (as `runner run` would load it)' -r -F
-complete -c runner -n "__fish_runner_using_subcommand doctor" -l workspace -d 'Workspace to check (default: STATE_DIR/workspace)' -r -F
-complete -c runner -n "__fish_runner_using_subcommand doctor" -l json -d 'Print the report as JSON'
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l workspace -d 'Workspace to check (default: STATE_DIR/workspace). Checked, never created' -r -F
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c runner -n "__fish_runner_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
@@ -665,7 +666,7 @@ complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "status" -d 'Show an environment\'s status, or with --local this machine\'s runner as it sees itself'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "doctor" -d 'Explain what is wrong when the runner can\'t connect'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "doctor" -d 'Explain what is wrong when the runner or the admin commands can\'t reach the relay'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "service" -d 'Install, start, stop and inspect the runner as a system service'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "update" -d 'Update this binary from the release mirror (default: the registered relay)'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "policy" -d 'Check commands against a permission file and lint permission files'

@@ -215,14 +215,19 @@ pub enum Command {
     #[command(after_help = examples::INVOKE)]
     Invoke(InvokeArgs),
 
-    /// Explain what is wrong when the runner can't connect.
+    /// Explain what is wrong when the runner or the admin commands can't
+    /// reach the relay.
     ///
-    /// Checks, in order: config and token; URL, proxy, DNS, TCP, TLS and the
-    /// relay's answer ("can't reach the relay"); the token's verdict and the
-    /// WebSocket upgrade ("reached it, but it refuses"); clock skew; this
+    /// Checks, in order: config, the runner's token and the API key; URL,
+    /// proxy, DNS, TCP, TLS and the relay's answer ("can't reach the
+    /// relay"); the token's verdict and the WebSocket upgrade, the API key's
+    /// member and role ("reached it, but it refuses"); clock skew; this
     /// machine's permission file, workspace, running runner and service.
-    /// Each failure says what to do. Exits 1 when any check fails; --json
-    /// prints a report to attach to a bug report.
+    /// The URL is --url / RUNNER_URL, else the registration's, else `runner
+    /// login`'s. Doctor changes nothing: it registers nothing, creates no
+    /// directory and records no token use. Each failure says what to do.
+    /// Exits 1 when any check fails; --json prints a report to attach to a
+    /// bug report.
     Doctor(DoctorArgs),
 
     /// Install, start, stop and inspect the runner as a system service.
@@ -382,12 +387,12 @@ pub struct DoctorArgs {
     /// Permission file to validate (as `runner run` would load it).
     #[arg(long, env = env_vars::PERMISSION_CONFIG, value_name = "FILE")]
     pub permission_config: Option<PathBuf>,
-    /// Workspace to check (default: STATE_DIR/workspace).
+    /// Workspace to check (default: STATE_DIR/workspace). Checked, never
+    /// created.
     #[arg(long, env = env_vars::WORKSPACE, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub api: ApiArgs,
 }
 
 #[derive(Debug, Subcommand)]
