@@ -17,7 +17,6 @@
 //!   limit) and, when the caller streams, to the relay as an `output` frame.
 
 use std::path::Path;
-use std::time::Duration;
 
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
@@ -44,7 +43,7 @@ pub struct Finished {
     pub pipes_left_open: bool,
     pub wait_error: Option<String>,
     pub pgid: Option<i32>,
-    pub timeout: Duration,
+    pub limit: crate::call::Limit,
 }
 
 impl Finished {
@@ -116,7 +115,7 @@ impl Finished {
                 );
                 Some(match stopped.reason {
                     StopReason::Timeout => {
-                        format!("timed out after {}s; {what}", self.timeout.as_secs())
+                        format!("{}; {what}", self.limit.timed_out())
                     }
                     StopReason::Cancelled => format!("cancelled; {what}"),
                 })
@@ -209,7 +208,7 @@ pub(in crate::exec) async fn run_spec(
         pipes_left_open: stdout_open || stderr_open,
         wait_error,
         pgid,
-        timeout: scope.timeout,
+        limit: scope.limit,
     })
 }
 
@@ -228,7 +227,7 @@ fn signal_of(_status: &std::process::ExitStatus) -> Option<i32> {
 mod tests {
     use std::collections::HashMap;
     use std::path::PathBuf;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use nix::sys::signal::{kill, Signal};
     use nix::unistd::Pid;
@@ -245,6 +244,7 @@ mod tests {
             call_id: call_id.to_owned(),
             cancel: tokio_util::sync::CancellationToken::new(),
             timeout,
+            limit: crate::call::Limit::call(timeout.as_secs()),
             output: None,
             binary_output: true,
         }

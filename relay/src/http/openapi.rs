@@ -473,7 +473,8 @@ fn hand_written() -> Value {
                         "call_id": { "type": "string" },
                         "result": {},
                         "exit_code": { "type": ["integer", "null"] },
-                        "error": { "type": ["string", "null"] }
+                        "error": { "type": ["string", "null"] },
+                        "error_code": { "type": "string", "description": "timeout: the runner stopped the call at its deadline (the tool's own timeout_s, or the call's), as the 504's code; the output so far is in result" }
                     }
                 },
                 "RegisterResponse": {
