@@ -59,7 +59,7 @@ complete -c runner -n "__fish_runner_using_subcommand register" -l insecure-skip
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand register" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
-complete -c runner -n "__fish_runner_using_subcommand register" -l url -d 'Base URL of the relay, e.g. https://relay.example.com' -r
+complete -c runner -n "__fish_runner_using_subcommand register" -l url -d 'Base URL of the relay, e.g. https://relay.example.com (required: this flag or RUNNER_URL)' -r
 complete -c runner -n "__fish_runner_using_subcommand register" -l token -d 'The registration token (prefer RUNNER_TOKEN or --token-stdin)' -r
 complete -c runner -n "__fish_runner_using_subcommand register" -l credential-store -d 'Where to keep the token' -r -f -a "auto\t'The OS keychain when one answers, else a 0600 file'
 keyring\t'The OS keychain only (fails if none is usable)'
@@ -108,7 +108,7 @@ complete -c runner -n "__fish_runner_using_subcommand login" -l insecure-skip-tl
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand login" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
-complete -c runner -n "__fish_runner_using_subcommand login" -l url -d 'Base URL of the relay' -r
+complete -c runner -n "__fish_runner_using_subcommand login" -l url -d 'Base URL of the relay (required: this flag or RUNNER_URL)' -r
 complete -c runner -n "__fish_runner_using_subcommand login" -l credential-store -d 'Where to keep the API key' -r -f -a "auto\t'The OS keychain when one answers, else a 0600 file'
 keyring\t'The OS keychain only (fails if none is usable)'
 file\t'A file readable by its owner only'"

@@ -279,9 +279,10 @@ pub enum CredentialStoreChoice {
 
 #[derive(Debug, Args)]
 pub struct RegisterArgs {
-    /// Base URL of the relay, e.g. https://relay.example.com
+    /// Base URL of the relay, e.g. https://relay.example.com (required:
+    /// this flag or RUNNER_URL).
     #[arg(long, env = env_vars::URL)]
-    pub url: String,
+    pub url: Option<String>,
 
     /// The registration token (prefer RUNNER_TOKEN or --token-stdin).
     #[arg(long, env = env_vars::TOKEN, hide_env_values = true)]
@@ -507,9 +508,9 @@ pub struct LogoutArgs {
 
 #[derive(Debug, Args)]
 pub struct LoginArgs {
-    /// Base URL of the relay.
+    /// Base URL of the relay (required: this flag or RUNNER_URL).
     #[arg(long, env = env_vars::URL)]
-    pub url: String,
+    pub url: Option<String>,
 
     /// Read the API key from standard input.
     #[arg(long)]
