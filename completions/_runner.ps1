@@ -671,7 +671,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('uninstall', 'uninstall', [CompletionResultType]::ParameterValue, 'Stop and remove the service (keeps /etc/runner/env unless --purge)')
             [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start the service')
             [CompletionResult]::new('stop', 'stop', [CompletionResultType]::ParameterValue, 'Stop the service')
-            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show the service manager''s view of the service')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show the service manager''s view of the service (where there is none, says so and how to run the runner instead)')
             [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Show the service''s logs')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -685,9 +685,11 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--run-as', '--run-as', [CompletionResultType]::ParameterName, 'Run as this existing user instead of a dedicated `runner` user (for their kubeconfig or docker group); home protection is relaxed for that user''s home only')
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'Write every file under DIR instead of / and do not touch users or services (for packaging and tests)')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: this user''s registration)')
-            [CompletionResult]::new('--binary', '--binary', [CompletionResultType]::ParameterName, 'Path of the installed runner binary the service starts')
+            [CompletionResult]::new('--binary', '--binary', [CompletionResultType]::ParameterName, 'Path of the installed runner binary the service starts (default /usr/local/bin/runner); it must exist (under --root, or as given)')
             [CompletionResult]::new('--permission-config', '--permission-config', [CompletionResultType]::ParameterName, 'Permission file the service passes to `runner run`')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print what would be written and run, change nothing')
+            [CompletionResult]::new('--verify', '--verify', [CompletionResultType]::ParameterName, 'Check the token against the relay before installing, and refuse a token it refuses. The default checks whenever the relay answers and only warns when it cannot be reached; --verify also refuses then')
+            [CompletionResult]::new('--no-verify', '--no-verify', [CompletionResultType]::ParameterName, 'Install without checking the token against the relay')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -767,7 +769,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('uninstall', 'uninstall', [CompletionResultType]::ParameterValue, 'Stop and remove the service (keeps /etc/runner/env unless --purge)')
             [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start the service')
             [CompletionResult]::new('stop', 'stop', [CompletionResultType]::ParameterValue, 'Stop the service')
-            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show the service manager''s view of the service')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show the service manager''s view of the service (where there is none, says so and how to run the runner instead)')
             [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Show the service''s logs')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -1016,7 +1018,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('uninstall', 'uninstall', [CompletionResultType]::ParameterValue, 'Stop and remove the service (keeps /etc/runner/env unless --purge)')
             [CompletionResult]::new('start', 'start', [CompletionResultType]::ParameterValue, 'Start the service')
             [CompletionResult]::new('stop', 'stop', [CompletionResultType]::ParameterValue, 'Stop the service')
-            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show the service manager''s view of the service')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show the service manager''s view of the service (where there is none, says so and how to run the runner instead)')
             [CompletionResult]::new('logs', 'logs', [CompletionResultType]::ParameterValue, 'Show the service''s logs')
             break
         }

@@ -516,7 +516,7 @@ complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_se
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "uninstall" -d 'Stop and remove the service (keeps /etc/runner/env unless --purge)'
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "start" -d 'Start the service'
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "stop" -d 'Stop the service'
-complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "status" -d 'Show the service manager\'s view of the service'
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "status" -d 'Show the service manager\'s view of the service (where there is none, says so and how to run the runner instead)'
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "logs" -d 'Show the service\'s logs'
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
@@ -529,9 +529,11 @@ json\t''"
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l run-as -d 'Run as this existing user instead of a dedicated `runner` user (for their kubeconfig or docker group); home protection is relaxed for that user\'s home only' -r
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l root -d 'Write every file under DIR instead of / and do not touch users or services (for packaging and tests)' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l url -d 'Relay URL (default: this user\'s registration)' -r
-complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l binary -d 'Path of the installed runner binary the service starts' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l binary -d 'Path of the installed runner binary the service starts (default /usr/local/bin/runner); it must exist (under --root, or as given)' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l permission-config -d 'Permission file the service passes to `runner run`' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l dry-run -d 'Print what would be written and run, change nothing'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l verify -d 'Check the token against the relay before installing, and refuse a token it refuses. The default checks whenever the relay answers and only warns when it cannot be reached; --verify also refuses then'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l no-verify -d 'Install without checking the token against the relay'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -s V -l version -d 'Print version'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
@@ -588,7 +590,7 @@ complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_s
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "uninstall" -d 'Stop and remove the service (keeps /etc/runner/env unless --purge)'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "start" -d 'Start the service'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "stop" -d 'Stop the service'
-complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show the service manager\'s view of the service'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show the service manager\'s view of the service (where there is none, says so and how to run the runner instead)'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "logs" -d 'Show the service\'s logs'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c runner -n "__fish_runner_using_subcommand update" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
@@ -692,7 +694,7 @@ complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subc
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "uninstall" -d 'Stop and remove the service (keeps /etc/runner/env unless --purge)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "start" -d 'Start the service'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "stop" -d 'Stop the service'
-complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "status" -d 'Show the service manager\'s view of the service'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "status" -d 'Show the service manager\'s view of the service (where there is none, says so and how to run the runner instead)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "logs" -d 'Show the service\'s logs'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from policy" -f -a "check" -d 'Check one command against a permission file: exit 0 allowed, 1 denied, 2 the file was refused'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from policy" -f -a "lint" -d 'Load a permission file and report errors and rules that can never decide anything: exit 0 clean, 1 warnings, 2 refused'

@@ -407,7 +407,8 @@ pub enum ServiceCommand {
     Start,
     /// Stop the service.
     Stop,
-    /// Show the service manager's view of the service.
+    /// Show the service manager's view of the service (where there is
+    /// none, says so and how to run the runner instead).
     Status,
     /// Show the service's logs.
     Logs {
@@ -425,7 +426,7 @@ pub struct ServiceInstallArgs {
     /// Run as this existing user instead of a dedicated `runner` user (for
     /// their kubeconfig or docker group); home protection is relaxed for
     /// that user's home only.
-    #[arg(long, env = "RUN_AS", value_name = "USER")]
+    #[arg(long, env = env_vars::RUN_AS, value_name = "USER")]
     pub run_as: Option<String>,
     /// Print what would be written and run, change nothing.
     #[arg(long)]
@@ -437,9 +438,18 @@ pub struct ServiceInstallArgs {
     /// Relay URL (default: this user's registration).
     #[arg(long, env = env_vars::URL)]
     pub url: Option<String>,
-    /// Path of the installed runner binary the service starts.
+    /// Path of the installed runner binary the service starts (default
+    /// /usr/local/bin/runner); it must exist (under --root, or as given).
     #[arg(long, value_name = "PATH")]
     pub binary: Option<PathBuf>,
+    /// Check the token against the relay before installing, and refuse a
+    /// token it refuses. The default checks whenever the relay answers and
+    /// only warns when it cannot be reached; --verify also refuses then.
+    #[arg(long, overrides_with = "no_verify")]
+    pub verify: bool,
+    /// Install without checking the token against the relay.
+    #[arg(long, overrides_with = "verify")]
+    pub no_verify: bool,
     /// Permission file the service passes to `runner run`.
     #[arg(long, value_name = "FILE")]
     pub permission_config: Option<PathBuf>,
