@@ -516,9 +516,13 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
                 }
             }
         }
+        (_, _, None, _) => {
+            doctor.skip("token accepted", relay, "no runner token");
+            doctor.skip("websocket", relay, "no runner token");
+        }
         _ => {
-            doctor.skip("token accepted", relay, "relay not reached or no token");
-            doctor.skip("websocket", relay, "relay not reached or no token");
+            doctor.skip("token accepted", relay, "relay not reached");
+            doctor.skip("websocket", relay, "relay not reached");
         }
     }
     match (&base, &http, api_key, relay_ok) {
