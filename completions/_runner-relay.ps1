@@ -91,6 +91,9 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
             [CompletionResult]::new('create-key', 'create-key', [CompletionResultType]::ParameterValue, 'Create a member with an API key and print the key (alone) on stdout')
             [CompletionResult]::new('add-to-team', 'add-to-team', [CompletionResultType]::ParameterValue, 'Add an existing member to a team (no-op if already in it)')
             [CompletionResult]::new('remove-from-team', 'remove-from-team', [CompletionResultType]::ParameterValue, 'Remove a member from a team')
+            [CompletionResult]::new('list-keys', 'list-keys', [CompletionResultType]::ParameterValue, 'List the API keys: each key''s hint (never the key), its member (id, name, kind, organisation admin, teams) and when it was made')
+            [CompletionResult]::new('revoke-key', 'revoke-key', [CompletionResultType]::ParameterValue, 'Revoke a member''s API keys: they stop working at once on a relay that is restarted, within 10 s on a running one (it keeps a key it has seen that long). The member, its teams and its audit trail stay; `create-key` makes a new member with a new key. Asks first on a terminal; --yes for scripts')
+            [CompletionResult]::new('list-members', 'list-members', [CompletionResultType]::ParameterValue, 'List the members: id, name, kind, organisation admin, teams and how many API keys each holds')
             [CompletionResult]::new('create-team', 'create-team', [CompletionResultType]::ParameterValue, 'Create a team (no-op if it exists)')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'The audit log')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -131,6 +134,49 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
             [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database URL (default: sqlite://<data-dir>/relay.db)')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
             [CompletionResult]::new('--worker-threads', '--worker-threads', [CompletionResultType]::ParameterName, 'Threads that serve the API and the runners'' sockets (default: one per CPU). Fewer leave more of a small host to other processes')
+            [CompletionResult]::new('--create', '--create', [CompletionResultType]::ParameterName, 'Create a new store if there is none at the data dir (or --database-url''s SQLite file). Without it `admin` refuses, saying where it looked, rather than hand out a key of a store no relay serves')
+            [CompletionResult]::new('--access-log', '--access-log', [CompletionResultType]::ParameterName, 'Log every API request ("answered": method, path, status, ms) and every tool call ("call finished": environment, call id, tool, member, exit code, ms) at info, target `runner_relay::access`. Off by default: every call is in the relay''s journal already (`GET /invocations/{call_id}`), and these lines would cost a busy relay a sixth of its instructions per call and run into journald''s rate limit, which then drops the warnings that matter')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner-relay;admin;list-keys' {
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Directory for the relay''s data (default: the platform data directory)')
+            [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database URL (default: sqlite://<data-dir>/relay.db)')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--worker-threads', '--worker-threads', [CompletionResultType]::ParameterName, 'Threads that serve the API and the runners'' sockets (default: one per CPU). Fewer leave more of a small host to other processes')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON (one array) on stdout')
+            [CompletionResult]::new('--create', '--create', [CompletionResultType]::ParameterName, 'Create a new store if there is none at the data dir (or --database-url''s SQLite file). Without it `admin` refuses, saying where it looked, rather than hand out a key of a store no relay serves')
+            [CompletionResult]::new('--access-log', '--access-log', [CompletionResultType]::ParameterName, 'Log every API request ("answered": method, path, status, ms) and every tool call ("call finished": environment, call id, tool, member, exit code, ms) at info, target `runner_relay::access`. Off by default: every call is in the relay''s journal already (`GET /invocations/{call_id}`), and these lines would cost a busy relay a sixth of its instructions per call and run into journald''s rate limit, which then drops the warnings that matter')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner-relay;admin;revoke-key' {
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Directory for the relay''s data (default: the platform data directory)')
+            [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database URL (default: sqlite://<data-dir>/relay.db)')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--worker-threads', '--worker-threads', [CompletionResultType]::ParameterName, 'Threads that serve the API and the runners'' sockets (default: one per CPU). Fewer leave more of a small host to other processes')
+            [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation')
+            [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation')
+            [CompletionResult]::new('--create', '--create', [CompletionResultType]::ParameterName, 'Create a new store if there is none at the data dir (or --database-url''s SQLite file). Without it `admin` refuses, saying where it looked, rather than hand out a key of a store no relay serves')
+            [CompletionResult]::new('--access-log', '--access-log', [CompletionResultType]::ParameterName, 'Log every API request ("answered": method, path, status, ms) and every tool call ("call finished": environment, call id, tool, member, exit code, ms) at info, target `runner_relay::access`. Off by default: every call is in the relay''s journal already (`GET /invocations/{call_id}`), and these lines would cost a busy relay a sixth of its instructions per call and run into journald''s rate limit, which then drops the warnings that matter')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner-relay;admin;list-members' {
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Directory for the relay''s data (default: the platform data directory)')
+            [CompletionResult]::new('--database-url', '--database-url', [CompletionResultType]::ParameterName, 'Database URL (default: sqlite://<data-dir>/relay.db)')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--worker-threads', '--worker-threads', [CompletionResultType]::ParameterName, 'Threads that serve the API and the runners'' sockets (default: one per CPU). Fewer leave more of a small host to other processes')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print JSON (one array) on stdout')
             [CompletionResult]::new('--create', '--create', [CompletionResultType]::ParameterName, 'Create a new store if there is none at the data dir (or --database-url''s SQLite file). Without it `admin` refuses, saying where it looked, rather than hand out a key of a store no relay serves')
             [CompletionResult]::new('--access-log', '--access-log', [CompletionResultType]::ParameterName, 'Log every API request ("answered": method, path, status, ms) and every tool call ("call finished": environment, call id, tool, member, exit code, ms) at info, target `runner_relay::access`. Off by default: every call is in the relay''s journal already (`GET /invocations/{call_id}`), and these lines would cost a busy relay a sixth of its instructions per call and run into journald''s rate limit, which then drops the warnings that matter')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -196,6 +242,9 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
             [CompletionResult]::new('create-key', 'create-key', [CompletionResultType]::ParameterValue, 'Create a member with an API key and print the key (alone) on stdout')
             [CompletionResult]::new('add-to-team', 'add-to-team', [CompletionResultType]::ParameterValue, 'Add an existing member to a team (no-op if already in it)')
             [CompletionResult]::new('remove-from-team', 'remove-from-team', [CompletionResultType]::ParameterValue, 'Remove a member from a team')
+            [CompletionResult]::new('list-keys', 'list-keys', [CompletionResultType]::ParameterValue, 'List the API keys: each key''s hint (never the key), its member (id, name, kind, organisation admin, teams) and when it was made')
+            [CompletionResult]::new('revoke-key', 'revoke-key', [CompletionResultType]::ParameterValue, 'Revoke a member''s API keys: they stop working at once on a relay that is restarted, within 10 s on a running one (it keeps a key it has seen that long). The member, its teams and its audit trail stay; `create-key` makes a new member with a new key. Asks first on a terminal; --yes for scripts')
+            [CompletionResult]::new('list-members', 'list-members', [CompletionResultType]::ParameterValue, 'List the members: id, name, kind, organisation admin, teams and how many API keys each holds')
             [CompletionResult]::new('create-team', 'create-team', [CompletionResultType]::ParameterValue, 'Create a team (no-op if it exists)')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'The audit log')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -208,6 +257,15 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
             break
         }
         'runner-relay;admin;help;remove-from-team' {
+            break
+        }
+        'runner-relay;admin;help;list-keys' {
+            break
+        }
+        'runner-relay;admin;help;revoke-key' {
+            break
+        }
+        'runner-relay;admin;help;list-members' {
             break
         }
         'runner-relay;admin;help;create-team' {
@@ -262,6 +320,9 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
             [CompletionResult]::new('create-key', 'create-key', [CompletionResultType]::ParameterValue, 'Create a member with an API key and print the key (alone) on stdout')
             [CompletionResult]::new('add-to-team', 'add-to-team', [CompletionResultType]::ParameterValue, 'Add an existing member to a team (no-op if already in it)')
             [CompletionResult]::new('remove-from-team', 'remove-from-team', [CompletionResultType]::ParameterValue, 'Remove a member from a team')
+            [CompletionResult]::new('list-keys', 'list-keys', [CompletionResultType]::ParameterValue, 'List the API keys: each key''s hint (never the key), its member (id, name, kind, organisation admin, teams) and when it was made')
+            [CompletionResult]::new('revoke-key', 'revoke-key', [CompletionResultType]::ParameterValue, 'Revoke a member''s API keys: they stop working at once on a relay that is restarted, within 10 s on a running one (it keeps a key it has seen that long). The member, its teams and its audit trail stay; `create-key` makes a new member with a new key. Asks first on a terminal; --yes for scripts')
+            [CompletionResult]::new('list-members', 'list-members', [CompletionResultType]::ParameterValue, 'List the members: id, name, kind, organisation admin, teams and how many API keys each holds')
             [CompletionResult]::new('create-team', 'create-team', [CompletionResultType]::ParameterValue, 'Create a team (no-op if it exists)')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'The audit log')
             break
@@ -273,6 +334,15 @@ Register-ArgumentCompleter -Native -CommandName 'runner-relay' -ScriptBlock {
             break
         }
         'runner-relay;help;admin;remove-from-team' {
+            break
+        }
+        'runner-relay;help;admin;list-keys' {
+            break
+        }
+        'runner-relay;help;admin;revoke-key' {
+            break
+        }
+        'runner-relay;help;admin;list-members' {
             break
         }
         'runner-relay;help;admin;create-team' {

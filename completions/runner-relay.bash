@@ -46,8 +46,17 @@ _runner__relay() {
             runner__relay__subcmd__admin,help)
                 cmd="runner__relay__subcmd__admin__subcmd__help"
                 ;;
+            runner__relay__subcmd__admin,list-keys)
+                cmd="runner__relay__subcmd__admin__subcmd__list__subcmd__keys"
+                ;;
+            runner__relay__subcmd__admin,list-members)
+                cmd="runner__relay__subcmd__admin__subcmd__list__subcmd__members"
+                ;;
             runner__relay__subcmd__admin,remove-from-team)
                 cmd="runner__relay__subcmd__admin__subcmd__remove__subcmd__from__subcmd__team"
+                ;;
+            runner__relay__subcmd__admin,revoke-key)
+                cmd="runner__relay__subcmd__admin__subcmd__revoke__subcmd__key"
                 ;;
             runner__relay__subcmd__admin__subcmd__audit,help)
                 cmd="runner__relay__subcmd__admin__subcmd__audit__subcmd__help"
@@ -76,8 +85,17 @@ _runner__relay() {
             runner__relay__subcmd__admin__subcmd__help,help)
                 cmd="runner__relay__subcmd__admin__subcmd__help__subcmd__help"
                 ;;
+            runner__relay__subcmd__admin__subcmd__help,list-keys)
+                cmd="runner__relay__subcmd__admin__subcmd__help__subcmd__list__subcmd__keys"
+                ;;
+            runner__relay__subcmd__admin__subcmd__help,list-members)
+                cmd="runner__relay__subcmd__admin__subcmd__help__subcmd__list__subcmd__members"
+                ;;
             runner__relay__subcmd__admin__subcmd__help,remove-from-team)
                 cmd="runner__relay__subcmd__admin__subcmd__help__subcmd__remove__subcmd__from__subcmd__team"
+                ;;
+            runner__relay__subcmd__admin__subcmd__help,revoke-key)
+                cmd="runner__relay__subcmd__admin__subcmd__help__subcmd__revoke__subcmd__key"
                 ;;
             runner__relay__subcmd__admin__subcmd__help__subcmd__audit,verify)
                 cmd="runner__relay__subcmd__admin__subcmd__help__subcmd__audit__subcmd__verify"
@@ -109,8 +127,17 @@ _runner__relay() {
             runner__relay__subcmd__help__subcmd__admin,create-team)
                 cmd="runner__relay__subcmd__help__subcmd__admin__subcmd__create__subcmd__team"
                 ;;
+            runner__relay__subcmd__help__subcmd__admin,list-keys)
+                cmd="runner__relay__subcmd__help__subcmd__admin__subcmd__list__subcmd__keys"
+                ;;
+            runner__relay__subcmd__help__subcmd__admin,list-members)
+                cmd="runner__relay__subcmd__help__subcmd__admin__subcmd__list__subcmd__members"
+                ;;
             runner__relay__subcmd__help__subcmd__admin,remove-from-team)
                 cmd="runner__relay__subcmd__help__subcmd__admin__subcmd__remove__subcmd__from__subcmd__team"
+                ;;
+            runner__relay__subcmd__help__subcmd__admin,revoke-key)
+                cmd="runner__relay__subcmd__help__subcmd__admin__subcmd__revoke__subcmd__key"
                 ;;
             runner__relay__subcmd__help__subcmd__admin__subcmd__audit,verify)
                 cmd="runner__relay__subcmd__help__subcmd__admin__subcmd__audit__subcmd__verify"
@@ -144,7 +171,7 @@ _runner__relay() {
             return 0
             ;;
         runner__subcmd__relay__subcmd__admin)
-            opts="-h -V --data-dir --database-url --create --log-format --access-log --worker-threads --help --version create-key add-to-team remove-from-team create-team audit help"
+            opts="-h -V --data-dir --database-url --create --log-format --access-log --worker-threads --help --version create-key add-to-team remove-from-team list-keys revoke-key list-members create-team audit help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -374,7 +401,7 @@ _runner__relay() {
             return 0
             ;;
         runner__subcmd__relay__subcmd__admin__subcmd__help)
-            opts="create-key add-to-team remove-from-team create-team audit help"
+            opts="create-key add-to-team remove-from-team list-keys revoke-key list-members create-team audit help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -471,6 +498,34 @@ _runner__relay() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        runner__subcmd__relay__subcmd__admin__subcmd__help__subcmd__list__subcmd__keys)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__relay__subcmd__admin__subcmd__help__subcmd__list__subcmd__members)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         runner__subcmd__relay__subcmd__admin__subcmd__help__subcmd__remove__subcmd__from__subcmd__team)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -485,8 +540,112 @@ _runner__relay() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        runner__subcmd__relay__subcmd__admin__subcmd__help__subcmd__revoke__subcmd__key)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__relay__subcmd__admin__subcmd__list__subcmd__keys)
+            opts="-h -V --json --data-dir --database-url --create --log-format --access-log --worker-threads --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --worker-threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__relay__subcmd__admin__subcmd__list__subcmd__members)
+            opts="-h -V --json --data-dir --database-url --create --log-format --access-log --worker-threads --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --worker-threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         runner__subcmd__relay__subcmd__admin__subcmd__remove__subcmd__from__subcmd__team)
             opts="-h -V --data-dir --database-url --create --log-format --access-log --worker-threads --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --data-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --database-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --worker-threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__relay__subcmd__admin__subcmd__revoke__subcmd__key)
+            opts="-y -h -V --yes --data-dir --database-url --create --log-format --access-log --worker-threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -590,7 +749,7 @@ _runner__relay() {
             return 0
             ;;
         runner__subcmd__relay__subcmd__help__subcmd__admin)
-            opts="create-key add-to-team remove-from-team create-team audit"
+            opts="create-key add-to-team remove-from-team list-keys revoke-key list-members create-team audit"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -673,7 +832,49 @@ _runner__relay() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        runner__subcmd__relay__subcmd__help__subcmd__admin__subcmd__list__subcmd__keys)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__relay__subcmd__help__subcmd__admin__subcmd__list__subcmd__members)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         runner__subcmd__relay__subcmd__help__subcmd__admin__subcmd__remove__subcmd__from__subcmd__team)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__relay__subcmd__help__subcmd__admin__subcmd__revoke__subcmd__key)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -46,7 +46,7 @@ complete -c runner -n "__fish_runner_needs_command" -f -a "audit" -d 'Read the r
 complete -c runner -n "__fish_runner_needs_command" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
 complete -c runner -n "__fish_runner_needs_command" -f -a "status" -d 'Show an environment\'s status, or with --local this machine\'s runner as it sees itself'
 complete -c runner -n "__fish_runner_needs_command" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
-complete -c runner -n "__fish_runner_needs_command" -f -a "doctor" -d 'Explain what is wrong when the runner can\'t connect'
+complete -c runner -n "__fish_runner_needs_command" -f -a "doctor" -d 'Explain what is wrong when the runner or the admin commands can\'t reach the relay'
 complete -c runner -n "__fish_runner_needs_command" -f -a "service" -d 'Install, start, stop and inspect the runner as a system service'
 complete -c runner -n "__fish_runner_needs_command" -f -a "update" -d 'Update this binary from the release mirror (default: the registered relay)'
 complete -c runner -n "__fish_runner_needs_command" -f -a "policy" -d 'Check commands against a permission file and lint permission files'
@@ -59,7 +59,7 @@ complete -c runner -n "__fish_runner_using_subcommand register" -l insecure-skip
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand register" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
-complete -c runner -n "__fish_runner_using_subcommand register" -l url -d 'Base URL of the relay, e.g. https://relay.example.com' -r
+complete -c runner -n "__fish_runner_using_subcommand register" -l url -d 'Base URL of the relay, e.g. https://relay.example.com (required: this flag or RUNNER_URL)' -r
 complete -c runner -n "__fish_runner_using_subcommand register" -l token -d 'The registration token (prefer RUNNER_TOKEN or --token-stdin)' -r
 complete -c runner -n "__fish_runner_using_subcommand register" -l credential-store -d 'Where to keep the token' -r -f -a "auto\t'The OS keychain when one answers, else a 0600 file'
 keyring\t'The OS keychain only (fails if none is usable)'
@@ -109,7 +109,7 @@ complete -c runner -n "__fish_runner_using_subcommand login" -l insecure-skip-tl
 false\t''"
 complete -c runner -n "__fish_runner_using_subcommand login" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
-complete -c runner -n "__fish_runner_using_subcommand login" -l url -d 'Base URL of the relay' -r
+complete -c runner -n "__fish_runner_using_subcommand login" -l url -d 'Base URL of the relay (required: this flag or RUNNER_URL)' -r
 complete -c runner -n "__fish_runner_using_subcommand login" -l credential-store -d 'Where to keep the API key' -r -f -a "auto\t'The OS keychain when one answers, else a 0600 file'
 keyring\t'The OS keychain only (fails if none is usable)'
 file\t'A file readable by its owner only'"
@@ -499,8 +499,9 @@ false\t''"
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l permission-config -d 'Permission file to validate (as `runner run` would load it)' -r -F
-complete -c runner -n "__fish_runner_using_subcommand doctor" -l workspace -d 'Workspace to check (default: STATE_DIR/workspace)' -r -F
-complete -c runner -n "__fish_runner_using_subcommand doctor" -l json -d 'Print the report as JSON'
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l workspace -d 'Workspace to check (default: STATE_DIR/workspace). Checked, never created' -r -F
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c runner -n "__fish_runner_using_subcommand doctor" -s V -l version -d 'Print version'
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
@@ -516,7 +517,7 @@ complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_se
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "uninstall" -d 'Stop and remove the service (keeps /etc/runner/env unless --purge)'
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "start" -d 'Start the service'
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "stop" -d 'Stop the service'
-complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "status" -d 'Show the service manager\'s view of the service'
+complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "status" -d 'Show the service manager\'s view of the service (where there is none, says so and how to run the runner instead)'
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "logs" -d 'Show the service\'s logs'
 complete -c runner -n "__fish_runner_using_subcommand service; and not __fish_seen_subcommand_from install uninstall start stop status logs help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
@@ -529,9 +530,11 @@ json\t''"
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l run-as -d 'Run as this existing user instead of a dedicated `runner` user (for their kubeconfig or docker group); home protection is relaxed for that user\'s home only' -r
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l root -d 'Write every file under DIR instead of / and do not touch users or services (for packaging and tests)' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l url -d 'Relay URL (default: this user\'s registration)' -r
-complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l binary -d 'Path of the installed runner binary the service starts' -r -F
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l binary -d 'Path of the installed runner binary the service starts (default /usr/local/bin/runner); it must exist (under --root, or as given)' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l permission-config -d 'Permission file the service passes to `runner run`' -r -F
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l dry-run -d 'Print what would be written and run, change nothing'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l verify -d 'Check the token against the relay before installing, and refuse a token it refuses. The default checks whenever the relay answers and only warns when it cannot be reached; --verify also refuses then'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -l no-verify -d 'Install without checking the token against the relay'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from install" -s V -l version -d 'Print version'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from uninstall" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
@@ -588,7 +591,7 @@ complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_s
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "uninstall" -d 'Stop and remove the service (keeps /etc/runner/env unless --purge)'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "start" -d 'Start the service'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "stop" -d 'Stop the service'
-complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show the service manager\'s view of the service'
+complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show the service manager\'s view of the service (where there is none, says so and how to run the runner instead)'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "logs" -d 'Show the service\'s logs'
 complete -c runner -n "__fish_runner_using_subcommand service; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c runner -n "__fish_runner_using_subcommand update" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
@@ -666,7 +669,7 @@ complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "tools" -d 'List the tools an environment offers (its runner\'s catalogue, filtered by policy)'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "status" -d 'Show an environment\'s status, or with --local this machine\'s runner as it sees itself'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "invoke" -d 'Run a tool on an environment\'s runner and print its output'
-complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "doctor" -d 'Explain what is wrong when the runner can\'t connect'
+complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "doctor" -d 'Explain what is wrong when the runner or the admin commands can\'t reach the relay'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "service" -d 'Install, start, stop and inspect the runner as a system service'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "update" -d 'Update this binary from the release mirror (default: the registered relay)'
 complete -c runner -n "__fish_runner_using_subcommand help; and not __fish_seen_subcommand_from register unregister run login logout env token session approvals audit tools status invoke doctor service update policy generate-assets help" -f -a "policy" -d 'Check commands against a permission file and lint permission files'
@@ -692,7 +695,7 @@ complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subc
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "uninstall" -d 'Stop and remove the service (keeps /etc/runner/env unless --purge)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "start" -d 'Start the service'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "stop" -d 'Stop the service'
-complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "status" -d 'Show the service manager\'s view of the service'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "status" -d 'Show the service manager\'s view of the service (where there is none, says so and how to run the runner instead)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from service" -f -a "logs" -d 'Show the service\'s logs'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from policy" -f -a "check" -d 'Check one command against a permission file: exit 0 allowed, 1 denied, 2 the file was refused'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from policy" -f -a "lint" -d 'Load a permission file and report errors and rules that can never decide anything: exit 0 clean, 1 warnings, 2 refused'

@@ -215,14 +215,19 @@ pub enum Command {
     #[command(after_help = examples::INVOKE)]
     Invoke(InvokeArgs),
 
-    /// Explain what is wrong when the runner can't connect.
+    /// Explain what is wrong when the runner or the admin commands can't
+    /// reach the relay.
     ///
-    /// Checks, in order: config and token; URL, proxy, DNS, TCP, TLS and the
-    /// relay's answer ("can't reach the relay"); the token's verdict and the
-    /// WebSocket upgrade ("reached it, but it refuses"); clock skew; this
+    /// Checks, in order: config, the runner's token and the API key; URL,
+    /// proxy, DNS, TCP, TLS and the relay's answer ("can't reach the
+    /// relay"); the token's verdict and the WebSocket upgrade, the API key's
+    /// member and role ("reached it, but it refuses"); clock skew; this
     /// machine's permission file, workspace, running runner and service.
-    /// Each failure says what to do. Exits 1 when any check fails; --json
-    /// prints a report to attach to a bug report.
+    /// The URL is --url / RUNNER_URL, else the registration's, else `runner
+    /// login`'s. Doctor changes nothing: it registers nothing, creates no
+    /// directory and records no token use. Each failure says what to do.
+    /// Exits 1 when any check fails; --json prints a report to attach to a
+    /// bug report.
     Doctor(DoctorArgs),
 
     /// Install, start, stop and inspect the runner as a system service.
@@ -274,9 +279,10 @@ pub enum CredentialStoreChoice {
 
 #[derive(Debug, Args)]
 pub struct RegisterArgs {
-    /// Base URL of the relay, e.g. https://relay.example.com
+    /// Base URL of the relay, e.g. https://relay.example.com (required:
+    /// this flag or RUNNER_URL).
     #[arg(long, env = env_vars::URL)]
-    pub url: String,
+    pub url: Option<String>,
 
     /// The registration token (prefer RUNNER_TOKEN or --token-stdin).
     #[arg(long, env = env_vars::TOKEN, hide_env_values = true)]
@@ -390,12 +396,12 @@ pub struct DoctorArgs {
     /// Permission file to validate (as `runner run` would load it).
     #[arg(long, env = env_vars::PERMISSION_CONFIG, value_name = "FILE")]
     pub permission_config: Option<PathBuf>,
-    /// Workspace to check (default: STATE_DIR/workspace).
+    /// Workspace to check (default: STATE_DIR/workspace). Checked, never
+    /// created.
     #[arg(long, env = env_vars::WORKSPACE, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub api: ApiArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -409,7 +415,8 @@ pub enum ServiceCommand {
     Start,
     /// Stop the service.
     Stop,
-    /// Show the service manager's view of the service.
+    /// Show the service manager's view of the service (where there is
+    /// none, says so and how to run the runner instead).
     Status,
     /// Show the service's logs.
     Logs {
@@ -427,7 +434,7 @@ pub struct ServiceInstallArgs {
     /// Run as this existing user instead of a dedicated `runner` user (for
     /// their kubeconfig or docker group); home protection is relaxed for
     /// that user's home only.
-    #[arg(long, env = "RUN_AS", value_name = "USER")]
+    #[arg(long, env = env_vars::RUN_AS, value_name = "USER")]
     pub run_as: Option<String>,
     /// Print what would be written and run, change nothing.
     #[arg(long)]
@@ -439,9 +446,18 @@ pub struct ServiceInstallArgs {
     /// Relay URL (default: this user's registration).
     #[arg(long, env = env_vars::URL)]
     pub url: Option<String>,
-    /// Path of the installed runner binary the service starts.
+    /// Path of the installed runner binary the service starts (default
+    /// /usr/local/bin/runner); it must exist (under --root, or as given).
     #[arg(long, value_name = "PATH")]
     pub binary: Option<PathBuf>,
+    /// Check the token against the relay before installing, and refuse a
+    /// token it refuses. The default checks whenever the relay answers and
+    /// only warns when it cannot be reached; --verify also refuses then.
+    #[arg(long, overrides_with = "no_verify")]
+    pub verify: bool,
+    /// Install without checking the token against the relay.
+    #[arg(long, overrides_with = "verify")]
+    pub no_verify: bool,
     /// Permission file the service passes to `runner run`.
     #[arg(long, value_name = "FILE")]
     pub permission_config: Option<PathBuf>,
@@ -510,9 +526,9 @@ pub struct LogoutArgs {
 
 #[derive(Debug, Args)]
 pub struct LoginArgs {
-    /// Base URL of the relay.
+    /// Base URL of the relay (required: this flag or RUNNER_URL).
     #[arg(long, env = env_vars::URL)]
-    pub url: String,
+    pub url: Option<String>,
 
     /// Read the API key from standard input.
     #[arg(long)]

@@ -181,6 +181,20 @@ pub fn http_client() -> Result<reqwest::Client> {
 
 /// `https://relay.example.com/` → `https://relay.example.com`; refuses
 /// anything that is not http(s).
+/// The relay URL of a command whose only sources are `--url` and
+/// RUNNER_URL (`register`, `login`). The flag is optional to clap, so its
+/// usage line does not show as required what the environment may give;
+/// given neither way, this usage error names both.
+pub fn given_url(url: Option<&str>) -> Result<&str> {
+    url.map(str::trim)
+        .filter(|url| !url.is_empty())
+        .ok_or_else(|| {
+            ExitError::new(exit::USAGE, "no relay URL given")
+                .with_hint(format!("pass --url URL or set {}", env_vars::URL))
+                .into()
+        })
+}
+
 pub fn normalise_base_url(url: &str) -> Result<String> {
     let parsed = reqwest::Url::parse(url.trim()).map_err(|error| {
         ExitError::new(

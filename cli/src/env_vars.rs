@@ -40,5 +40,8 @@ pub const HTTP_ALLOW_LINK_LOCAL: &str = "RUNNER_HTTP_ALLOW_LINK_LOCAL";
 pub const HEALTH_ADDR: &str = "RUNNER_HEALTH_ADDR";
 pub const AUTO_UPDATE: &str = "RUNNER_AUTO_UPDATE";
 pub const CALL_CGROUPS: &str = "RUNNER_CALL_CGROUPS";
+/// `runner service install --run-as`. (install.sh reads an unprefixed
+/// `RUN_AS` of its own and passes it on as the flag.)
+pub const RUN_AS: &str = "RUNNER_RUN_AS";
 /// Seconds an updated binary gets to connect before it is rolled back.
 pub const UPDATE_PROBATION_SECS: &str = "RUNNER_UPDATE_PROBATION_SECS";

@@ -100,7 +100,7 @@ pub const TABLE: &[(u8, &str)] = &[
     (FORBIDDEN, "refused by the environment's policy or the runner's permission file, or the approval was denied or expired (HTTP 403)"),
     (NOT_FOUND, "no such environment or tool (HTTP 404)"),
     (NO_RUNNER, "no runner connected to the environment, or (`invoke`) its connection dropped during the call: runner_disconnected, the call id is in the hint (HTTP 503); `status --local`: this machine's runner is not running or not connected"),
-    (TIMEOUT, "the call timed out and was cancelled on the runner (HTTP 504)"),
+    (TIMEOUT, "the call timed out and was stopped on the runner: its timeout (HTTP 504), or a tool's own shorter timeout_s (error code `timeout`; the output so far is printed)"),
     (RATE_LIMITED, "the relay is rate limiting this address after failed attempts (HTTP 429); retry later"),
     (UNREACHABLE, "the relay could not be reached or answered unexpectedly; `invoke` that loses the relay mid-call asks again with the same call id (never run twice) for up to 90 s before this, and names the call id to fetch its answer with later"),
     (CONFIG, "bad local configuration: not registered, not logged in, bad permission file"),

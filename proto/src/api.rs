@@ -446,6 +446,12 @@ pub struct InvokeResponse {
     pub exit_code: Option<i32>,
     #[serde(default)]
     pub error: Option<String>,
+    /// What kind of failure `error` is, when a caller should tell it apart:
+    /// `timeout` ([`crate::ws::TIMED_OUT`]) for a call the runner stopped
+    /// at its deadline (the tool's own `timeout_s`, or the call's when the
+    /// runner got there first), the same code as the relay's 504.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
     /// Something the caller should know about where the call ran (a
     /// session's degraded environment); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]

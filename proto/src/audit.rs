@@ -39,6 +39,9 @@ pub enum AuditAction {
     /// A member's default environment set or cleared.
     #[serde(rename = "member.update")]
     MemberUpdate,
+    /// A member's API keys revoked (`runner-relay admin revoke-key`).
+    #[serde(rename = "member.key_revoke")]
+    MemberKeyRevoke,
     #[serde(rename = "team.create")]
     TeamCreate,
     /// A team's default environment set or cleared.
@@ -82,7 +85,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, for help texts and filters.
-    pub const ALL: [AuditAction; 23] = [
+    pub const ALL: [AuditAction; 24] = [
         Self::ToolInvoke,
         Self::TokenGenerate,
         Self::TokenRotate,
@@ -92,6 +95,7 @@ impl AuditAction {
         Self::EnvironmentDelete,
         Self::MemberCreate,
         Self::MemberUpdate,
+        Self::MemberKeyRevoke,
         Self::TeamCreate,
         Self::TeamUpdate,
         Self::TeamMemberAdd,
@@ -120,6 +124,7 @@ impl AuditAction {
             Self::EnvironmentDelete => "environment.delete",
             Self::MemberCreate => "member.create",
             Self::MemberUpdate => "member.update",
+            Self::MemberKeyRevoke => "member.key_revoke",
             Self::TeamCreate => "team.create",
             Self::TeamUpdate => "team.update",
             Self::TeamMemberAdd => "team.member_add",

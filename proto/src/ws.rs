@@ -407,6 +407,13 @@ pub struct CallResult {
 /// and `runner invoke` exits 66, as for the relay's own policy refusals.
 pub const DENIED_BY_RUNNER_POLICY: &str = "denied_by_runner_policy";
 
+/// [`CallResult::error_code`] of a call stopped at its deadline: the
+/// call's `timeout_s`, or a shorter one the tool was given (the shell
+/// tool's `timeout_s`). The same code as the relay's 504: the relay passes
+/// the result on with it (output so far included) and `runner invoke`
+/// exits 75 either way.
+pub const TIMED_OUT: &str = "timeout";
+
 /// Where to cut a byte stream so that the part before the cut does not end
 /// inside a UTF-8 sequence: the length of that part. For [`Output`]'s
 /// lossily decoded `data` (JSON frames, Server-Sent Events), so a character

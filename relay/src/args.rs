@@ -350,6 +350,32 @@ pub enum AdminCommand {
         /// Member id, or a name only one member has.
         member: String,
     },
+    /// List the API keys: each key's hint (never the key), its member
+    /// (id, name, kind, organisation admin, teams) and when it was made.
+    ListKeys {
+        /// Print JSON (one array) on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a member's API keys: they stop working at once on a relay
+    /// that is restarted, within 10 s on a running one (it keeps a key it
+    /// has seen that long). The member, its teams and its audit trail stay;
+    /// `create-key` makes a new member with a new key. Asks first on a
+    /// terminal; --yes for scripts.
+    RevokeKey {
+        /// Member id, or a name only one member has.
+        member: String,
+        /// Do not ask for confirmation.
+        #[arg(long, short)]
+        yes: bool,
+    },
+    /// List the members: id, name, kind, organisation admin, teams and how
+    /// many API keys each holds.
+    ListMembers {
+        /// Print JSON (one array) on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Create a team (no-op if it exists).
     CreateTeam {
         /// Team name, as used in the `team:<name>` scope.

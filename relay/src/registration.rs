@@ -61,6 +61,24 @@ pub async fn authenticate(
     presented: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<(TokenRecord, EnvironmentRecord), TokenError> {
+    let (token, environment) = check(store, presented, now).await?;
+    if token
+        .last_used_at
+        .is_none_or(|used| now - used >= TOKEN_TOUCH_INTERVAL)
+    {
+        store.touch_token(&token.id, now).await?;
+    }
+    Ok((token, environment))
+}
+
+/// Checks a presented token as [`authenticate`] does, without recording a
+/// use: `runner doctor` asks whether a token would be accepted, and asking
+/// must not keep an unused token from expiring.
+pub async fn check(
+    store: &dyn Store,
+    presented: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<(TokenRecord, EnvironmentRecord), TokenError> {
     let presented = presented.ok_or(TokenError::Missing)?;
     if !presented.starts_with(REGISTRATION_TOKEN_PREFIX) {
         return Err(TokenError::Invalid);
@@ -85,12 +103,6 @@ pub async fn authenticate(
         .environment(&token.environment_id)
         .await?
         .ok_or(TokenError::EnvironmentGone)?;
-    if token
-        .last_used_at
-        .is_none_or(|used| now - used >= TOKEN_TOUCH_INTERVAL)
-    {
-        store.touch_token(&token.id, now).await?;
-    }
     Ok((token, environment))
 }
 

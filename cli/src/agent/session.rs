@@ -671,6 +671,7 @@ impl Calls {
                             call_id: call.call_id.clone(),
                             cancel,
                             timeout: timeout.saturating_sub(started.elapsed()),
+                            limit: crate::call::Limit::call(timeout.as_secs()),
                             output: call.stream.then(|| out.clone()),
                             binary_output,
                         };
@@ -702,11 +703,15 @@ impl Calls {
                 );
                 let (exit_code, error) = (outcome.exit_code, outcome.error.clone());
                 let call_id = call.call_id.clone();
-                let error_code = outcome
-                    .error
-                    .as_deref()
-                    .filter(|error| crate::gate::is_denial(error))
-                    .map(|_| runner_proto::ws::DENIED_BY_RUNNER_POLICY.to_owned());
+                let error_code = outcome.error.as_deref().and_then(|error| {
+                    if crate::gate::is_denial(error) {
+                        Some(runner_proto::ws::DENIED_BY_RUNNER_POLICY.to_owned())
+                    } else if crate::call::is_timeout(error) {
+                        Some(runner_proto::ws::TIMED_OUT.to_owned())
+                    } else {
+                        None
+                    }
+                });
                 let result = RunnerMessage::Result(CallResult {
                     call_id: call.call_id,
                     result: outcome.result,

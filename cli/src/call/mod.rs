@@ -8,4 +8,4 @@ mod scope;
 
 pub use outbound::{Outbound, OutboundQueue, OutputSink, QueueClosed, Queued, Room};
 pub use outcome::ToolOutcome;
-pub use scope::{CallScope, CALL_MARKER_VAR, CALL_OWNER_VAR};
+pub use scope::{is_timeout, CallScope, Limit, LimitBy, CALL_MARKER_VAR, CALL_OWNER_VAR};

@@ -274,6 +274,7 @@ pub async fn wait_for_call(
                 result: outcome.result.clone(),
                 exit_code: outcome.exit_code,
                 error: outcome.error.clone(),
+                error_code: None,
                 notice: None,
             }),
             Some(code) => {

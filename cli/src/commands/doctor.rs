@@ -121,7 +121,7 @@ impl Doctor {
 
 pub async fn run(dirs: &Dirs, args: DoctorArgs) -> Result<u8> {
     let report = diagnose(dirs, &args).await;
-    if args.json {
+    if args.api.json {
         output::json(&report)?;
     } else {
         print(&report)?;
@@ -135,23 +135,23 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
     let relay = "relay";
     let machine = "machine";
 
-    // 1. Config and token.
+    // 1. Config, the runner's token and the API key. Doctor checks both
+    // roles a machine may have: a runner (its registration token) and an
+    // administrator's terminal (an API key); either alone is enough.
     let config = ConfigFile::load(dirs);
-    let env_url = std::env::var(env_vars::URL).ok().filter(|v| !v.is_empty());
     let env_token = std::env::var(env_vars::TOKEN)
         .ok()
         .filter(|v| !v.trim().is_empty());
-    let (url, token) = match (&config, env_url, env_token) {
-        (_, Some(url), Some(token)) => {
-            doctor.ok(
-                "config",
-                reach,
-                "RUNNER_URL and RUNNER_TOKEN are set in the environment",
-            );
+    let api_key = api_key(dirs, config.as_ref().ok()).await;
+    let has_key = matches!(api_key, Some(Ok(_)));
+    let mut config_failed = false;
+    let (registered_url, token) = match (&config, env_token) {
+        (_, Some(token)) => {
+            doctor.ok("config", reach, "RUNNER_TOKEN is set in the environment");
             doctor.ok("token", reach, "from RUNNER_TOKEN");
-            (Some(url), Some(Secret::new(token.trim())))
+            (None, Some(Secret::new(token.trim())))
         }
-        (Ok(config), env_url, _) => match &config.registration {
+        (Ok(config), None) => match &config.registration {
             Some(registration) => {
                 doctor.ok(
                     "config",
@@ -194,26 +194,38 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
                         None
                     }
                 };
-                (
-                    Some(env_url.unwrap_or_else(|| registration.url.clone())),
-                    token,
-                )
+                (Some(registration.url.clone()), token)
+            }
+            None if has_key => {
+                doctor.add(
+                    "config",
+                    reach,
+                    Outcome::Warn,
+                    format!(
+                        "no runner registration ({} has none): only the relay and the API key are checked",
+                        dirs.config_file().display()
+                    ),
+                    Some("to run tools on this machine: RUNNER_TOKEN=… runner register --url URL".to_owned()),
+                );
+                doctor.skip("token", reach, "no runner registration");
+                (None, None)
             }
             None => {
                 doctor.fail(
                     "config",
                     reach,
                     format!(
-                        "not registered ({} has no registration)",
+                        "not registered ({} has no registration) and no API key",
                         dirs.config_file().display()
                     ),
-                    "RUNNER_TOKEN=… runner register --url URL",
+                    "a runner: RUNNER_TOKEN=… runner register --url URL; an administrator: RUNNER_API_KEY=… or `runner login --url URL`",
                 );
                 doctor.skip("token", reach, "no registration");
+                config_failed = true;
                 (None, None)
             }
         },
-        (Err(error), _, _) => {
+        (Err(error), None) => {
             doctor.fail(
                 "config",
                 reach,
@@ -221,9 +233,23 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
                 "fix or remove the file, then `runner register` again",
             );
             doctor.skip("token", reach, "no usable config");
+            config_failed = true;
             (None, None)
         }
     };
+    // --url / RUNNER_URL, else the registration's, else `runner login`'s.
+    let login_url = config
+        .as_ref()
+        .ok()
+        .and_then(|config| config.login.as_ref())
+        .map(|login| login.url.clone());
+    let url = args
+        .api
+        .url
+        .clone()
+        .filter(|url| !url.trim().is_empty())
+        .or(registered_url)
+        .or(login_url);
 
     // 2. Reachability.
     let base = match url.as_deref().map(client::normalise_base_url) {
@@ -240,8 +266,17 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
             );
             None
         }
-        None => {
+        None if config_failed => {
             doctor.skip("url", reach, "no URL");
+            None
+        }
+        None => {
+            doctor.fail(
+                "url",
+                reach,
+                "no relay URL",
+                "pass --url, set RUNNER_URL, or `runner register` / `runner login --url URL`",
+            );
             None
         }
     };
@@ -417,9 +452,11 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
     // 4. The relay's verdict on our token, and the WebSocket upgrade.
     match (&base, &http, &token, relay_ok) {
         (Some(base), Some(http), Some(token), true) => {
+            // GET: the read-only check, which neither registers nor
+            // records the token's use.
             let url = format!("{base}{}", runner_proto::RUNNER_REGISTER_PATH);
             match http
-                .post(&url)
+                .get(&url)
                 .bearer_auth(token.expose())
                 .timeout(PROBE_TIMEOUT)
                 .send()
@@ -435,6 +472,14 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
                         "token accepted",
                         relay,
                         format!("valid for environment {env}"),
+                    );
+                    websocket_check(&mut doctor, base, token).await;
+                }
+                Ok(response) if response.status() == reqwest::StatusCode::METHOD_NOT_ALLOWED => {
+                    doctor.skip(
+                        "token accepted",
+                        relay,
+                        "this relay cannot check a token without registering it (older than this runner); `runner register` checks it",
                     );
                     websocket_check(&mut doctor, base, token).await;
                 }
@@ -471,10 +516,31 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
                 }
             }
         }
-        _ => {
-            doctor.skip("token accepted", relay, "relay not reached or no token");
-            doctor.skip("websocket", relay, "relay not reached or no token");
+        (_, _, None, _) => {
+            doctor.skip("token accepted", relay, "no runner token");
+            doctor.skip("websocket", relay, "no runner token");
         }
+        _ => {
+            doctor.skip("token accepted", relay, "relay not reached");
+            doctor.skip("websocket", relay, "relay not reached");
+        }
+    }
+    match (&base, &http, api_key, relay_ok) {
+        (Some(base), Some(http), Some(Ok((key, source))), true) => {
+            api_key_check(&mut doctor, http, base, &key, &source).await;
+        }
+        (_, _, Some(Err(error)), _) => doctor.fail(
+            "api key",
+            relay,
+            format!("{error:#}"),
+            "`runner login --url URL` again, or set RUNNER_API_KEY",
+        ),
+        (_, _, None, _) => doctor.skip(
+            "api key",
+            relay,
+            "none (RUNNER_API_KEY or `runner login`): administration not checked",
+        ),
+        _ => doctor.skip("api key", relay, "relay not reached"),
     }
 
     // 5. This machine.
@@ -504,16 +570,12 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
         .workspace
         .clone()
         .unwrap_or_else(|| dirs.state.join("workspace"));
-    match workspace_writable(&workspace) {
-        Ok(()) => doctor.ok(
+    match workspace_check(&workspace) {
+        Ok(detail) => doctor.ok("workspace", machine, detail),
+        Err(detail) => doctor.fail(
             "workspace",
             machine,
-            format!("{} is writable", workspace.display()),
-        ),
-        Err(error) => doctor.fail(
-            "workspace",
-            machine,
-            format!("{}: {error}", workspace.display()),
+            detail,
             "create it and make it writable by the runner's user",
         ),
     }
@@ -781,11 +843,131 @@ fn ago(at_unix: u64) -> String {
     }
 }
 
-fn workspace_writable(dir: &std::path::Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    let probe = dir.join(format!(".runner-doctor-{}", std::process::id()));
-    std::fs::write(&probe, b"ok")?;
-    std::fs::remove_file(&probe)
+/// The API key the admin commands would use (RUNNER_API_KEY, else the one
+/// `runner login` stored) and where it came from; `None` when there is none.
+async fn api_key(dirs: &Dirs, config: Option<&ConfigFile>) -> Option<Result<(Secret, String)>> {
+    if let Some(key) = std::env::var(env_vars::API_KEY)
+        .ok()
+        .filter(|key| !key.trim().is_empty())
+    {
+        return Some(Ok((
+            Secret::new(key.trim()),
+            format!("from {}", env_vars::API_KEY),
+        )));
+    }
+    let login = config?.login.as_ref()?;
+    Some(
+        credentials::load(dirs, SecretKind::ApiKey, login.api_key_location)
+            .await
+            .map(|key| {
+                let place = credentials::describe(dirs, SecretKind::ApiKey, login.api_key_location);
+                (key, format!("stored by `runner login` in {place}"))
+            }),
+    )
+}
+
+/// Whether the relay accepts the API key, and whose it is (`GET
+/// /members/me`, which reads and changes nothing).
+async fn api_key_check(
+    doctor: &mut Doctor,
+    http: &reqwest::Client,
+    base: &str,
+    key: &Secret,
+    source: &str,
+) {
+    let url = format!("{base}/members/me");
+    let answer = http
+        .get(&url)
+        .bearer_auth(key.expose())
+        .timeout(PROBE_TIMEOUT)
+        .send()
+        .await;
+    match answer {
+        Ok(response) if response.status().is_success() => {
+            let member: Option<runner_proto::members::MemberView> = response.json().await.ok();
+            let whose = match member {
+                Some(member) => {
+                    let role = if member.admin {
+                        "organisation admin".to_owned()
+                    } else if member.teams.is_empty() {
+                        format!("{}, in no team", member.kind)
+                    } else {
+                        format!("{}, teams {}", member.kind, member.teams.join(", "))
+                    };
+                    format!("member {} ({}; {role})", member.name, member.id)
+                }
+                None => "accepted".to_owned(),
+            };
+            doctor.ok(
+                "api key",
+                "relay",
+                format!("{} {source}: {whose}", key.hint()),
+            );
+        }
+        // A relay that does not know `me` still checked the key first.
+        Ok(response) if response.status() == reqwest::StatusCode::NOT_FOUND => doctor.ok(
+            "api key",
+            "relay",
+            format!("{} {source}: accepted", key.hint()),
+        ),
+        Ok(response) if response.status() == reqwest::StatusCode::UNAUTHORIZED => doctor.fail(
+            "api key",
+            "relay",
+            format!(
+                "{} {source}: the relay refuses it (unknown or revoked; HTTP 401)",
+                key.hint()
+            ),
+            "check RUNNER_API_KEY, or `runner login --url URL` with a current key",
+        ),
+        Ok(response) => doctor.fail(
+            "api key",
+            "relay",
+            format!("{url} answered {}", response.status()),
+            "see the relay's logs",
+        ),
+        Err(error) => doctor.fail(
+            "api key",
+            "relay",
+            client::error_chain(&error),
+            "retry; if it persists, see the relay's logs",
+        ),
+    }
+}
+
+/// Whether the runner could use `dir` as its workspace, checked without
+/// creating or writing anything: an existing directory must be writable;
+/// a missing one, creatable (its nearest existing ancestor writable), as
+/// `runner run` creates it.
+fn workspace_check(dir: &std::path::Path) -> Result<String, String> {
+    use nix::unistd::{access, AccessFlags};
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => access(dir, AccessFlags::W_OK)
+            .map(|()| format!("{} is writable", dir.display()))
+            .map_err(|error| format!("{}: {error}", dir.display())),
+        Ok(_) => Err(format!("{} is not a directory", dir.display())),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let ancestor = dir
+                .ancestors()
+                .skip(1)
+                .find(|parent| parent.exists())
+                .unwrap_or(std::path::Path::new("/"));
+            access(ancestor, AccessFlags::W_OK)
+                .map(|()| {
+                    format!(
+                        "{} does not exist yet (`runner run` creates it)",
+                        dir.display()
+                    )
+                })
+                .map_err(|error| {
+                    format!(
+                        "{} does not exist and cannot be created: {}: {error}",
+                        dir.display(),
+                        ancestor.display()
+                    )
+                })
+        }
+        Err(error) => Err(format!("{}: {error}", dir.display())),
+    }
 }
 
 fn service_check(doctor: &mut Doctor) {

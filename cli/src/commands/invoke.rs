@@ -613,8 +613,14 @@ fn raw_output(stream: impl std::os::fd::AsFd) -> Result<std::fs::File> {
 const MAX_CONTROL_FRAME: usize = 64 * 1024 * 1024;
 
 /// The tool's exit code, clamped to what a process can exit with; a failed
-/// call without one exits 1.
+/// call without one exits 1. A call the runner stopped at its deadline
+/// exits 75 like the relay's 504, whichever timeout it was (the call's or
+/// the tool's own `timeout_s`): the killed process's 143 would read as the
+/// command's own failure.
 fn exit_code_of(response: &InvokeResponse) -> u8 {
+    if response.error_code.as_deref() == Some(runner_proto::ws::TIMED_OUT) {
+        return exit::TIMEOUT;
+    }
     match (response.exit_code, &response.error) {
         (Some(code), _) => u8::try_from(code.clamp(0, 255)).unwrap_or(exit::FAILURE),
         (None, Some(_)) => exit::FAILURE,
@@ -866,11 +872,15 @@ mod tests {
             result: Value::Null,
             exit_code,
             error: error.map(str::to_owned),
+            error_code: None,
             notice: None,
         };
         assert_eq!(exit_code_of(&response(Some(3), None)), 3);
         assert_eq!(exit_code_of(&response(Some(300), None)), 255);
         assert_eq!(exit_code_of(&response(None, Some("boom"))), 1);
         assert_eq!(exit_code_of(&response(None, None)), 0);
+        let mut timed_out = response(Some(143), Some("timed out after 1s (the tool's timeout_s)"));
+        timed_out.error_code = Some(runner_proto::ws::TIMED_OUT.to_owned());
+        assert_eq!(exit_code_of(&timed_out), exit::TIMEOUT);
     }
 }

@@ -13,6 +13,7 @@ use crate::secret::Secret;
 use crate::{env_vars, output};
 
 pub async fn login(dirs: &Dirs, args: LoginArgs) -> Result<()> {
+    let url = crate::client::given_url(args.url.as_deref())?;
     let key = match std::env::var(env_vars::API_KEY) {
         Ok(key) if !key.trim().is_empty() && !args.api_key_stdin => key.trim().to_owned(),
         _ => output::read_secret_line("API key: ")?,
@@ -23,7 +24,7 @@ pub async fn login(dirs: &Dirs, args: LoginArgs) -> Result<()> {
             .into());
     }
     let key = Secret::new(key);
-    let client = ApiClient::new(&args.url, key.clone())?;
+    let client = ApiClient::new(url, key.clone())?;
     // Prove the key works before storing it.
     let list: EnvironmentList = client.get("/execution-environments").await?;
     let location =

@@ -14,6 +14,8 @@ use crate::output;
 use crate::secret::Secret;
 
 pub async fn register(dirs: &Dirs, args: RegisterArgs) -> Result<()> {
+    // Before the token prompt: a missing URL is said first.
+    let base = client::normalise_base_url(client::given_url(args.url.as_deref())?)?;
     let token = match (&args.token, args.token_stdin) {
         (Some(token), false) => token.trim().to_owned(),
         _ => output::read_secret_line("Registration token: ")?,
@@ -24,7 +26,6 @@ pub async fn register(dirs: &Dirs, args: RegisterArgs) -> Result<()> {
             .into());
     }
     let token = Secret::new(token);
-    let base = client::normalise_base_url(&args.url)?;
     let url = format!("{base}{RUNNER_REGISTER_PATH}");
     let response = client::http_client()?
         .post(&url)

@@ -13,6 +13,11 @@ use crate::output;
 use crate::service::{self, launchd, systemd, RunAs, ServiceSpec};
 use crate::{client, env_vars};
 
+/// How long `install` waits for the relay's verdict on the token.
+const VERIFY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Present while systemd is the running init system (sd_booted(3)).
+const SYSTEMD_RUNNING: &str = "/run/systemd/system";
+
 pub async fn run(dirs: &Dirs, command: ServiceCommand) -> Result<()> {
     match command {
         ServiceCommand::Install(args) => install(dirs, args).await,
@@ -64,6 +69,7 @@ async fn install(dirs: &Dirs, args: ServiceInstallArgs) -> Result<()> {
         }
     };
     let url = client::normalise_base_url(&url)?;
+    check_binary(&root, &spec.binary, args.dry_run)?;
     let token = match std::env::var(env_vars::TOKEN)
         .ok()
         .filter(|t| !t.trim().is_empty())
@@ -87,6 +93,9 @@ async fn install(dirs: &Dirs, args: ServiceInstallArgs) -> Result<()> {
             }
         },
     };
+    if !args.no_verify {
+        verify_token(&url, &token, args.verify).await?;
+    }
     let mut settings = vec![
         ("RUNNER_URL", url.clone()),
         ("RUNNER_TOKEN", token.expose().to_owned()),
@@ -204,6 +213,123 @@ async fn install(dirs: &Dirs, args: ServiceInstallArgs) -> Result<()> {
     Ok(())
 }
 
+/// The service starts `binary`: it must be an absolute path to a file that
+/// exists, under `root` or as given (a package may install it later into
+/// the real system). A dry run only warns.
+fn check_binary(root: &Path, binary: &Path, dry_run: bool) -> Result<()> {
+    let this = std::env::current_exe()
+        .map(|path| format!("--binary {}", path.display()))
+        .unwrap_or_else(|_| "--binary PATH".to_owned());
+    let problem = if !binary.is_absolute() {
+        Some(format!(
+            "the service's binary must be an absolute path, not {}",
+            binary.display()
+        ))
+    } else if ![service::under_root(root, binary), binary.to_path_buf()]
+        .iter()
+        .any(|path| path.is_file())
+    {
+        Some(format!(
+            "the service would start {}, which does not exist",
+            binary.display()
+        ))
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) if dry_run => {
+            output::note(&format!("warning: {problem}"));
+            Ok(())
+        }
+        Some(problem) => Err(ExitError::new(exit::CONFIG, problem)
+            .with_hint(format!(
+                "install the runner binary there first, or pass {this}"
+            ))
+            .into()),
+    }
+}
+
+/// Asks the relay whether it accepts `token` (`GET /runner/register`,
+/// which registers nothing). A refused token stops the install; a relay
+/// that cannot be reached only does when `required` (--verify).
+async fn verify_token(url: &str, token: &crate::secret::Secret, required: bool) -> Result<()> {
+    let endpoint = format!("{url}{}", runner_proto::RUNNER_REGISTER_PATH);
+    let unverified = |why: String| -> Result<()> {
+        if required {
+            Err(ExitError::new(
+                exit::UNREACHABLE,
+                format!("cannot verify the token: {why}"),
+            )
+            .with_hint("check the URL and that the relay runs; --no-verify installs without checking")
+            .into())
+        } else {
+            output::note(&format!(
+                "warning: the token was not checked ({why}); installing anyway (--verify refuses instead)"
+            ));
+            Ok(())
+        }
+    };
+    let answer = client::http_client()?
+        .get(&endpoint)
+        .bearer_auth(token.expose())
+        .timeout(VERIFY_TIMEOUT)
+        .send()
+        .await;
+    let response = match answer {
+        Ok(response) => response,
+        Err(error) => {
+            return unverified(format!(
+                "{endpoint} could not be reached: {}",
+                client::error_chain(&error)
+            ))
+        }
+    };
+    let status = response.status();
+    if status.is_success() {
+        let environment = response
+            .json::<runner_proto::api::RegisterResponse>()
+            .await
+            .map(|answer| {
+                format!(
+                    " for environment {} ({})",
+                    answer.environment.name, answer.environment.id
+                )
+            })
+            .unwrap_or_default();
+        output::note(&format!(
+            "the relay accepts the token ({}){environment}",
+            token.hint()
+        ));
+        return Ok(());
+    }
+    if status == reqwest::StatusCode::UNAUTHORIZED {
+        let message = response
+            .json::<runner_proto::api::ErrorBody>()
+            .await
+            .map(|body| body.error.message)
+            .unwrap_or_else(|_| "invalid token".to_owned());
+        return Err(ExitError::new(
+            exit::UNAUTHORIZED,
+            format!(
+                "the relay at {url} refuses the token {}: {message}",
+                token.hint()
+            ),
+        )
+        .with_hint(
+            "generate a new one (`runner token generate ENV`); --no-verify installs it anyway",
+        )
+        .into());
+    }
+    if status == reqwest::StatusCode::METHOD_NOT_ALLOWED {
+        return unverified(
+            "this relay cannot check a token without registering it (older than this runner)"
+                .to_owned(),
+        );
+    }
+    unverified(format!("{endpoint} answered {status}"))
+}
+
 fn uninstall(args: ServiceUninstallArgs) -> Result<()> {
     let root = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
     let real_system = root == Path::new("/");
@@ -261,7 +387,38 @@ fn uninstall(args: ServiceUninstallArgs) -> Result<()> {
     Ok(())
 }
 
+/// Refuses, with what to do instead, where there is no systemd to manage
+/// the service: `systemctl` missing, or a machine not booted with systemd
+/// (a container), where systemctl's own error names neither the cause
+/// nor a way on.
+fn systemd_available() -> Result<()> {
+    if cfg!(target_os = "macos") {
+        return Ok(());
+    }
+    let why = if !on_path("systemctl") {
+        "systemctl is not installed (no systemctl on PATH)"
+    } else if !Path::new(SYSTEMD_RUNNING).exists() {
+        "this machine was not booted with systemd (a container?)"
+    } else {
+        return Ok(());
+    };
+    Err(ExitError::new(
+        exit::FAILURE,
+        format!("no service manager to ask: {why}"),
+    )
+    .with_hint(
+        "run the runner in the foreground with `runner run` (or under this machine's own supervisor); `runner status --local` shows whether it runs and is connected",
+    )
+    .into())
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
 fn manage(verb: &[&str]) -> Result<()> {
+    systemd_available()?;
     let mut command: Vec<String> = if cfg!(target_os = "macos") {
         let launchd_verb = match verb.first().copied() {
             Some("status") => "list",
@@ -286,6 +443,7 @@ fn manage(verb: &[&str]) -> Result<()> {
 }
 
 fn logs(follow: bool, lines: u32) -> Result<()> {
+    systemd_available()?;
     let command: Vec<String> = if cfg!(target_os = "macos") {
         let mut c = vec!["tail".to_owned(), "-n".into(), lines.to_string()];
         if follow {

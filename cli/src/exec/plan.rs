@@ -265,6 +265,7 @@ mod tests {
             call_id: "same-call".to_owned(),
             cancel: tokio_util::sync::CancellationToken::new(),
             timeout: std::time::Duration::from_secs(20),
+            limit: crate::call::Limit::call(20),
             output: None,
             binary_output: true,
         }

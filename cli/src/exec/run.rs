@@ -17,7 +17,6 @@
 //!   limit) and, when the caller streams, to the relay as an `output` frame.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
@@ -46,7 +45,7 @@ pub struct Finished {
     pub pipes_left_open: bool,
     pub wait_error: Option<String>,
     pub pgid: Option<i32>,
-    pub timeout: Duration,
+    pub limit: crate::call::Limit,
 }
 
 impl Finished {
@@ -118,7 +117,7 @@ impl Finished {
                 );
                 Some(match stopped.reason {
                     StopReason::Timeout => {
-                        format!("timed out after {}s; {what}", self.timeout.as_secs())
+                        format!("{}; {what}", self.limit.timed_out())
                     }
                     StopReason::Cancelled => format!("cancelled; {what}"),
                 })
@@ -226,7 +225,7 @@ pub(in crate::exec) async fn run_spec(
         pipes_left_open: stdout_open || stderr_open,
         wait_error,
         pgid,
-        timeout: scope.timeout,
+        limit: scope.limit,
     })
 }
 
@@ -244,7 +243,7 @@ fn signal_of(_status: &std::process::ExitStatus) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use nix::sys::signal::{kill, Signal};
     use nix::unistd::Pid;
@@ -261,6 +260,7 @@ mod tests {
             call_id: call_id.to_owned(),
             cancel: tokio_util::sync::CancellationToken::new(),
             timeout,
+            limit: crate::call::Limit::call(timeout.as_secs()),
             output: None,
             binary_output: true,
         }

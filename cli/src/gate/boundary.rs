@@ -28,8 +28,21 @@ pub enum PathError {
     NotAllowed(String),
     #[error("file tools are disabled: the environment's file-access list is empty")]
     NoFileAccess,
-    #[error("cannot resolve {path:?}: {reason}")]
-    Io { path: String, reason: String },
+    #[error("cannot resolve {path:?}{}: {reason}", relative_to(workspace.as_deref()))]
+    Io {
+        path: String,
+        /// The workspace a relative `path` was looked up in, named in the
+        /// message: "notes.txt: not found" alone leaves the reader to guess
+        /// where.
+        workspace: Option<PathBuf>,
+        reason: String,
+    },
+}
+
+fn relative_to(workspace: Option<&Path>) -> String {
+    workspace
+        .map(|root| format!(" (relative to the workspace {})", root.display()))
+        .unwrap_or_default()
 }
 
 /// The workspace root and the environment's file-access list.
@@ -67,6 +80,7 @@ impl Boundary {
         let joined = self.lexical(raw)?;
         let real = joined.canonicalize().map_err(|error| PathError::Io {
             path: raw.to_owned(),
+            workspace: self.workspace_of(raw),
             reason: error.to_string(),
         })?;
         self.check_real(raw, &real)?;
@@ -96,6 +110,7 @@ impl Boundary {
         }
         let mut real = existing.canonicalize().map_err(|error| PathError::Io {
             path: raw.to_owned(),
+            workspace: self.workspace_of(raw),
             reason: error.to_string(),
         })?;
         // A name in the missing part that exists as a symlink points
@@ -107,6 +122,7 @@ impl Boundary {
             if lexical.symlink_metadata().is_ok() {
                 return Err(PathError::Io {
                     path: raw.to_owned(),
+                    workspace: self.workspace_of(raw),
                     reason: "is a symbolic link whose target does not exist: it is not followed for writing".to_owned(),
                 });
             }
@@ -114,6 +130,11 @@ impl Boundary {
         }
         self.check_real(raw, &real)?;
         Ok(real)
+    }
+
+    /// The root, when `raw` is relative to it.
+    fn workspace_of(&self, raw: &str) -> Option<PathBuf> {
+        Path::new(raw).is_relative().then(|| self.root.clone())
     }
 
     /// Refuses `..`, NUL and empty paths; joins relative paths to the root;
@@ -277,5 +298,25 @@ mod tests {
             boundary.resolve_for_write("x"),
             Err(PathError::NoFileAccess)
         );
+    }
+
+    #[test]
+    fn a_missing_relative_file_is_named_with_the_workspace_it_was_looked_up_in() {
+        let (dir, boundary) = setup(&["*"]);
+        let message = boundary
+            .resolve_existing("notes.txt")
+            .expect_err("missing")
+            .to_string();
+        let root = dir.path().join("ws").canonicalize().expect("root");
+        assert!(
+            message.contains(&format!("relative to the workspace {}", root.display())),
+            "{message}"
+        );
+        let absolute = dir.path().join("absent");
+        let message = boundary
+            .resolve_existing(&absolute.display().to_string())
+            .expect_err("missing")
+            .to_string();
+        assert!(!message.contains("workspace"), "{message}");
     }
 }

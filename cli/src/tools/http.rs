@@ -282,6 +282,7 @@ mod tests {
             call_id: "c1".to_owned(),
             cancel: CancellationToken::new(),
             timeout: Duration::from_secs(5),
+            limit: crate::call::Limit::call(5),
             output: None,
             binary_output: true,
         };

@@ -290,7 +290,7 @@ impl Manager {
             result = peer.call_tool(params) => result,
             () = scope.cancel.cancelled() => return ToolOutcome::error("cancelled"),
             () = tokio::time::sleep(scope.timeout) => {
-                return ToolOutcome::error(format!("timed out after {}s", scope.timeout.as_secs()))
+                return ToolOutcome::error(scope.limit.timed_out())
             }
         };
         match result {

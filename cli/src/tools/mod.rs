@@ -79,7 +79,7 @@ pub async fn dispatch(
     tokio::select! {
         outcome = work => outcome,
         () = tokio::time::sleep(scope.timeout + grace) => {
-            ToolOutcome::error(format!("timed out after {}s", scope.timeout.as_secs()))
+            ToolOutcome::error(scope.limit.timed_out())
         }
     }
 }
@@ -101,6 +101,7 @@ mod tests {
             call_id: "c1".to_owned(),
             cancel: CancellationToken::new(),
             timeout: Duration::from_secs(5),
+            limit: crate::call::Limit::call(5),
             output: None,
             binary_output: true,
         };

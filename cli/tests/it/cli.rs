@@ -202,6 +202,45 @@ async fn register_past_the_failed_attempt_limit_says_it_is_rate_limited() {
 }
 
 #[tokio::test]
+async fn a_tools_own_timeout_exits_75_like_the_calls_and_says_which_timeout_it_was() {
+    let relay = Relay::spawn().await;
+    let (_env, _runner) =
+        Runner::online(&relay, json!({"name": "box", "tier": "development"})).await;
+    // The shell tool's own timeout_s: the killed bash would exit 143.
+    let mut command = admin(&relay);
+    command.args([
+        "invoke",
+        "box",
+        "shell",
+        "--arg",
+        "command=echo started; sleep 30",
+        "--arg",
+        "timeout_s:=1",
+    ]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(75), "{stdout}{stderr}");
+    assert_eq!(stdout, "started\n", "the output so far is printed");
+    assert!(
+        stderr.contains("timed out after 1s (the tool's timeout_s)"),
+        "{stderr}"
+    );
+    // The call's own timeout: the relay's 504, the same exit code.
+    let mut command = admin(&relay);
+    command.args([
+        "invoke",
+        "box",
+        "shell",
+        "--arg",
+        "command=sleep 30",
+        "--timeout",
+        "1",
+    ]);
+    let (code, stdout, stderr) = run(command).await;
+    assert_eq!(code, Some(75), "{stdout}{stderr}");
+    assert!(stderr.contains("within 1 s"), "{stderr}");
+}
+
+#[tokio::test]
 async fn doctor_reports_without_log_lines_about_the_tools_it_finds() {
     // A tool binary on PATH: the catalogue doctor reads must find it
     // without announcing a change, as a running runner does when PATH

@@ -126,3 +126,150 @@ fn uninstall_keeps_the_settings_unless_purged() {
     assert!(uninstall(&["--purge", "--yes"]).status.success());
     assert!(!root.path().join("etc/runner/env").exists());
 }
+
+/// `install` with this relay's URL and `token`, into `root`, with `extra`
+/// flags; the environment's RUN_AS variables as given.
+async fn install_against(
+    root: &std::path::Path,
+    url: &str,
+    token: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    tokio::process::Command::new(runner_bin())
+        .env("RUNNER_CONFIG_DIR", root.join("user-config"))
+        .env("RUNNER_TOKEN", token)
+        .env_remove("RUN_AS")
+        .env_remove("RUNNER_RUN_AS")
+        .args(["service", "install", "--root"])
+        .arg(root)
+        .args(["--url", url])
+        .args(extra)
+        .output()
+        .await
+        .expect("runner runs")
+}
+
+#[tokio::test]
+async fn install_checks_the_binary_it_starts_and_the_token_against_the_relay() {
+    let relay = crate::support::Relay::spawn().await;
+    let env = relay.create_env(crate::support::dev_env()).await;
+    let token = relay.token(&env).await;
+    let binary = runner_bin().display().to_string();
+
+    // A binary path that does not exist: refused, with this binary named.
+    let root = tempfile::tempdir().expect("tempdir");
+    let output = install_against(
+        root.path(),
+        &relay.url,
+        &token,
+        &["--binary", "/nowhere/runner"],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(78), "{stderr}");
+    assert!(
+        stderr.contains("/nowhere/runner, which does not exist"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("--binary {binary}")), "{stderr}");
+    assert!(!root.path().join("etc").exists(), "wrote files anyway");
+
+    // A token the relay refuses: refused (65) before anything is written,
+    // unless --no-verify.
+    let wrong = "rnrt_not-a-token-of-this-relay-0123456789";
+    let output = install_against(root.path(), &relay.url, wrong, &["--binary", &binary]).await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(65), "{stderr}");
+    assert!(stderr.contains("refuses the token"), "{stderr}");
+    assert!(!root.path().join("etc").exists(), "wrote files anyway");
+    let output = install_against(
+        root.path(),
+        &relay.url,
+        wrong,
+        &["--binary", &binary, "--no-verify"],
+    )
+    .await;
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // The right token: checked and said so; RUNNER_RUN_AS is read, an
+    // unprefixed RUN_AS is not.
+    let root = tempfile::tempdir().expect("tempdir");
+    let output = tokio::process::Command::new(runner_bin())
+        .env("RUNNER_CONFIG_DIR", root.path().join("user-config"))
+        .env("RUNNER_TOKEN", &token)
+        .env("RUNNER_RUN_AS", "root")
+        .env("RUN_AS", "no-such-user-here")
+        .args(["service", "install", "--dry-run", "--root"])
+        .arg(root.path())
+        .args(["--url", &relay.url, "--binary", &binary])
+        .output()
+        .await
+        .expect("runner runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("the relay accepts the token"), "{stderr}");
+    assert!(
+        stdout.contains("User=root"),
+        "RUNNER_RUN_AS is read: {stdout}"
+    );
+
+    // A relay that cannot be reached: a warning by default, refused with
+    // --verify.
+    let gone = "http://127.0.0.1:9";
+    let output = install_against(
+        root.path(),
+        gone,
+        &token,
+        &["--binary", &binary, "--dry-run"],
+    )
+    .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: the token was not checked"),
+        "{stderr}"
+    );
+    let output = install_against(
+        root.path(),
+        gone,
+        &token,
+        &["--binary", &binary, "--dry-run", "--verify"],
+    )
+    .await;
+    assert_eq!(
+        output.status.code(),
+        Some(76),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn service_status_without_systemd_says_so_and_what_to_do_instead() {
+    // A PATH without systemctl: as on a machine without systemd.
+    let empty = tempfile::tempdir().expect("tempdir");
+    for verb in [&["status"][..], &["logs"][..], &["start"][..]] {
+        let output = Command::new(runner_bin())
+            .arg("service")
+            .args(verb)
+            .env("PATH", empty.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("runner runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{verb:?}: {stderr}");
+        assert!(
+            stderr.contains("error: no service manager to ask: systemctl is not installed"),
+            "{verb:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("hint:") && stderr.contains("`runner run`"),
+            "{stderr}"
+        );
+    }
+}

@@ -59,6 +59,36 @@ fn top_level_help() {
     assert_transcript!("help", &output);
 }
 
+/// Options the environment may give (RUNNER_URL) are not shown as
+/// required in a usage line; missing from both, the error names both.
+#[test]
+fn usage_lines_leave_options_from_the_environment_optional() {
+    for command_name in ["register", "login", "doctor"] {
+        let (mut command, _dir) = bare();
+        let output = command
+            .args([command_name, "--help"])
+            .output()
+            .expect("runs");
+        let help = String::from_utf8_lossy(&output.stdout);
+        let usage = help
+            .lines()
+            .find(|line| line.starts_with("Usage:"))
+            .unwrap_or_else(|| panic!("no usage line: {help}"));
+        assert_eq!(
+            usage,
+            format!("Usage: runner {command_name} [OPTIONS]"),
+            "{help}"
+        );
+    }
+    let (mut command, _dir) = bare();
+    let output = command
+        .args(["register"])
+        .env("RUNNER_TOKEN", "rnrt_unused")
+        .output()
+        .expect("runs");
+    assert_transcript!("register_without_url", &output);
+}
+
 /// Examples stay one command a line: in `--help` on an 80-column terminal,
 /// and in the man page, where roff would otherwise fill them into one line.
 #[test]

@@ -117,7 +117,11 @@ async fn a_timeout_stops_grandchildren_and_processes_that_left_the_group() {
     let error = body["error"]
         .as_str()
         .expect("a timed-out call is an error");
-    assert!(error.contains("timed out after 1s"), "{error}");
+    assert!(
+        error.contains("timed out after 1s (the tool's timeout_s)"),
+        "{error}"
+    );
+    assert_eq!(body["error_code"], "timeout", "the 504's code: {body}");
     let killed = body["result"]["killed"]["processes"]
         .as_array()
         .expect("what was killed");

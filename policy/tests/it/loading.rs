@@ -32,6 +32,10 @@ use runner_policy::PermissionSet;
     "line 2: no `permission` key (found \"Permission\": did you mean \"permission\"?)"
 )]
 #[case("permision:\n  '*': deny\n", "did you mean \"permission\"?")]
+#[case(
+    "permisions:\n  '*': deny\n",
+    "line 1: no `permission` key (found \"permisions\": did you mean \"permission\"?)"
+)]
 #[case("permission: {}\n", "no rules under `permission`")]
 #[case("permission:\n", "found null")]
 #[case("permission: 3\n", "found a number")]

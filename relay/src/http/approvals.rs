@@ -193,6 +193,7 @@ fn settled_answer(
             result: outcome.result.clone(),
             exit_code: outcome.exit_code,
             error: outcome.error.clone(),
+            error_code: None,
             notice: None,
         })
         .into_response()),

@@ -656,6 +656,7 @@ async fn relay_call(
                 result: result.result,
                 exit_code: result.exit_code,
                 error: result.error,
+                error_code: result.error_code,
                 notice: notice.as_deref().map(str::to_owned),
             }))
         }
@@ -763,6 +764,7 @@ impl Streaming {
                             result: result.result,
                             exit_code: result.exit_code,
                             error: result.error,
+                            error_code: result.error_code,
                             notice: self.notice.as_deref().map(str::to_owned),
                         })
                     }

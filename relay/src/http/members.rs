@@ -248,9 +248,17 @@ pub async fn get_member(
     Caller(caller): Caller,
     Path(id): Path<String>,
 ) -> Result<Json<MemberView>, ApiError> {
+    // `me`: the key's own member, whoever it is (`runner doctor` reports
+    // whose key it checked).
+    if id == ME {
+        return Ok(Json(member_view(&state, &caller).await?));
+    }
     let member = visible_member(&state, &caller, &id).await?;
     Ok(Json(member_view(&state, &member).await?))
 }
+
+/// The id `GET /members/{id}` takes for the caller itself.
+pub const ME: &str = "me";
 
 /// The environment a default names, checked usable by `scope_ok`.
 async fn default_target(

@@ -86,6 +86,7 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::DELETE, SESSION),
     (Method::POST, SESSION_INVOKE_TOOL),
     (Method::POST, runner_proto::RUNNER_REGISTER_PATH),
+    (Method::GET, runner_proto::RUNNER_REGISTER_PATH),
     (Method::GET, runner_proto::RUNNER_CONNECT_PATH),
     (Method::POST, TEAMS),
     (Method::GET, TEAMS),
@@ -135,7 +136,10 @@ pub fn router(state: AppState) -> Router {
         .route(SESSIONS, post(sessions::create).get(sessions::list))
         .route(SESSION, get(sessions::get).delete(sessions::end))
         .route(SESSION_INVOKE_TOOL, post(sessions::invoke))
-        .route(runner_proto::RUNNER_REGISTER_PATH, post(runner::register))
+        .route(
+            runner_proto::RUNNER_REGISTER_PATH,
+            post(runner::register).get(runner::check),
+        )
         .route(runner_proto::RUNNER_CONNECT_PATH, get(runner::connect))
         .route(TEAMS, post(members::create_team).get(members::list_teams))
         .route(TEAM, get(members::get_team).patch(members::update_team))

@@ -168,7 +168,7 @@ fn session_and_member_paths(unauthorized: &Value) -> Value {
         "/members/{id}": {
             "parameters": [id_parameter()],
             "get": {
-                "summary": "A member: kind, teams, default environment and whether it still has runner tools (itself, admins, and an agent's teammates)",
+                "summary": "A member: kind, teams, default environment and whether it still has runner tools (itself, admins, and an agent's teammates); `me` is the caller's own",
                 "responses": { "200": json_response("the member", "MemberView"), "401": unauthorized, "404": error_response("member_not_found") }
             },
             "patch": {
@@ -473,7 +473,8 @@ fn hand_written() -> Value {
                         "call_id": { "type": "string" },
                         "result": {},
                         "exit_code": { "type": ["integer", "null"] },
-                        "error": { "type": ["string", "null"] }
+                        "error": { "type": ["string", "null"] },
+                        "error_code": { "type": "string", "description": "timeout: the runner stopped the call at its deadline (the tool's own timeout_s, or the call's), as the 504's code; the output so far is in result" }
                     }
                 },
                 "RegisterResponse": {
@@ -623,6 +624,11 @@ fn hand_written() -> Value {
             "/runner/register": {
                 "post": {
                     "summary": "Check a registration token (runner register)",
+                    "security": [{ "registrationToken": [] }],
+                    "responses": { "200": json_response("the token's environment", "RegisterResponse"), "401": error_response("invalid, revoked or expired token") }
+                },
+                "get": {
+                    "summary": "Check a registration token without registering: its use is not recorded (runner doctor)",
                     "security": [{ "registrationToken": [] }],
                     "responses": { "200": json_response("the token's environment", "RegisterResponse"), "401": error_response("invalid, revoked or expired token") }
                 }

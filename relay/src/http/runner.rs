@@ -1,4 +1,6 @@
-//! The runner's endpoints: `POST /runner/register` (check a token) and
+//! The runner's endpoints: `POST /runner/register` (check a token, as
+//! `runner register`), `GET /runner/register` (the same check recording
+//! nothing, as `runner doctor`) and
 //! `GET /runner/connect` (the WebSocket, token checked before upgrading).
 //!
 //! Connects go through admission control ([`crate::admission`]): at most
@@ -60,6 +62,16 @@ fn token_error(error: TokenError) -> ApiError {
     }
 }
 
+/// Why a token is presented.
+#[derive(Clone, Copy)]
+enum Purpose {
+    /// To register or connect: its use is recorded.
+    Use,
+    /// Only to ask whether it would be accepted (`runner doctor`): nothing
+    /// is recorded, so checking does not count as the runner's activity.
+    Check,
+}
+
 /// Checks a presented token under the failed-attempt limits. A valid token
 /// always gets in, whatever others at its address did (behind NAT or a
 /// load balancer every host shares one address, and guessing a 256-bit
@@ -70,6 +82,7 @@ async fn authenticate_limited(
     state: &AppState,
     headers: &HeaderMap,
     peer: Option<std::net::SocketAddr>,
+    purpose: Purpose,
 ) -> Result<
     (
         crate::store::TokenRecord,
@@ -79,7 +92,13 @@ async fn authenticate_limited(
 > {
     let now = state.clock.now();
     let address_key = peer.map(|addr| format!("ip:{}", addr.ip()));
-    match registration::authenticate(state.store.as_ref(), bearer(headers), now).await {
+    let checked = match purpose {
+        Purpose::Use => {
+            registration::authenticate(state.store.as_ref(), bearer(headers), now).await
+        }
+        Purpose::Check => registration::check(state.store.as_ref(), bearer(headers), now).await,
+    };
+    match checked {
         Ok(found) => Ok(found),
         Err(TokenError::Store(error)) => Err(error.into()),
         Err(error) => {
@@ -186,8 +205,28 @@ pub async fn register(
     Peer(peer): Peer,
     headers: HeaderMap,
 ) -> Result<Json<RegisterResponse>, ApiError> {
-    let (token, environment) = authenticate_limited(&state, &headers, peer).await?;
+    let (token, environment) = authenticate_limited(&state, &headers, peer, Purpose::Use).await?;
     tracing::info!(environment_id = %environment.id, token = %token.hint, "runner registered");
+    Ok(Json(register_answer(&state, environment).await))
+}
+
+/// `GET /runner/register`: the answer `POST` gives, without registering:
+/// the token's use is not recorded and nothing is logged at info. For
+/// `runner doctor`, which must change nothing.
+pub async fn check(
+    State(state): State<AppState>,
+    Peer(peer): Peer,
+    headers: HeaderMap,
+) -> Result<Json<RegisterResponse>, ApiError> {
+    let (token, environment) = authenticate_limited(&state, &headers, peer, Purpose::Check).await?;
+    tracing::debug!(environment_id = %environment.id, token = %token.hint, "registration token checked");
+    Ok(Json(register_answer(&state, environment).await))
+}
+
+async fn register_answer(
+    state: &AppState,
+    environment: crate::environment::EnvironmentRecord,
+) -> RegisterResponse {
     let connected_runner = state
         .router
         .presence(&environment.id)
@@ -196,14 +235,14 @@ pub async fn register(
             hostname: presence.host.hostname.clone(),
             connected_since: rfc3339(presence.connected_at),
         });
-    Ok(Json(RegisterResponse {
+    RegisterResponse {
         environment: EnvironmentInfo {
             id: environment.id,
             name: environment.name,
             tags: environment.tags,
         },
         connected_runner,
-    }))
+    }
 }
 
 pub async fn connect(
@@ -221,10 +260,11 @@ pub async fn connect(
     };
     // The token is checked before upgrading, so a bad one gets a plain 401
     // the runner can report, not a socket that closes at once.
-    let (token, environment) = match authenticate_limited(&state, &headers, peer).await {
-        Ok(found) => found,
-        Err(error) => return error.into_response(),
-    };
+    let (token, environment) =
+        match authenticate_limited(&state, &headers, peer, Purpose::Use).await {
+            Ok(found) => found,
+            Err(error) => return error.into_response(),
+        };
     if let Err(refused) = admission.claim_environment(&environment.id) {
         return busy(peer, refused);
     }

@@ -107,6 +107,17 @@ pub struct Member {
     pub default_environment: Option<String>,
 }
 
+/// An API key as stored: never the key, only its hash (not kept here) and
+/// hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKeyRecord {
+    pub id: String,
+    pub member_id: String,
+    /// `rnrk_…` and the key's last characters.
+    pub hint: String,
+    pub created_at: OffsetDateTime,
+}
+
 /// A member to create.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewMember {
@@ -299,6 +310,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn member(&self, id: &str) -> Result<Option<Member>, StoreError>;
     /// The members with this name (names need not be unique).
     async fn members_named(&self, name: &str) -> Result<Vec<Member>, StoreError>;
+    /// Every member with its teams, by creation time (to the second).
+    async fn list_members(&self) -> Result<Vec<Member>, StoreError>;
+    /// Every API key (never the key: its hint), by creation time (to the
+    /// second).
+    async fn list_api_keys(&self) -> Result<Vec<ApiKeyRecord>, StoreError>;
+    /// Deletes every API key of a member (the member, its teams and its
+    /// audit trail stay); how many there were.
+    async fn revoke_api_keys(&self, member_id: &str) -> Result<u64, StoreError>;
     /// One team with its members.
     async fn team(&self, name: &str) -> Result<Option<Team>, StoreError>;
     /// Every team name, sorted.

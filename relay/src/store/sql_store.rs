@@ -18,8 +18,8 @@ use super::rows::{
     EnvironmentRow, InvocationRow, KeyedMemberRow, MemberRow, SessionRow, TokenRow, WorkSessionRow,
 };
 use super::{
-    DecidedApproval, DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh, Member, NewMember,
-    SeenRecord, SessionRecord, Store, StoreError, Team, TokenRecord,
+    ApiKeyRecord, DecidedApproval, DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh,
+    Member, NewMember, SeenRecord, SessionRecord, Store, StoreError, Team, TokenRecord,
 };
 use crate::approvals::ApprovalRecord;
 use crate::audit::{chain, AuditHead, AuditQuery, AuditRecord, StoredAudit};
@@ -261,6 +261,47 @@ where
             Some(row) => Ok(Some(self.with_teams(row).await?)),
             None => Ok(None),
         }
+    }
+
+    async fn list_members(&self) -> Result<Vec<Member>, StoreError> {
+        let rows: Vec<MemberRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM members m ORDER BY m.created_at, m.id",
+            MemberRow::COLUMNS
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut members = Vec::with_capacity(rows.len());
+        for row in rows {
+            members.push(self.with_teams(row).await?);
+        }
+        Ok(members)
+    }
+
+    async fn list_api_keys(&self) -> Result<Vec<ApiKeyRecord>, StoreError> {
+        let rows: Vec<(String, String, String, i64)> = sqlx::query_as(
+            "SELECT id, member_id, hint, created_at FROM api_keys ORDER BY created_at, id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|(id, member_id, hint, created_at)| {
+                Ok(ApiKeyRecord {
+                    created_at: OffsetDateTime::from_unix_timestamp(created_at)
+                        .map_err(|error| corrupt("api_keys.created_at", error))?,
+                    id,
+                    member_id,
+                    hint,
+                })
+            })
+            .collect()
+    }
+
+    async fn revoke_api_keys(&self, member_id: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query("DELETE FROM api_keys WHERE member_id = $1")
+            .bind(member_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(B::rows_affected(&done))
     }
 
     async fn members_named(&self, name: &str) -> Result<Vec<Member>, StoreError> {

@@ -514,3 +514,141 @@ fn metrics_flags_are_checked_before_serving() {
     let (code, stderr) = failing(&["serve", "--no-metrics", "--metrics-addr", "127.0.0.1:0"]);
     assert_eq!(code, Some(2), "{stderr}");
 }
+
+/// `admin list-keys`, `list-members` and `revoke-key` on the store a
+/// running relay serves: keys by hint only, members with their roles, and
+/// a revoked key refused by that relay (after its 10 s member cache at
+/// most; a fresh key is not cached yet).
+#[tokio::test]
+async fn admin_lists_keys_and_members_and_revokes_a_key_the_running_relay_then_refuses() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let binary = env!("CARGO_BIN_EXE_runner-relay");
+    let mut child = Command::new(binary)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let child = Killed(child);
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        let second = lines.next().and_then(Result::ok).unwrap_or_default();
+        (first, second)
+    });
+    let (_key_line, listening) = tokio::time::timeout(crate::support::DEADLINE, lines)
+        .await
+        .expect("lines in time")
+        .expect("joined");
+    let url = listening
+        .strip_prefix("runner-relay listening on ")
+        .expect("listening line")
+        .to_owned();
+    let admin = |args: &[&str]| {
+        Command::new(binary)
+            .args(["admin", "--data-dir"])
+            .arg(dir.path())
+            .args(args)
+            .env("RUST_LOG", "off")
+            .stdin(Stdio::null())
+            .output()
+            .expect("admin runs")
+    };
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    assert!(admin(&["create-team", "ops"]).status.success());
+    let created = admin(&["create-key", "--name", "ci-bot", "--agent", "--team", "ops"]);
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    let ci_key = text(&created.stdout).trim().to_owned();
+
+    let listed = admin(&["list-keys", "--json"]);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    let keys: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+    let keys = keys.as_array().expect("an array");
+    assert_eq!(keys.len(), 2, "the first admin's and ci-bot's: {keys:?}");
+    assert!(!text(&listed.stdout).contains(&ci_key), "a key was printed");
+    let ci = keys
+        .iter()
+        .find(|key| key["member"]["name"] == "ci-bot")
+        .expect("ci-bot's key");
+    assert_eq!(ci["member"]["kind"], "agent");
+    assert_eq!(ci["member"]["teams"], serde_json::json!(["ops"]));
+    let hint = ci["hint"].as_str().expect("hint");
+    assert!(
+        hint.starts_with("rnrk_…") && ci_key.ends_with(&hint["rnrk_…".len()..]),
+        "{hint}"
+    );
+    let table = admin(&["list-keys"]);
+    let table = text(&table.stdout);
+    assert!(table.starts_with("KEY"), "{table}");
+    assert!(
+        table.contains("agent (ops)") && table.contains(hint),
+        "{table}"
+    );
+
+    let listed = admin(&["list-members", "--json"]);
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    let members: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+    let members = members.as_array().expect("an array");
+    assert_eq!(members.len(), 2, "{members:?}");
+    let named = |members: &[serde_json::Value], name: &str| {
+        members
+            .iter()
+            .find(|member| member["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no member {name:?}: {members:?}"))
+    };
+    assert_eq!(named(members, "admin")["admin"], true, "{members:?}");
+    assert_eq!(named(members, "ci-bot")["api_keys"], 1);
+
+    // Without a terminal, revoking asks for --yes and changes nothing.
+    let refused = admin(&["revoke-key", "ci-bot"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("--yes"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let http = reqwest::Client::new();
+    let status = |key: String| {
+        let http = http.clone();
+        let url = url.clone();
+        async move {
+            http.get(format!("{url}/execution-environments"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .expect("request")
+                .status()
+        }
+    };
+    let revoked = admin(&["revoke-key", "ci-bot", "--yes"]);
+    assert!(revoked.status.success(), "{}", text(&revoked.stderr));
+    assert!(
+        text(&revoked.stderr).contains("revoked 1 API key of \"ci-bot\""),
+        "{}",
+        text(&revoked.stderr)
+    );
+    // Never used before the revocation, so not in the relay's cache.
+    assert_eq!(status(ci_key.clone()).await, StatusCode::UNAUTHORIZED);
+    let members = admin(&["list-members", "--json"]);
+    let members: serde_json::Value = serde_json::from_slice(&members.stdout).expect("JSON");
+    let members = members.as_array().expect("an array");
+    assert_eq!(
+        named(members, "ci-bot")["api_keys"],
+        0,
+        "the member stays, keyless"
+    );
+    let again = admin(&["revoke-key", "ci-bot", "--yes"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stderr).contains("holds no API key"),
+        "{}",
+        text(&again.stderr)
+    );
+    let audit = admin(&["audit", "verify", "--json"]);
+    assert!(audit.status.success(), "{}", text(&audit.stderr));
+    drop(child);
+}

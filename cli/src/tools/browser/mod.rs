@@ -130,7 +130,7 @@ async fn run(args: BrowserArgs, context: &ToolContext, scope: &CallScope) -> Too
     tokio::select! {
         result = work => ToolOutcome::from_result(result),
         () = scope.cancel.cancelled() => ToolOutcome::error("cancelled"),
-        () = tokio::time::sleep(scope.timeout) => ToolOutcome::error(format!("timed out after {}s", scope.timeout.as_secs())),
+        () = tokio::time::sleep(scope.timeout) => ToolOutcome::error(scope.limit.timed_out()),
     }
 }
 

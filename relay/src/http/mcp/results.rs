@@ -215,6 +215,7 @@ mod tests {
                            "truncated": true, "note": "cut"}),
             exit_code: Some(3),
             error: None,
+            error_code: None,
             notice: None,
         };
         let result = completed(answer);
@@ -236,6 +237,7 @@ mod tests {
             result: json!({"png_base64": "iVBORw0KGgo=", "encoded_bytes": 12}),
             exit_code: None,
             error: None,
+            error_code: None,
             notice: None,
         });
         assert_eq!(shot.is_error, Some(false));
@@ -247,6 +249,7 @@ mod tests {
             result: json!({"content": [{"type": "text", "text": "issue #4"}], "is_error": true}),
             exit_code: None,
             error: None,
+            error_code: None,
             notice: None,
         });
         assert_eq!(relayed.is_error, Some(true));
