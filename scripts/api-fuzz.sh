@@ -27,6 +27,7 @@ fi
 
 work=$(mktemp -d)
 relay_pid=
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
   if [ -n "$relay_pid" ]; then
     kill "$relay_pid" 2>/dev/null || true

@@ -174,12 +174,12 @@ fn session_and_member_paths(unauthorized: &Value) -> Value {
             "parameters": [id_parameter()],
             "get": {
                 "summary": "A member: kind, teams, default environment and whether it still has runner tools (itself, admins, and an agent's teammates)",
-                "responses": { "200": json_response("the member", "MemberView"), "401": unauthorized, "404": error_response("member_not_found"), "409": error_response("ambiguous_member: several members have that name; give the member id") }
+                "responses": { "200": json_response("the member", "MemberView"), "401": unauthorized, "404": error_response("member_not_found") }
             },
             "patch": {
                 "summary": "Set or clear the member's default environment (one it may use)",
                 "requestBody": json_body("SetDefaultEnvironment"),
-                "responses": { "200": json_response("the member", "MemberView"), "400": error_response("environment not usable by the member"), "401": unauthorized, "404": error_response("member_not_found or environment not found"), "409": error_response("ambiguous_member: several members have that name; give the member id") }
+                "responses": { "200": json_response("the member", "MemberView"), "400": error_response("environment not usable by the member"), "401": unauthorized, "404": error_response("member_not_found or environment not found") }
             }
         }
     })
