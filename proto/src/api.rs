@@ -55,7 +55,9 @@ fn default_type() -> String {
 }
 
 /// Environment tier: decides the defaults of a new environment's policy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
     /// Default allow-list, no file paths.

@@ -274,7 +274,10 @@ mod tests {
         assert!(ENVIRONMENT_NAME_AT_CREATION.check("").is_ok());
         assert_eq!(ENVIRONMENT_NAME.check(""), Err(TextError::Empty));
         assert_eq!(ENVIRONMENT_NAME.check(" \u{3000}"), Err(TextError::Blank));
-        assert_eq!(ENVIRONMENT_NAME_AT_CREATION.check("  "), Err(TextError::Blank));
+        assert_eq!(
+            ENVIRONMENT_NAME_AT_CREATION.check("  "),
+            Err(TextError::Blank)
+        );
         assert!(ENVIRONMENT_NAME.check(&"a".repeat(128)).is_ok());
         assert_eq!(
             ENVIRONMENT_NAME.check(&"a".repeat(129)),
@@ -306,7 +309,9 @@ mod tests {
                 max_chars: None,
                 ..rule
             };
-            let pattern = rule.pattern().map(|p| regex::Regex::new(&p).expect("pattern compiles"));
+            let pattern = rule
+                .pattern()
+                .map(|p| regex::Regex::new(&p).expect("pattern compiles"));
             let agrees = |value: &str| {
                 let by_schema = (rule.empty || !value.is_empty())
                     && pattern.as_ref().is_none_or(|p| p.is_match(value));
@@ -320,7 +325,9 @@ mod tests {
             agrees("");
             // Every character up to past the last whitespace (U+3000), and a
             // sample of the rest.
-            let rest = (0x3100..=0x10_ffff_u32).step_by(251).chain([0xfeff, 0x10_ffff]);
+            let rest = (0x3100..=0x10_ffff_u32)
+                .step_by(251)
+                .chain([0xfeff, 0x10_ffff]);
             for c in (0..0x3100_u32).chain(rest).filter_map(char::from_u32) {
                 let mut buffer = [0; 4];
                 let alone = c.encode_utf8(&mut buffer);

@@ -190,7 +190,9 @@ pub fn validate_policy(policy: &Policy) -> Result<(), InvalidField> {
             rule.check(value).map_err(|why| {
                 InvalidField::new(
                     field,
-                    format!("{field}[{index}] {value:?} {why}; send an empty list to clear {field}"),
+                    format!(
+                        "{field}[{index}] {value:?} {why}; send an empty list to clear {field}"
+                    ),
                 )
             })
         })

@@ -487,13 +487,13 @@ pub async fn get(
     Path(id): Path<String>,
     Query(query): Query<GetQuery>,
 ) -> Result<Json<Approval>, ApiError> {
-    let approval = load(&state, &id).await?;
-    visible(&state, &caller, &approval).await?;
     if let Some(seconds) = query.wait.filter(|seconds| *seconds > MAX_APPROVAL_WAIT_S) {
         return Err(ApiError::bad_request(format!(
             "wait must be from 0 to {MAX_APPROVAL_WAIT_S} seconds (got {seconds})"
         )));
     }
+    let approval = load(&state, &id).await?;
+    visible(&state, &caller, &approval).await?;
     let approval = match query.wait.filter(|seconds| *seconds > 0) {
         Some(seconds) => {
             let wait = Duration::from_secs(seconds);

@@ -47,7 +47,9 @@ fn time_param(name: &str, text: &str) -> Result<i64, ApiError> {
         _ => (false, text),
     };
     if !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit()) {
-        let seconds = text.parse::<i64>().unwrap_or(if negative { i64::MIN } else { i64::MAX });
+        let seconds = text
+            .parse::<i64>()
+            .unwrap_or(if negative { i64::MIN } else { i64::MAX });
         return Ok(seconds.saturating_mul(1000));
     }
     OffsetDateTime::parse(text, &Rfc3339)

@@ -85,11 +85,7 @@ pub fn parse_request(body: &[u8]) -> Result<InvokeRequest, ApiError> {
     let tool_name = match fields.remove("tool_name") {
         Some(Value::String(name)) => match runner_proto::fields::TOOL_NAME.check(&name) {
             Ok(()) => name,
-            Err(why) => {
-                return Err(ApiError::bad_request(format!(
-                    "field \"tool_name\" {why}"
-                )))
-            }
+            Err(why) => return Err(ApiError::bad_request(format!("field \"tool_name\" {why}"))),
         },
         None => return Err(ApiError::bad_request("missing field \"tool_name\"")),
         Some(_) => {

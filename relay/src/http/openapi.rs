@@ -3,8 +3,8 @@
 //! schemas are written by hand; those of sessions, members and teams are
 //! generated from their types ([`generated_schemas`]), so they cannot drift.
 
-use runner_proto::approvals::{Approval, ApprovalList, ApprovalTicket, ApprovalWebhook, Decide};
 use runner_proto::api::{CreateEnvironment, Policy, UpdateEnvironment};
+use runner_proto::approvals::{Approval, ApprovalList, ApprovalTicket, ApprovalWebhook, Decide};
 use runner_proto::audit::AuditPage;
 use runner_proto::fields;
 use runner_proto::members::{AddTeamMember, MemberView, SetDefaultEnvironment, TeamList, TeamView};
@@ -221,10 +221,12 @@ fn id_parameter() -> Value {
 /// `GET /audit`.
 fn audit_paths(unauthorized: &Value) -> Value {
     let query = |name: &str, description: &str| json!({ "name": name, "in": "query", "required": false, "description": description, "schema": { "type": "string" } });
-    let time_query = |name: &str, description: &str| json!({ "name": name, "in": "query", "required": false, "description": description, "schema": { "anyOf": [
+    let time_query = |name: &str, description: &str| {
+        json!({ "name": name, "in": "query", "required": false, "description": description, "schema": { "anyOf": [
         { "type": "string", "pattern": super::audit::UNIX_SECONDS_PATTERN },
         { "type": "string", "format": "date-time" }
-    ] } });
+    ] } })
+    };
     json!({
         "/audit": {
             "get": {

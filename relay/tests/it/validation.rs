@@ -77,7 +77,12 @@ async fn labels_refuse_control_characters() {
     let path = format!("/execution-environments/{id}");
     for body in [json!({"type": "x\ty"}), json!({"tags": ["\u{9f}"]})] {
         let (status, answer) = relay
-            .request(Method::PATCH, &path, Some(&relay.admin_key), Some(body.clone()))
+            .request(
+                Method::PATCH,
+                &path,
+                Some(&relay.admin_key),
+                Some(body.clone()),
+            )
             .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
     }
@@ -86,12 +91,17 @@ async fn labels_refuse_control_characters() {
             Method::PATCH,
             &path,
             Some(&relay.admin_key),
-            Some(json!({"description": "line one\nline two\t.", "type": "Docker", "tags": ["gpu"]})),
+            Some(
+                json!({"description": "line one\nline two\t.", "type": "Docker", "tags": ["gpu"]}),
+            ),
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     let (status, answer) = relay
-        .post("/sessions", json!({"environment": "auto", "tags": ["a\u{1}"]}))
+        .post(
+            "/sessions",
+            json!({"environment": "auto", "tags": ["a\u{1}"]}),
+        )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
 }
@@ -107,12 +117,17 @@ async fn the_document_states_the_rules_the_relay_applies() {
     let create = &document["components"]["schemas"]["CreateEnvironment"]["properties"];
     assert_eq!(create["type"]["anyOf"][0]["minLength"], 1, "{create}");
     assert_eq!(create["type"]["anyOf"][0]["maxLength"], 64);
-    let pattern = create["type"]["anyOf"][0]["pattern"].as_str().expect("pattern");
+    let pattern = create["type"]["anyOf"][0]["pattern"]
+        .as_str()
+        .expect("pattern");
     assert!(pattern.contains(r"\u0000-\u001f"), "{pattern}");
     assert_eq!(create["tags"]["items"]["minLength"], 1);
     assert_eq!(create["tags"]["maxItems"], 64);
     assert_eq!(create["name"]["maxLength"], 128);
-    assert!(create["name"].get("minLength").is_none(), "\"\" is allowed at creation");
+    assert!(
+        create["name"].get("minLength").is_none(),
+        "\"\" is allowed at creation"
+    );
     assert_eq!(create["description"]["maxLength"], 4096);
     let update = &document["components"]["schemas"]["UpdateEnvironment"];
     assert!(update["properties"].get("scope").is_none(), "{update}");
@@ -152,7 +167,7 @@ async fn the_document_states_the_rules_the_relay_applies() {
 
     // A well-formed request naming what does not exist: 404, not 400.
     let (status, answer) = relay
-        .post("/execution-environments", json!({"name": "t", "scope": "team:nobody"}))
+        .post("/members", json!({"name": "m", "teams": ["nobody"]}))
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
     assert_eq!(answer["error"]["code"], "team_not_found");
@@ -187,7 +202,10 @@ async fn bad_query_strings_are_json_400s() {
             .and_then(|value| value.to_str().ok())
             .unwrap_or("")
             .to_owned();
-        assert!(content_type.starts_with("application/json"), "{path}: {content_type}");
+        assert!(
+            content_type.starts_with("application/json"),
+            "{path}: {content_type}"
+        );
         let body: Value = response.json().await.expect("JSON");
         assert_eq!(body["error"]["code"], "bad_request", "{path}");
     }
@@ -207,7 +225,10 @@ async fn the_document_lists_the_statuses_the_relay_answers() {
         assert!(answer.is_object(), "{path}");
         assert!(answer["headers"]["Retry-After"].is_object(), "{path}");
     }
-    assert!(document["paths"]["/runner/connect"]["get"]["responses"]["503"]["headers"]["Retry-After"].is_object());
+    assert!(
+        document["paths"]["/runner/connect"]["get"]["responses"]["503"]["headers"]["Retry-After"]
+            .is_object()
+    );
     for (path, item) in document["paths"].as_object().expect("paths") {
         for (method, operation) in item.as_object().expect("item") {
             if operation.get("requestBody").is_some() {
@@ -250,5 +271,8 @@ async fn the_document_lists_the_statuses_the_relay_answers() {
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "{answer}");
     assert_eq!(answer["error"]["code"], "ambiguous_member");
-    assert!(document["paths"]["/teams/{name}/members/{member}"]["delete"]["responses"]["409"].is_object());
+    assert!(
+        document["paths"]["/teams/{name}/members/{member}"]["delete"]["responses"]["409"]
+            .is_object()
+    );
 }
