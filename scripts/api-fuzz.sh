@@ -82,6 +82,10 @@ api -X POST "$url/teams" -d '{"name":"fuzz-team"}' >/dev/null
 #   with a second MCP implementation).
 # - The `stateful` phase: the document has no links between operations.
 cat >"$work/schemathesis.toml" <<EOF
+# Nothing kept between runs (and nothing written into the work tree).
+[cache]
+enabled = false
+
 [parameters]
 "path.id" = "$env_id"
 "path.name" = "fuzz-team"
