@@ -39,3 +39,9 @@ if ! python3 -c 'import playwright.sync_api' 2>/dev/null; then
   echo "installing: Playwright for Python (pip: playwright)" >&2
   python3 -m pip install --quiet --disable-pip-version-check 'playwright>=1.40,<2'
 fi
+# The API fuzz step (scripts/api-fuzz.sh) uses schemathesis, a
+# property-based fuzzer of OpenAPI documents (PyPI; its `st` command).
+if ! command -v st >/dev/null 2>&1 || ! python3 -c 'import schemathesis' 2>/dev/null; then
+  echo "installing: schemathesis (pip)" >&2
+  python3 -m pip install --quiet --disable-pip-version-check 'schemathesis>=4.32,<5'
+fi

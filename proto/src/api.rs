@@ -55,7 +55,9 @@ fn default_type() -> String {
 }
 
 /// Environment tier: decides the defaults of a new environment's policy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
     /// Default allow-list, no file paths.
@@ -65,21 +67,27 @@ pub enum Tier {
     Development,
 }
 
-/// `POST /execution-environments`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `POST /execution-environments`. Field rules: [`crate::fields`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateEnvironment {
     /// May be left blank: the first runner fills it with its hostname.
     #[serde(default)]
+    #[schemars(schema_with = "crate::fields::schema::environment_name_at_creation")]
     pub name: String,
     #[serde(default)]
+    #[schemars(schema_with = "crate::fields::schema::description")]
     pub description: String,
+    /// A label (default `Local`).
     #[serde(rename = "type", default)]
+    #[schemars(schema_with = "crate::fields::schema::environment_type")]
     pub env_type: Option<String>,
     #[serde(default)]
+    #[schemars(schema_with = "crate::fields::schema::tags")]
     pub tags: Vec<String>,
     /// `shared` (default) or `team:<name>`.
     #[serde(default)]
+    #[schemars(schema_with = "crate::fields::schema::scope")]
     pub scope: Option<String>,
     #[serde(default)]
     pub tier: Tier,
@@ -90,18 +98,23 @@ pub struct CreateEnvironment {
     pub policy: Option<Policy>,
 }
 
-/// `PATCH /execution-environments/{id}`: every field optional; `scope` is
-/// refused (fixed at creation).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `PATCH /execution-environments/{id}`: every field optional (absent or
+/// `null`: unchanged); `scope` is refused (fixed at creation). Field rules:
+/// [`crate::fields`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateEnvironment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::fields::schema::environment_name")]
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::fields::schema::nullable_description")]
     pub description: Option<String>,
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::fields::schema::environment_type")]
     pub env_type: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::fields::schema::nullable_tags")]
     pub tags: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<Tier>,
@@ -109,8 +122,10 @@ pub struct UpdateEnvironment {
     pub install_browser_tools: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<Policy>,
-    /// Present only so that a PATCH naming it gets a clear 400.
+    /// Present only so that a PATCH naming it gets a clear 400; the
+    /// document leaves it out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub scope: Option<String>,
 }
 

@@ -23,6 +23,7 @@
 pub mod api;
 pub mod approvals;
 pub mod audit;
+pub mod fields;
 pub mod members;
 pub mod sessions;
 pub mod tools;

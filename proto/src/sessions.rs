@@ -23,6 +23,7 @@ pub struct CreateSession {
     /// Tags `auto` prefers: an environment carrying all of them wins over
     /// one that does not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::fields::schema::tags")]
     pub tags: Vec<String>,
     /// The agent (member id or name) the session works for, whose default
     /// environment applies; absent: the caller when it is an agent.

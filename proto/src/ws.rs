@@ -159,7 +159,9 @@ pub struct EnvironmentInfo {
 }
 
 /// An environment's policy as enforced by the relay and sent to the runner.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Its lists hold no blank entry ([`crate::fields::TOOL_NAME`],
+/// [`crate::fields::FILE_PATH`]): an empty list is how a list is cleared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Policy {
     /// Which tools may be called.
     pub tools: ToolAccess,
@@ -168,15 +170,17 @@ pub struct Policy {
     /// environment ([`Welcome::tier`]), where it means every path. `"*"`:
     /// every path.
     #[serde(default)]
+    #[schemars(schema_with = "crate::fields::schema::file_paths")]
     pub file_paths: Vec<String>,
     /// Tools that need a person's approval; a direct API call to one is
     /// refused.
     #[serde(default)]
+    #[schemars(schema_with = "crate::fields::schema::tool_names")]
     pub approval_required: Vec<String>,
 }
 
 /// Tool access: everything the runner announces, or an explicit list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum ToolAccess {
     /// Every announced tool, including relayed MCP tools.
@@ -184,6 +188,7 @@ pub enum ToolAccess {
     /// Only these tools (MCP tools ticked one by one as `server__tool`).
     List {
         /// Allowed tool names.
+        #[schemars(schema_with = "crate::fields::schema::tool_names")]
         tools: Vec<String>,
     },
 }

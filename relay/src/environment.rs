@@ -2,19 +2,17 @@
 //! the tier's default policy, and validation of user-supplied fields.
 
 use runner_proto::api::{self, RunnerInfo, Tier};
+use runner_proto::fields::{self, Text};
 use runner_proto::ws::{Policy, ToolAccess};
 use time::OffsetDateTime;
 
 use crate::clock::rfc3339;
 
 /// Longest environment name, in characters.
-pub const MAX_NAME_CHARS: usize = 128;
-/// Longest `type` label and tag, in characters.
-const MAX_LABEL_CHARS: usize = 64;
-/// Most tags on one environment.
-const MAX_TAGS: usize = 64;
-/// Longest description, in characters.
-const MAX_DESCRIPTION_CHARS: usize = 4096;
+pub const MAX_NAME_CHARS: usize = match fields::ENVIRONMENT_NAME.max_chars {
+    Some(max) => max,
+    None => usize::MAX,
+};
 
 pub use runner_proto::tools::DEFAULT_PRODUCTION_TOOLS;
 
@@ -33,7 +31,9 @@ impl Scope {
         match text {
             "shared" => Ok(Self::Shared),
             _ => match text.strip_prefix("team:") {
-                Some(team) if !team.trim().is_empty() => Ok(Self::Team(team.to_owned())),
+                Some(team) if fields::MEMBER_NAME.check(team).is_ok() => {
+                    Ok(Self::Team(team.to_owned()))
+                }
                 _ => Err(InvalidField::new(
                     "scope",
                     format!("scope {text:?} must be \"shared\" or \"team:<name>\""),
@@ -137,93 +137,75 @@ pub fn default_policy(tier: Tier) -> Policy {
     }
 }
 
-/// Checks a name: ≤128 characters, no control characters. Blank is allowed
-/// at creation only (`allow_blank`): the first runner fills it.
-pub fn validate_name(name: &str, allow_blank: bool) -> Result<(), InvalidField> {
-    if name.trim().is_empty() {
-        if allow_blank && name.is_empty() {
-            return Ok(());
-        }
-        return Err(InvalidField::new(
-            "name",
-            "name must not be blank".to_owned(),
-        ));
-    }
-    if name.chars().count() > MAX_NAME_CHARS {
-        return Err(InvalidField::new(
-            "name",
-            format!("name is longer than {MAX_NAME_CHARS} characters"),
-        ));
-    }
-    if name.chars().any(char::is_control) {
-        return Err(InvalidField::new(
-            "name",
-            "name must not contain control characters".to_owned(),
-        ));
-    }
-    Ok(())
+/// Checks `value` against its rule (the one the OpenAPI document shows).
+fn check(field: &'static str, rule: &Text, value: &str) -> Result<(), InvalidField> {
+    rule.check(value)
+        .map_err(|why| InvalidField::new(field, format!("{field} {value:?} {why}")))
 }
 
-/// Checks the free-text and label fields.
+/// Checks a name ([`fields::ENVIRONMENT_NAME`]). Blank is allowed at
+/// creation only (`allow_blank`), and only as `""`: the first runner fills
+/// it.
+pub fn validate_name(name: &str, allow_blank: bool) -> Result<(), InvalidField> {
+    let rule = if allow_blank {
+        fields::ENVIRONMENT_NAME_AT_CREATION
+    } else {
+        fields::ENVIRONMENT_NAME
+    };
+    check("name", &rule, name)
+}
+
+/// Checks the free-text and label fields ([`fields::DESCRIPTION`],
+/// [`fields::ENVIRONMENT_TYPE`], [`fields::TAG`]).
 pub fn validate_labels(
     description: &str,
     env_type: &str,
     tags: &[String],
 ) -> Result<(), InvalidField> {
-    if description.chars().count() > MAX_DESCRIPTION_CHARS {
-        return Err(InvalidField::new(
-            "description",
-            format!("description is longer than {MAX_DESCRIPTION_CHARS} characters"),
-        ));
-    }
-    if env_type.trim().is_empty() || env_type.chars().count() > MAX_LABEL_CHARS {
-        return Err(InvalidField::new(
-            "type",
-            format!("type {env_type:?} must be 1 to {MAX_LABEL_CHARS} characters"),
-        ));
-    }
-    if tags.len() > MAX_TAGS {
+    check("description", &fields::DESCRIPTION, description)?;
+    check("type", &fields::ENVIRONMENT_TYPE, env_type)?;
+    validate_tags(tags)
+}
+
+/// Checks a list of tags (of an environment, or a session's preference).
+pub fn validate_tags(tags: &[String]) -> Result<(), InvalidField> {
+    if tags.len() > fields::MAX_TAGS {
         return Err(InvalidField::new(
             "tags",
-            format!("at most {MAX_TAGS} tags are allowed"),
+            format!("at most {} tags are allowed", fields::MAX_TAGS),
         ));
     }
-    if let Some(tag) = tags
-        .iter()
-        .find(|tag| tag.trim().is_empty() || tag.chars().count() > MAX_LABEL_CHARS)
-    {
-        return Err(InvalidField::new(
-            "tags",
-            format!("tag {tag:?} must be 1 to {MAX_LABEL_CHARS} characters"),
-        ));
-    }
-    Ok(())
+    tags.iter()
+        .try_for_each(|tag| check("tags", &fields::TAG, tag))
 }
 
 /// Checks a policy's lists: no blank tool name in `tools.tools` or
 /// `approval_required`, no blank path in `file_paths` (an empty list is how
 /// a list is cleared; `""` would be a name that matches nothing and reads
-/// as a mistake).
+/// as a mistake), no control characters ([`fields::TOOL_NAME`],
+/// [`fields::FILE_PATH`]).
 pub fn validate_policy(policy: &Policy) -> Result<(), InvalidField> {
-    let blank = |field: &'static str, values: &[String], what: &str| match values
-        .iter()
-        .position(|value| value.trim().is_empty())
-    {
-        Some(index) => Err(InvalidField::new(
-            field,
-            format!("{field}[{index}] is a blank {what}; send an empty list to clear {field}"),
-        )),
-        None => Ok(()),
+    let each = |field: &'static str, values: &[String], rule: &Text| {
+        values.iter().enumerate().try_for_each(|(index, value)| {
+            rule.check(value).map_err(|why| {
+                InvalidField::new(
+                    field,
+                    format!(
+                        "{field}[{index}] {value:?} {why}; send an empty list to clear {field}"
+                    ),
+                )
+            })
+        })
     };
     if let ToolAccess::List { tools } = &policy.tools {
-        blank("policy.tools.tools", tools, "tool name")?;
+        each("policy.tools.tools", tools, &fields::TOOL_NAME)?;
     }
-    blank(
+    each(
         "policy.approval_required",
         &policy.approval_required,
-        "tool name",
+        &fields::TOOL_NAME,
     )?;
-    blank("policy.file_paths", &policy.file_paths, "path")?;
+    each("policy.file_paths", &policy.file_paths, &fields::FILE_PATH)?;
     Ok(())
 }
 

@@ -33,7 +33,7 @@ use serde::Deserialize;
 use time::OffsetDateTime;
 
 use super::auth::Caller;
-use super::error::{ApiError, ApiJson};
+use super::error::{ApiError, ApiJson, ApiQuery};
 use super::invoke::{not_connected, refusal_error, start_relayed};
 use super::origin::{entry, Origin};
 use crate::approvals::{self, ApprovalRecord, Decision};
@@ -397,6 +397,25 @@ pub struct ListQuery {
     pub(super) limit: Option<u32>,
 }
 
+/// `GET /approvals`, with a JSON error for a query that does not fit.
+pub async fn list_api(
+    state: State<AppState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<ApprovalList>, ApiError> {
+    list(state, caller, Query(query)).await
+}
+
+/// `GET /approvals/{id}`, with a JSON error for a query that does not fit.
+pub async fn get_api(
+    state: State<AppState>,
+    caller: Caller,
+    id: Path<String>,
+    ApiQuery(query): ApiQuery<GetQuery>,
+) -> Result<Json<Approval>, ApiError> {
+    get(state, caller, id, Query(query)).await
+}
+
 /// `GET /approvals`: the newest first, those the caller may see.
 pub async fn list(
     State(state): State<AppState>,
@@ -415,7 +434,12 @@ pub async fn list(
             })
         })
         .transpose()?;
-    let limit = query.limit.unwrap_or(100).clamp(1, MAX_LIST);
+    let limit = query.limit.unwrap_or(100);
+    if !(1..=MAX_LIST).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit must be from 1 to {MAX_LIST} (got {limit})"
+        )));
+    }
     let now = state.clock.now();
     // Filtered after reading: ask for more so that a page is rarely short.
     let found = state.store.list_approvals(status, now, MAX_LIST).await?;
@@ -464,11 +488,16 @@ pub async fn get(
     Path(id): Path<String>,
     Query(query): Query<GetQuery>,
 ) -> Result<Json<Approval>, ApiError> {
+    if let Some(seconds) = query.wait.filter(|seconds| *seconds > MAX_APPROVAL_WAIT_S) {
+        return Err(ApiError::bad_request(format!(
+            "wait must be from 0 to {MAX_APPROVAL_WAIT_S} seconds (got {seconds})"
+        )));
+    }
     let approval = load(&state, &id).await?;
     visible(&state, &caller, &approval).await?;
     let approval = match query.wait.filter(|seconds| *seconds > 0) {
         Some(seconds) => {
-            let wait = Duration::from_secs(seconds.min(MAX_APPROVAL_WAIT_S));
+            let wait = Duration::from_secs(seconds);
             wait_settled(&state, &id, wait).await?
         }
         None => approval,

@@ -34,8 +34,22 @@ pub struct AuditParams {
     pub order: Option<String>,
 }
 
+/// What `since` and `until` take besides RFC 3339: Unix seconds, signed,
+/// any number of digits (saturating); the OpenAPI document's pattern.
+pub const UNIX_SECONDS_PATTERN: &str = "^[+-]?[0-9]+$";
+/// A cursor: the `next_cursor` of a page, a `u64`; the document's pattern.
+pub const CURSOR_PATTERN: &str = "^[0-9]{1,19}$";
+
 fn time_param(name: &str, text: &str) -> Result<i64, ApiError> {
-    if let Ok(seconds) = text.parse::<i64>() {
+    let (negative, digits) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit()) {
+        let seconds = text
+            .parse::<i64>()
+            .unwrap_or(if negative { i64::MIN } else { i64::MAX });
         return Ok(seconds.saturating_mul(1000));
     }
     OffsetDateTime::parse(text, &Rfc3339)
@@ -81,8 +95,11 @@ fn query(params: AuditParams) -> Result<AuditQuery, ApiError> {
         .cursor
         .as_deref()
         .map(|text| {
-            text.parse::<u64>()
-                .map_err(|_| ApiError::bad_request(format!("invalid cursor {text:?}")))
+            let digits = (1..=19).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_digit());
+            digits
+                .then(|| text.parse::<u64>().ok())
+                .flatten()
+                .ok_or_else(|| ApiError::bad_request(format!("invalid cursor {text:?}")))
         })
         .transpose()?;
     Ok(AuditQuery {

@@ -2,7 +2,8 @@
 //! extractor that turns every malformed body into one.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -87,7 +88,9 @@ impl From<StoreError> for ApiError {
                 Self::new(StatusCode::CONFLICT, "conflict", error.to_string())
             }
             StoreError::NotFound => Self::new(StatusCode::NOT_FOUND, "not_found", "not found"),
-            StoreError::UnknownTeam(_) => Self::bad_request(error.to_string()),
+            StoreError::UnknownTeam(_) => {
+                Self::new(StatusCode::NOT_FOUND, "team_not_found", error.to_string())
+            }
             other => {
                 tracing::error!(error = %other, "store failure");
                 Self::internal()
@@ -146,8 +149,11 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     }
 }
 
-/// A JSON body; malformed JSON or a wrong shape is a 400 with serde's
-/// message (which names the unknown field or the position).
+/// A JSON object body; malformed JSON or a wrong shape is a 400 with
+/// serde's message (which names the unknown field or the position). Every
+/// body of the API is an object, and serde's derive would also read a
+/// struct from an array of its fields in order (`[null, null]`), so any
+/// other JSON value is refused before serde sees it.
 pub struct ApiJson<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
@@ -155,8 +161,39 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         let RawBody(bytes) = RawBody::from_request(request, state).await?;
-        serde_json::from_slice(&bytes)
-            .map(ApiJson)
-            .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))
+        parse_object(&bytes).map(ApiJson)
+    }
+}
+
+/// Parses a body that must be a JSON object: a look at its first
+/// non-blank byte, not a second parse.
+pub fn parse_object<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let first = bytes
+        .iter()
+        .find(|byte| !matches!(byte, b' ' | b'\t' | b'\n' | b'\r'));
+    match first {
+        Some(b'{') => serde_json::from_slice(bytes)
+            .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}"))),
+        None => Err(ApiError::bad_request(
+            "invalid JSON body: empty; send a JSON object",
+        )),
+        Some(_) => Err(ApiError::bad_request(
+            "invalid JSON body: the body must be a JSON object",
+        )),
+    }
+}
+
+/// A query string; one that does not fit `T` is a 400 with a JSON error
+/// (axum's own rejection is plain text).
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(query)| ApiQuery(query))
+            .map_err(|rejection| ApiError::bad_request(rejection.body_text()))
     }
 }

@@ -83,12 +83,10 @@ pub fn parse_request(body: &[u8]) -> Result<InvokeRequest, ApiError> {
         return Err(ApiError::bad_request("request body must be a JSON object"));
     };
     let tool_name = match fields.remove("tool_name") {
-        Some(Value::String(name)) if !name.trim().is_empty() => name,
-        Some(Value::String(_)) => {
-            return Err(ApiError::bad_request(
-                "field \"tool_name\" must not be empty",
-            ))
-        }
+        Some(Value::String(name)) => match runner_proto::fields::TOOL_NAME.check(&name) {
+            Ok(()) => name,
+            Err(why) => return Err(ApiError::bad_request(format!("field \"tool_name\" {why}"))),
+        },
         None => return Err(ApiError::bad_request("missing field \"tool_name\"")),
         Some(_) => {
             return Err(ApiError::bad_request(

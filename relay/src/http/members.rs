@@ -68,14 +68,11 @@ fn require_admin(caller: &crate::store::Member) -> Result<(), ApiError> {
     }
 }
 
+/// Checks a member's or team's name ([`runner_proto::fields::MEMBER_NAME`]).
 fn valid_name(kind: &str, name: &str) -> Result<(), ApiError> {
-    if name.trim().is_empty() || name.chars().count() > 128 || name.chars().any(char::is_whitespace)
-    {
-        return Err(ApiError::bad_request(format!(
-            "{kind} name {name:?} must be 1–128 characters without spaces"
-        )));
-    }
-    Ok(())
+    runner_proto::fields::MEMBER_NAME
+        .check(name)
+        .map_err(|why| ApiError::bad_request(format!("{kind} name {name:?} {why}")))
 }
 
 pub async fn create_team(
@@ -404,7 +401,10 @@ pub(super) async fn named_member(state: &AppState, text: &str) -> Result<Member,
         .await
         .map_err(|error| match error {
             members::FindError::NotFound(_) => member_not_found(text),
-            members::FindError::Ambiguous { .. } => ApiError::bad_request(error.to_string()),
+            // The request is well formed; the store holds several such names.
+            members::FindError::Ambiguous { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "ambiguous_member", error.to_string())
+            }
             members::FindError::Store(error) => error.into(),
         })
 }

@@ -133,7 +133,7 @@ pub fn router(state: AppState) -> Router {
         .route(TOOLS, get(environments::tools))
         .route(INVOKE_TOOL, post(invoke::invoke))
         .route(INVOCATION, get(invocations::get))
-        .route(SESSIONS, post(sessions::create).get(sessions::list))
+        .route(SESSIONS, post(sessions::create).get(sessions::list_api))
         .route(SESSION, get(sessions::get).delete(sessions::end))
         .route(SESSION_INVOKE_TOOL, post(sessions::invoke))
         .route(
@@ -150,8 +150,8 @@ pub fn router(state: AppState) -> Router {
             MEMBER,
             get(members::get_member).patch(members::update_member),
         )
-        .route(APPROVALS, get(approvals::list))
-        .route(APPROVAL, get(approvals::get))
+        .route(APPROVALS, get(approvals::list_api))
+        .route(APPROVAL, get(approvals::get_api))
         .route(APPROVE, post(approvals::approve))
         .route(DENY, post(approvals::deny))
         .route(HEALTHZ, get(healthz))

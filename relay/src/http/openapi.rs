@@ -3,8 +3,10 @@
 //! schemas are written by hand; those of sessions, members and teams are
 //! generated from their types ([`generated_schemas`]), so they cannot drift.
 
+use runner_proto::api::{CreateEnvironment, Policy, UpdateEnvironment};
 use runner_proto::approvals::{Approval, ApprovalList, ApprovalTicket, ApprovalWebhook, Decide};
 use runner_proto::audit::AuditPage;
+use runner_proto::fields;
 use runner_proto::members::{AddTeamMember, MemberView, SetDefaultEnvironment, TeamList, TeamView};
 use runner_proto::sessions::{CreateSession, Session, SessionList};
 use schemars::generate::SchemaSettings;
@@ -30,6 +32,9 @@ fn generated_schemas() -> Map<String, Value> {
     generator.subschema_for::<Decide>();
     generator.subschema_for::<ApprovalWebhook>();
     generator.subschema_for::<AuditPage>();
+    generator.subschema_for::<CreateEnvironment>();
+    generator.subschema_for::<UpdateEnvironment>();
+    generator.subschema_for::<Policy>();
     generator.take_definitions(true)
 }
 
@@ -155,14 +160,14 @@ fn session_and_member_paths(unauthorized: &Value) -> Value {
             "post": {
                 "summary": "Add an existing member to the team (organisation admins)",
                 "requestBody": json_body("AddTeamMember"),
-                "responses": { "200": json_response("already in it", "TeamView"), "201": json_response("added", "TeamView"), "401": unauthorized, "403": error_response("not an organisation admin"), "404": error_response("team_not_found or member_not_found") }
+                "responses": { "200": json_response("already in it", "TeamView"), "201": json_response("added", "TeamView"), "401": unauthorized, "403": error_response("not an organisation admin"), "404": error_response("team_not_found or member_not_found"), "409": error_response("ambiguous_member: several members have that name; give the member id") }
             }
         },
         "/teams/{name}/members/{member}": {
             "parameters": [name_parameter(), { "name": "member", "in": "path", "required": true, "schema": { "type": "string" } }],
             "delete": {
                 "summary": "Remove a member (id or unique name) from the team (organisation admins)",
-                "responses": { "204": { "description": "removed" }, "401": unauthorized, "403": error_response("not an organisation admin"), "404": error_response("team_not_found, member_not_found or not_a_member") }
+                "responses": { "204": { "description": "removed" }, "401": unauthorized, "403": error_response("not an organisation admin"), "404": error_response("team_not_found, member_not_found or not_a_member"), "409": error_response("ambiguous_member: several members have that name; give the member id") }
             }
         },
         "/members/{id}": {
@@ -187,6 +192,14 @@ fn error_response(description: &str) -> Value {
     })
 }
 
+/// `response` with its `Retry-After` header (whole seconds).
+fn retry_after(mut response: Value) -> Value {
+    response["headers"] = json!({
+        "Retry-After": { "description": "seconds to wait before trying again", "schema": { "type": "integer", "minimum": 1 } }
+    });
+    response
+}
+
 fn json_response(description: &str, schema: &str) -> Value {
     json!({
         "description": description,
@@ -208,6 +221,12 @@ fn id_parameter() -> Value {
 /// `GET /audit`.
 fn audit_paths(unauthorized: &Value) -> Value {
     let query = |name: &str, description: &str| json!({ "name": name, "in": "query", "required": false, "description": description, "schema": { "type": "string" } });
+    let time_query = |name: &str, description: &str| {
+        json!({ "name": name, "in": "query", "required": false, "description": description, "schema": { "anyOf": [
+        { "type": "string", "pattern": super::audit::UNIX_SECONDS_PATTERN },
+        { "type": "string", "format": "date-time" }
+    ] } })
+    };
     json!({
         "/audit": {
             "get": {
@@ -215,13 +234,13 @@ fn audit_paths(unauthorized: &Value) -> Value {
                 "parameters": [
                     query("environment", "environment id"),
                     query("actor", "member id"),
-                    query("action", "e.g. tool.invoke, token.generate, auth.failed"),
+                    { "name": "action", "in": "query", "required": false, "schema": { "enum": runner_proto::audit::AuditAction::ALL.iter().map(|action| action.as_str()).collect::<Vec<_>>() } },
                     query("session", "work session id"),
                     query("tool", "tool name"),
-                    query("since", "RFC 3339 or Unix seconds, inclusive"),
-                    query("until", "RFC 3339 or Unix seconds, exclusive"),
+                    time_query("since", "RFC 3339 or Unix seconds, inclusive"),
+                    time_query("until", "RFC 3339 or Unix seconds, exclusive"),
                     { "name": "limit", "in": "query", "required": false, "schema": { "type": "integer", "minimum": 1, "maximum": 1000 } },
-                    query("cursor", "next_cursor of the previous page (opaque)"),
+                    { "name": "cursor", "in": "query", "required": false, "description": "next_cursor of the previous page (opaque)", "schema": { "type": "string", "pattern": super::audit::CURSOR_PATTERN } },
                     { "name": "order", "in": "query", "required": false, "schema": { "enum": ["asc", "desc"] } }
                 ],
                 "responses": {
@@ -279,7 +298,41 @@ pub fn document() -> Value {
     if let Some(Value::Object(schemas)) = document.pointer_mut("/components/schemas") {
         schemas.extend(generated_schemas());
     }
+    describe_bad_requests(&mut document);
     document
+}
+
+/// Every operation that reads a body or a query string answers 400 to one
+/// that does not fit (the extractors do it before the handler runs); those
+/// that do not say why already get the generic answer.
+fn describe_bad_requests(document: &mut Value) {
+    let Some(Value::Object(paths)) = document.get_mut("paths") else {
+        return;
+    };
+    for item in paths.values_mut() {
+        let path_query = item["parameters"]
+            .as_array()
+            .is_some_and(|parameters| parameters.iter().any(|p| p["in"] == "query"));
+        let Value::Object(item) = item else { continue };
+        for (method, operation) in item.iter_mut() {
+            if method == "parameters" {
+                continue;
+            }
+            let reads_query = path_query
+                || operation["parameters"]
+                    .as_array()
+                    .is_some_and(|parameters| parameters.iter().any(|p| p["in"] == "query"));
+            let reads_body = operation.get("requestBody").is_some();
+            if !(reads_query || reads_body) {
+                continue;
+            }
+            if let Some(Value::Object(responses)) = operation.get_mut("responses") {
+                responses
+                    .entry("400")
+                    .or_insert_with(|| error_response("malformed body or query string"));
+            }
+        }
+    }
 }
 
 fn hand_written() -> Value {
@@ -313,18 +366,6 @@ fn hand_written() -> Value {
                         }
                     } }
                 },
-                "Policy": {
-                    "type": "object",
-                    "required": ["tools"],
-                    "properties": {
-                        "tools": { "oneOf": [
-                            { "type": "object", "required": ["mode"], "properties": { "mode": { "const": "all" } } },
-                            { "type": "object", "required": ["mode", "tools"], "properties": { "mode": { "const": "list" }, "tools": { "type": "array", "items": { "type": "string" } } } }
-                        ] },
-                        "file_paths": { "type": "array", "items": { "type": "string" } },
-                        "approval_required": { "type": "array", "items": { "type": "string" } }
-                    }
-                },
                 "Environment": {
                     "type": "object",
                     "required": ["id", "name", "type", "scope", "tier", "policy", "created_at"],
@@ -341,34 +382,6 @@ fn hand_written() -> Value {
                         "created_at": { "type": "string", "format": "date-time" },
                         "last_seen": { "type": ["string", "null"], "format": "date-time" },
                         "status": { "$ref": "#/components/schemas/Status" }
-                    }
-                },
-                "CreateEnvironment": {
-                    "type": "object",
-                    "additionalProperties": false,
-                    "properties": {
-                        "name": { "type": "string", "maxLength": 128 },
-                        "description": { "type": "string" },
-                        "type": { "type": "string" },
-                        "tags": { "type": "array", "items": { "type": "string" } },
-                        "scope": { "type": "string" },
-                        "tier": { "enum": ["production", "development"] },
-                        "install_browser_tools": { "type": "boolean" },
-                        "policy": { "$ref": "#/components/schemas/Policy" }
-                    }
-                },
-                "UpdateEnvironment": {
-                    "type": "object",
-                    "additionalProperties": false,
-                    "description": "Every field optional; scope cannot change (400).",
-                    "properties": {
-                        "name": { "type": "string", "maxLength": 128 },
-                        "description": { "type": "string" },
-                        "type": { "type": "string" },
-                        "tags": { "type": "array", "items": { "type": "string" } },
-                        "tier": { "enum": ["production", "development"] },
-                        "install_browser_tools": { "type": "boolean" },
-                        "policy": { "$ref": "#/components/schemas/Policy" }
                     }
                 },
                 "EnvironmentList": {
@@ -441,14 +454,17 @@ fn hand_written() -> Value {
                     "type": "object",
                     "required": ["tool_name"],
                     "additionalProperties": false,
+                    "description": "a field sent as null is as if absent",
                     "properties": {
-                        "tool_name": { "type": "string" },
-                        "args": { "type": "object" },
-                        "timeout_s": { "type": "integer", "minimum": 1, "maximum": 3600, "default": 300 },
-                        "call_id": { "type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "description": "idempotency key: a call_id already seen is not run again; the answer is the first call's answer (its result, its failure, or the wait for it). Send your own, and when the connection to the relay fails before the answer, send the same request again with backoff" },
-                        "on_approval": { "enum": ["refuse", "wait"], "default": "refuse", "description": "for a tool that needs a person's approval: refuse (403 approval_required) or ask for one (202 ApprovalTicket)" },
-                        "approval_wait_s": { "type": "integer", "minimum": 1, "maximum": 300, "description": "with on_approval wait: hold the request this long for the decision and the call's end before answering 202" }
-                    }
+                        "tool_name": fields::TOOL_NAME.schema(),
+                        "args": { "type": ["object", "null"] },
+                        "timeout_s": { "type": ["integer", "null"], "minimum": 1, "maximum": runner_proto::api::MAX_TIMEOUT_S, "default": runner_proto::api::DEFAULT_TIMEOUT_S },
+                        "call_id": { "type": ["string", "null"], "pattern": "^[A-Za-z0-9._:-]{1,128}$", "description": "idempotency key: a call_id already seen is not run again; the answer is the first call's answer (its result, its failure, or the wait for it). Send your own, and when the connection to the relay fails before the answer, send the same request again with backoff" },
+                        "on_approval": { "enum": ["refuse", "wait", null], "default": "refuse", "description": "for a tool that needs a person's approval: refuse (403 approval_required) or ask for one (202 ApprovalTicket)" },
+                        "approval_wait_s": { "type": ["integer", "null"], "minimum": 1, "maximum": runner_proto::approvals::MAX_APPROVAL_WAIT_S, "description": "with on_approval wait: hold the request this long for the decision and the call's end before answering 202" }
+                    },
+                    "if": { "required": ["approval_wait_s"], "properties": { "approval_wait_s": { "type": "integer" } } },
+                    "then": { "required": ["on_approval"], "properties": { "on_approval": { "const": "wait" } } }
                 },
                 "Invocation": {
                     "type": "object",
@@ -610,34 +626,48 @@ fn hand_written() -> Value {
                 },
                 "post": {
                     "summary": "Create a team (organisation admins)",
-                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" } } } } } },
-                    "responses": { "201": { "description": "created" }, "400": error_response("bad name"), "401": unauthorized, "403": error_response("not an organisation admin") }
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "additionalProperties": false, "properties": { "name": fields::MEMBER_NAME.schema() } } } } },
+                    "responses": { "201": { "description": "created" }, "400": error_response("bad name"), "401": unauthorized, "403": error_response("not an organisation admin"), "409": error_response("name taken") }
                 }
             },
             "/members": {
                 "post": {
                     "summary": "Create a member with an API key, shown once (organisation admins)",
-                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "properties": { "name": { "type": "string" }, "admin": { "type": "boolean" }, "teams": { "type": "array", "items": { "type": "string" } }, "kind": { "enum": ["person", "agent"] } } } } } },
-                    "responses": { "201": { "description": "the member and its API key" }, "400": error_response("bad name or unknown team"), "401": unauthorized, "403": error_response("not an organisation admin") }
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "object", "required": ["name"], "additionalProperties": false, "properties": { "name": fields::MEMBER_NAME.schema(), "admin": { "type": "boolean" }, "teams": { "type": "array", "items": { "type": "string" } }, "kind": { "enum": ["person", "agent", null] } } } } } },
+                    "responses": { "201": { "description": "the member and its API key" }, "400": error_response("bad name"), "401": unauthorized, "403": error_response("not an organisation admin"), "404": error_response("team_not_found: a team named in teams does not exist"), "409": error_response("name taken") }
                 }
             },
             "/runner/register": {
                 "post": {
                     "summary": "Check a registration token (runner register)",
                     "security": [{ "registrationToken": [] }],
-                    "responses": { "200": json_response("the token's environment", "RegisterResponse"), "401": error_response("invalid, revoked or expired token") }
+                    "responses": {
+                        "200": json_response("the token's environment", "RegisterResponse"),
+                        "401": error_response("invalid, revoked or expired token"),
+                        "429": retry_after(error_response("too_many_failed_attempts: too many refused tokens from this address or for this environment; a valid token is never refused"))
+                    }
                 },
                 "get": {
                     "summary": "Check a registration token without registering: its use is not recorded (runner doctor)",
                     "security": [{ "registrationToken": [] }],
-                    "responses": { "200": json_response("the token's environment", "RegisterResponse"), "401": error_response("invalid, revoked or expired token") }
+                    "responses": {
+                        "200": json_response("the token's environment", "RegisterResponse"),
+                        "401": error_response("invalid, revoked or expired token"),
+                        "429": retry_after(error_response("too_many_failed_attempts: too many refused tokens from this address or for this environment; a valid token is never refused"))
+                    }
                 }
             },
             "/runner/connect": {
                 "get": {
                     "summary": "Runner WebSocket (protocol in runner_proto::ws); the token is checked before the upgrade",
                     "security": [{ "registrationToken": [] }],
-                    "responses": { "101": { "description": "switching protocols" }, "400": error_response("not a WebSocket upgrade"), "401": error_response("invalid, revoked or expired token") }
+                    "responses": {
+                        "101": { "description": "switching protocols" },
+                        "400": error_response("not a WebSocket upgrade"),
+                        "401": error_response("invalid, revoked or expired token"),
+                        "429": retry_after(error_response("too_many_failed_attempts: too many refused tokens from this address or for this environment; a valid token is never refused")),
+                        "503": retry_after(error_response("relay_busy: too many runners connecting at once; retry with backoff"))
+                    }
                 }
             },
             "/healthz": {

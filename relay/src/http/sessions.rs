@@ -23,7 +23,7 @@ use time::OffsetDateTime;
 
 use super::auth::{environment_for, usable_environments, Caller, Intent};
 use super::call_audit::CallAudit;
-use super::error::{ApiError, ApiJson, RawBody};
+use super::error::{ApiError, ApiJson, ApiQuery, RawBody};
 use super::invoke::{run_call, Destination};
 use super::members::named_member;
 use super::origin::{entry, Origin};
@@ -39,10 +39,6 @@ use runner_proto::audit::AuditAction;
 
 /// Most sessions one `GET /sessions` lists.
 const LIST_LIMIT: u32 = 500;
-/// Most tags a session may ask for.
-const MAX_TAGS: usize = 64;
-/// Longest tag, in characters.
-const MAX_TAG_CHARS: usize = 64;
 
 fn session_not_found(id: &str) -> ApiError {
     ApiError::new(
@@ -69,23 +65,7 @@ fn member_ref(member: &MemberName) -> MemberRef {
 }
 
 fn validate_tags(tags: &[String]) -> Result<(), ApiError> {
-    if tags.len() > MAX_TAGS {
-        return Err(ApiError::bad_request(format!(
-            "at most {MAX_TAGS} tags (got {})",
-            tags.len()
-        )));
-    }
-    for tag in tags {
-        if tag.trim().is_empty()
-            || tag.chars().count() > MAX_TAG_CHARS
-            || tag.chars().any(char::is_control)
-        {
-            return Err(ApiError::bad_request(format!(
-                "tag {tag:?} must be 1 to {MAX_TAG_CHARS} characters, none of them control characters"
-            )));
-        }
-    }
-    Ok(())
+    crate::environment::validate_tags(tags).map_err(|error| ApiError::bad_request(error.message))
 }
 
 /// The agent a new session works for: the one named (which the caller must
@@ -238,6 +218,15 @@ pub struct ListQuery {
     /// Only sessions in this state.
     #[serde(default)]
     pub state: Option<SessionState>,
+}
+
+/// `GET /sessions`, with a JSON error for a query that does not fit.
+pub async fn list_api(
+    state: State<AppState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<SessionList>, ApiError> {
+    list(state, caller, Query(query)).await
 }
 
 pub async fn list(

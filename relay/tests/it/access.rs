@@ -205,14 +205,16 @@ async fn admins_create_teams_and_members_over_the_api_and_others_cannot() {
         )
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    // An unknown team and a bad name are 400s.
-    let (status, _) = relay
+    // An unknown team is a 404 (the request itself is well formed), a bad
+    // name a 400.
+    let (status, body) = relay
         .post(
             "/members",
             serde_json::json!({"name": "c", "teams": ["nope"]}),
         )
         .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(body["error"]["code"], "team_not_found");
     let (status, _) = relay
         .post("/teams", serde_json::json!({"name": "has space"}))
         .await;

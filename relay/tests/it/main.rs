@@ -23,3 +23,4 @@ mod status;
 mod store;
 mod streaming;
 mod tokens;
+mod validation;

@@ -343,7 +343,11 @@ async fn run(
                 approval_id,
                 wait_s,
             } = parse(tool, arguments)?;
-            let query = approvals::GetQuery { wait: wait_s };
+            // The tool says "at most 300": a longer wait is cut, not refused.
+            let query = approvals::GetQuery {
+                wait: wait_s
+                    .map(|seconds| seconds.min(runner_proto::approvals::MAX_APPROVAL_WAIT_S)),
+            };
             let Json(approval) =
                 approvals::get(State(state), who, Path(approval_id), Query(query)).await?;
             structured(&approval)

@@ -1,0 +1,340 @@
+//! The rules of the API's text fields, in one table read twice: the relay
+//! validates a request with [`Text::check`], and the OpenAPI document
+//! describes the same field with [`Text::schema`] (through
+//! `#[schemars(schema_with = …)]` on the request types). A rule changed
+//! here changes both; nothing else states a field's length or characters.
+//!
+//! Characters are counted as Unicode scalar values, as JSON Schema's
+//! `maxLength` counts them. "Control" is `char::is_control` (Unicode `Cc`);
+//! "whitespace" is `char::is_whitespace` (Unicode `White_Space`). The
+//! patterns spell both sets out as ranges, because `\s` means different
+//! sets in ECMA-262, Python and Rust.
+
+use schemars::{Schema, SchemaGenerator};
+use serde_json::{json, Map, Value};
+
+/// Control characters (Unicode `Cc`), as a character-class body.
+const CONTROL_CLASS: &str = r"\u0000-\u001f\u007f-\u009f";
+/// Whitespace that is not a control character, as a character-class body
+/// (`White_Space` less `Cc`: the rest of it is inside [`CONTROL_CLASS`]).
+const SPACE_CLASS: &str = r" \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000";
+/// Whitespace that is a control character (tab to carriage return, NEL).
+const CONTROL_SPACE_CLASS: &str = r"\t-\r\u0085";
+
+/// What one text field accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Text {
+    /// Longest value, in characters; `None`: only the body limit.
+    pub max_chars: Option<usize>,
+    /// `""` is accepted (a name the first runner fills in).
+    pub empty: bool,
+    /// A value of whitespace only is accepted.
+    pub blank: bool,
+    /// Control characters are accepted (free text: line breaks).
+    pub control: bool,
+    /// Whitespace is accepted anywhere.
+    pub space: bool,
+}
+
+/// Why a value broke its [`Text`] rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextError {
+    Empty,
+    Blank,
+    TooLong(usize),
+    Control,
+    Space,
+}
+
+impl std::fmt::Display for TextError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Empty => f.write_str("must not be empty"),
+            Self::Blank => f.write_str("must not be blank"),
+            Self::TooLong(max) => write!(f, "must be at most {max} characters"),
+            Self::Control => f.write_str("must not contain control characters"),
+            Self::Space => f.write_str("must not contain whitespace"),
+        }
+    }
+}
+
+impl Text {
+    /// Non-blank text without control characters, at most `max` characters.
+    pub const fn label(max: usize) -> Self {
+        Self {
+            max_chars: Some(max),
+            empty: false,
+            blank: false,
+            control: false,
+            space: true,
+        }
+    }
+
+    /// Checks `value` against the rule.
+    pub fn check(&self, value: &str) -> Result<(), TextError> {
+        if value.is_empty() {
+            return if self.empty {
+                Ok(())
+            } else {
+                Err(TextError::Empty)
+            };
+        }
+        if !self.blank && value.chars().all(char::is_whitespace) {
+            return Err(TextError::Blank);
+        }
+        if let Some(max) = self.max_chars {
+            if value.chars().count() > max {
+                return Err(TextError::TooLong(max));
+            }
+        }
+        if !self.control && value.chars().any(char::is_control) {
+            return Err(TextError::Control);
+        }
+        if !self.space && value.chars().any(char::is_whitespace) {
+            return Err(TextError::Space);
+        }
+        Ok(())
+    }
+
+    /// The ECMA-262 pattern of the characters, `None` when any goes.
+    pub fn pattern(&self) -> Option<String> {
+        if self.control && self.space && self.blank {
+            return None;
+        }
+        Some(format!("^{}$", self.unanchored()))
+    }
+
+    /// [`Text::pattern`] without its anchors, to build others from.
+    fn unanchored(&self) -> String {
+        // The characters every position may hold.
+        let mut refused = String::new();
+        if !self.control {
+            refused.push_str(CONTROL_CLASS);
+        }
+        if !self.space {
+            refused.push_str(SPACE_CLASS);
+            if self.control {
+                refused.push_str(CONTROL_SPACE_CLASS);
+            }
+        }
+        let any = if refused.is_empty() {
+            r"[\s\S]".to_owned()
+        } else {
+            format!("[^{refused}]")
+        };
+        let body = if self.blank || !self.space {
+            // Without whitespace, every non-empty value is non-blank.
+            format!("{any}+")
+        } else {
+            // At least one character that is not whitespace.
+            let mut solid = format!("{SPACE_CLASS}{CONTROL_SPACE_CLASS}");
+            if !self.control {
+                solid.push_str(CONTROL_CLASS);
+            }
+            format!("{any}*[^{solid}]{any}*")
+        };
+        if self.empty {
+            format!("(?:{body})?")
+        } else {
+            body
+        }
+    }
+
+    /// This rule as a JSON Schema.
+    pub fn schema(&self) -> Schema {
+        Schema::from(self.schema_map())
+    }
+
+    fn schema_map(&self) -> Map<String, Value> {
+        let mut schema = Map::new();
+        schema.insert("type".into(), json!("string"));
+        if !self.empty {
+            schema.insert("minLength".into(), json!(1));
+        }
+        if let Some(max) = self.max_chars {
+            schema.insert("maxLength".into(), json!(max));
+        }
+        if let Some(pattern) = self.pattern() {
+            schema.insert("pattern".into(), json!(pattern));
+        }
+        schema
+    }
+
+    /// This rule, or `null` (a field left unchanged), as a JSON Schema.
+    pub fn nullable_schema(&self) -> Schema {
+        nullable(Value::Object(self.schema_map()))
+    }
+
+    /// A list of at most `max_items` values of this rule, as a JSON Schema.
+    pub fn list_schema(&self, max_items: Option<usize>) -> Schema {
+        let mut schema = Map::new();
+        schema.insert("type".into(), json!("array"));
+        schema.insert("items".into(), Value::Object(self.schema_map()));
+        if let Some(max) = max_items {
+            schema.insert("maxItems".into(), json!(max));
+        }
+        Schema::from(schema)
+    }
+}
+
+/// `schema` or `null`.
+fn nullable(schema: Value) -> Schema {
+    let mut any_of = Map::new();
+    any_of.insert("anyOf".into(), json!([schema, { "type": "null" }]));
+    Schema::from(any_of)
+}
+
+/// An environment's name when it is created: blank is `""` only (the first
+/// runner fills it with its hostname).
+pub const ENVIRONMENT_NAME_AT_CREATION: Text = Text {
+    empty: true,
+    ..ENVIRONMENT_NAME
+};
+/// An environment's name.
+pub const ENVIRONMENT_NAME: Text = Text::label(128);
+/// An environment's description: free text, line breaks included.
+pub const DESCRIPTION: Text = Text {
+    max_chars: Some(4096),
+    empty: true,
+    blank: true,
+    control: true,
+    space: true,
+};
+/// An environment's `type` label.
+pub const ENVIRONMENT_TYPE: Text = Text::label(64);
+/// One routing tag (of an environment, or one a session prefers).
+pub const TAG: Text = Text::label(64);
+/// Most tags on one environment or session.
+pub const MAX_TAGS: usize = 64;
+/// A tool name (in a policy, an approval rule, or a call).
+pub const TOOL_NAME: Text = Text {
+    max_chars: None,
+    ..Text::label(0)
+};
+/// A path of a policy's `file_paths`.
+pub const FILE_PATH: Text = TOOL_NAME;
+/// A member's or team's name: no whitespace, so it reads as one word on a
+/// command line.
+pub const MEMBER_NAME: Text = Text {
+    space: false,
+    ..Text::label(128)
+};
+
+/// The pattern of an environment's `scope`: `shared` or `team:<name>`
+/// with a [`MEMBER_NAME`] (teams are named by the same rule).
+pub fn scope_pattern() -> String {
+    format!("^(?:shared|team:{})$", MEMBER_NAME.unanchored())
+}
+
+/// The schemas of the request types' fields, for `schema_with`.
+pub mod schema {
+    use super::*;
+
+    pub fn environment_name_at_creation(_: &mut SchemaGenerator) -> Schema {
+        ENVIRONMENT_NAME_AT_CREATION.schema()
+    }
+    pub fn environment_name(_: &mut SchemaGenerator) -> Schema {
+        ENVIRONMENT_NAME.nullable_schema()
+    }
+    pub fn description(_: &mut SchemaGenerator) -> Schema {
+        DESCRIPTION.schema()
+    }
+    pub fn nullable_description(_: &mut SchemaGenerator) -> Schema {
+        DESCRIPTION.nullable_schema()
+    }
+    pub fn environment_type(_: &mut SchemaGenerator) -> Schema {
+        ENVIRONMENT_TYPE.nullable_schema()
+    }
+    pub fn tags(_: &mut SchemaGenerator) -> Schema {
+        TAG.list_schema(Some(MAX_TAGS))
+    }
+    pub fn nullable_tags(_: &mut SchemaGenerator) -> Schema {
+        nullable(TAG.list_schema(Some(MAX_TAGS)).to_value())
+    }
+    pub fn tool_names(_: &mut SchemaGenerator) -> Schema {
+        TOOL_NAME.list_schema(None)
+    }
+    pub fn file_paths(_: &mut SchemaGenerator) -> Schema {
+        FILE_PATH.list_schema(None)
+    }
+    pub fn scope(_: &mut SchemaGenerator) -> Schema {
+        nullable(json!({ "type": "string", "pattern": scope_pattern() }))
+    }
+    pub fn member_name(_: &mut SchemaGenerator) -> Schema {
+        MEMBER_NAME.schema()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_check_what_they_say() {
+        assert!(ENVIRONMENT_NAME_AT_CREATION.check("").is_ok());
+        assert_eq!(ENVIRONMENT_NAME.check(""), Err(TextError::Empty));
+        assert_eq!(ENVIRONMENT_NAME.check(" \u{3000}"), Err(TextError::Blank));
+        assert_eq!(
+            ENVIRONMENT_NAME_AT_CREATION.check("  "),
+            Err(TextError::Blank)
+        );
+        assert!(ENVIRONMENT_NAME.check(&"a".repeat(128)).is_ok());
+        assert_eq!(
+            ENVIRONMENT_NAME.check(&"a".repeat(129)),
+            Err(TextError::TooLong(128))
+        );
+        assert_eq!(TAG.check("a\u{7}b"), Err(TextError::Control));
+        assert_eq!(ENVIRONMENT_TYPE.check("x\ny"), Err(TextError::Control));
+        assert!(DESCRIPTION.check("line\nline\t").is_ok());
+        assert!(DESCRIPTION.check("").is_ok());
+        assert_eq!(MEMBER_NAME.check("a b"), Err(TextError::Space));
+        assert_eq!(MEMBER_NAME.check("a\u{85}b"), Err(TextError::Control));
+        assert!(TOOL_NAME.check(&"t".repeat(10_000)).is_ok());
+    }
+
+    /// The pattern and the check agree on every character, alone, among
+    /// others, and repeated (lengths are `maxLength`'s, checked above).
+    #[test]
+    fn patterns_match_exactly_what_checks_accept() {
+        let rules = [
+            ENVIRONMENT_NAME_AT_CREATION,
+            ENVIRONMENT_NAME,
+            DESCRIPTION,
+            TAG,
+            TOOL_NAME,
+            MEMBER_NAME,
+        ];
+        for rule in rules {
+            let unbounded = Text {
+                max_chars: None,
+                ..rule
+            };
+            let pattern = rule
+                .pattern()
+                .map(|p| regex::Regex::new(&p).expect("pattern compiles"));
+            let agrees = |value: &str| {
+                let by_schema = (rule.empty || !value.is_empty())
+                    && pattern.as_ref().is_none_or(|p| p.is_match(value));
+                assert_eq!(
+                    unbounded.check(value).is_ok(),
+                    by_schema,
+                    "{rule:?} on {value:?} (pattern {:?})",
+                    rule.pattern()
+                );
+            };
+            agrees("");
+            // Every character up to past the last whitespace (U+3000), and a
+            // sample of the rest.
+            let rest = (0x3100..=0x10_ffff_u32)
+                .step_by(251)
+                .chain([0xfeff, 0x10_ffff]);
+            for c in (0..0x3100_u32).chain(rest).filter_map(char::from_u32) {
+                let mut buffer = [0; 4];
+                let alone = c.encode_utf8(&mut buffer);
+                agrees(alone);
+                agrees(&format!("a{c}b"));
+                agrees(&format!("{c}{c}"));
+            }
+        }
+    }
+}
