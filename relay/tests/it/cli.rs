@@ -32,7 +32,7 @@ async fn serve_prints_the_admin_key_then_the_address_and_admin_works_alongside()
     let lines = tokio::task::spawn_blocking(move || {
         let mut lines = BufReader::new(stdout).lines();
         let first = lines.next().and_then(Result::ok).unwrap_or_default();
-        let second = lines.next().and_then(Result::ok).unwrap_or_default();
+        let second = after_console_lines(&mut lines);
         (first, second)
     });
     let (first, second) = tokio::time::timeout(crate::support::DEADLINE, lines)
@@ -312,7 +312,7 @@ async fn serve_binds_first_and_owns_its_sqlite_store() {
     let first = tokio::task::spawn_blocking(move || {
         let mut lines = BufReader::new(stdout).lines();
         let key = lines.next().and_then(Result::ok).unwrap_or_default();
-        let listening = lines.next().and_then(Result::ok).unwrap_or_default();
+        let listening = after_console_lines(&mut lines);
         (key, listening)
     });
     let (key, listening) = tokio::time::timeout(crate::support::DEADLINE, first)
@@ -536,7 +536,7 @@ async fn admin_lists_keys_and_members_and_revokes_a_key_the_running_relay_then_r
     let lines = tokio::task::spawn_blocking(move || {
         let mut lines = BufReader::new(stdout).lines();
         let first = lines.next().and_then(Result::ok).unwrap_or_default();
-        let second = lines.next().and_then(Result::ok).unwrap_or_default();
+        let second = after_console_lines(&mut lines);
         (first, second)
     });
     let (_key_line, listening) = tokio::time::timeout(crate::support::DEADLINE, lines)
@@ -651,4 +651,21 @@ async fn admin_lists_keys_and_members_and_revokes_a_key_the_running_relay_then_r
     let audit = admin(&["audit", "verify", "--json"]);
     assert!(audit.status.success(), "{}", text(&audit.stderr));
     drop(child);
+}
+
+/// The line after the console's (`console: URL`, and the sign-in link on a
+/// first start), which `serve` prints before it says it listens; panics
+/// if they are missing.
+fn after_console_lines(lines: &mut impl Iterator<Item = std::io::Result<String>>) -> String {
+    let console = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert!(
+        console.starts_with("console: http://") && console.ends_with("/console"),
+        "{console:?}"
+    );
+    let mut next = lines.next().and_then(Result::ok).unwrap_or_default();
+    if next.starts_with("console sign-in link (works once, for 15 min): ") {
+        assert!(next.contains("/console/sign-in#code=rnrl_"), "{next:?}");
+        next = lines.next().and_then(Result::ok).unwrap_or_default();
+    }
+    next
 }
