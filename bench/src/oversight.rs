@@ -137,6 +137,8 @@ struct Side {
     env: String,
     _runner: Vec<Runner>,
     cpu_ns: Vec<u64>,
+    /// The part of each round's CPU spent while the relays rested.
+    settle_ns: Vec<u64>,
     samples: Vec<Duration>,
 }
 
@@ -156,6 +158,7 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
             env: envs[0].clone(),
             _runner: runners,
             cpu_ns: Vec::with_capacity(ROUNDS),
+            settle_ns: Vec::with_capacity(ROUNDS),
             samples: Vec::with_capacity(calls),
         });
     }
@@ -169,6 +172,9 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
     }
     tokio::time::sleep(SETTLE).await;
     let per_round = calls.div_ceil(ROUNDS).max(1);
+    let round_calls: Vec<usize> = (0..ROUNDS)
+        .map(|index| (per_round * (index + 1)).min(calls) - (per_round * index).min(calls))
+        .collect();
     let mut turn = 0;
     for round_index in 0..ROUNDS {
         let goal = (per_round * (round_index + 1)).min(calls);
@@ -189,13 +195,15 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
                 }
             }
         }
+        let busy: Vec<_> = pids.iter().map(|pid| procs::thread_cpu_ns(*pid)).collect();
         tokio::time::sleep(SETTLE).await;
-        for ((side, pid), before) in sides.iter_mut().zip(&pids).zip(before) {
+        for (((side, pid), before), busy) in sides.iter_mut().zip(&pids).zip(before).zip(busy) {
             let after = procs::thread_cpu_ns(*pid);
             if after.is_empty() {
                 bail!("relay {} exited", side.name);
             }
             side.cpu_ns.push(procs::cpu_ns_between(&before, &after));
+            side.settle_ns.push(procs::cpu_ns_between(&busy, &after));
         }
     }
     let mut result = serde_json::Map::new();
@@ -206,6 +214,16 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
         per_call.push(cpu_us);
         let mut entry = Summary::of(&side.samples).to_json();
         entry["relay_cpu_us_per_ping"] = json!(round(cpu_us, 1));
+        entry["relay_cpu_us_per_ping_rounds"] = json!(side
+            .cpu_ns
+            .iter()
+            .zip(&round_calls)
+            .map(|(ns, calls)| round(*ns as f64 / 1e3 / (*calls).max(1) as f64, 1))
+            .collect::<Vec<_>>());
+        entry["relay_cpu_us_per_ping_at_rest"] = json!(round(
+            side.settle_ns.iter().sum::<u64>() as f64 / 1e3 / side.samples.len().max(1) as f64,
+            1
+        ));
         note(&format!(
             "audit and metrics {}: {:.1} µs of relay CPU per ping",
             side.name, cpu_us
