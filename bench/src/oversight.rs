@@ -252,9 +252,9 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
         let mut rounds = ratios(index);
         let rounded: Vec<f64> = rounds.iter().map(|ratio| round(*ratio, 3)).collect();
         let median = stats::median(&mut rounds);
-        let (low, high) = rounds
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(low, high), r| (low.min(*r), high.max(*r)));
+        let (low, high) = rounds.iter().fold((f64::MAX, f64::MIN), |(low, high), r| {
+            (low.min(*r), high.max(*r))
+        });
         result.insert(format!("cpu_{key}_over_off"), json!(round(median, 3)));
         result.insert(
             format!("cpu_{key}_over_off_rounds"),

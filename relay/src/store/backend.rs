@@ -52,7 +52,10 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// audit log): on SQLite the one connection those writers keep (see
     /// `sqlite.rs`), held until the [`Writer`] is dropped; elsewhere any
     /// connection of the pool.
-    async fn writer<'a>(&'a self, pool: &Pool<Self::Db>) -> Result<Writer<'a, Self::Db>, StoreError>;
+    async fn writer<'a>(
+        &'a self,
+        pool: &Pool<Self::Db>,
+    ) -> Result<Writer<'a, Self::Db>, StoreError>;
 
     /// [`super::Store::write_journal`]: few statements however large the
     /// batch, each built by [`super::journal_sql`].
