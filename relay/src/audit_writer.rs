@@ -1,8 +1,8 @@
 //! The audit log's writer: [`AuditLog::record`] queues an entry without
 //! waiting (a request never waits for, or fails because of, the audit),
 //! and a background task appends what is queued in one transaction within
-//! [`LINGER`]; [`AuditLog::flush`] (reads of `GET /audit`, shutdown)
-//! writes at once.
+//! [`LINGER`], or as soon as [`MAX_BATCH`] entries wait; [`AuditLog::flush`]
+//! (reads of `GET /audit`, shutdown) writes at once.
 //!
 //! Entries are chained in the order they are appended; the store does the
 //! chaining under its own lock (see [`crate::store::Store::append_audit`]),
@@ -18,10 +18,13 @@ use tokio::sync::Notify;
 use crate::audit::{self, AuditRecord};
 use crate::store::Store;
 
-/// How long the writer gathers entries after the first one of a batch.
-pub const LINGER: Duration = Duration::from_millis(100);
-/// Most entries appended in one transaction.
-const MAX_BATCH: usize = 500;
+/// How long the writer gathers entries after the first one of a batch:
+/// the most a crash of the relay can lose (docs/audit.md). Fewer, larger
+/// transactions cost the relay less per entry.
+pub const LINGER: Duration = Duration::from_secs(1);
+/// Most entries appended in one transaction; a batch this large is
+/// written without waiting for the rest of [`LINGER`].
+pub const MAX_BATCH: usize = 500;
 /// Entries kept in memory while the store does not take them. Past it new
 /// entries are dropped (counted, and logged as errors): the relay keeps
 /// serving rather than growing without bound.
@@ -60,7 +63,10 @@ pub struct AuditLog {
 struct Inner {
     store: Arc<dyn Store>,
     queue: Mutex<Vec<AuditRecord>>,
+    /// The queue got its first entry.
     wake: Notify,
+    /// The queue holds a full batch: the linger ends.
+    full: Notify,
     /// One append at a time, in queue order.
     writing: tokio::sync::Mutex<()>,
     dropped: AtomicU64,
@@ -83,6 +89,7 @@ impl AuditLog {
                 store,
                 queue: Mutex::new(Vec::new()),
                 wake: Notify::new(),
+                full: Notify::new(),
                 writing: tokio::sync::Mutex::new(()),
                 dropped: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
@@ -107,7 +114,7 @@ impl AuditLog {
         if !self.settings.enabled {
             return;
         }
-        let first = {
+        let queued = {
             let mut queue = locked(&self.inner.queue);
             if queue.len() >= MAX_QUEUED {
                 drop(queue);
@@ -121,11 +128,13 @@ impl AuditLog {
                 return;
             }
             queue.push(record);
-            queue.len() == 1
+            queue.len()
         };
         self.start();
-        if first {
+        if queued == 1 {
             self.inner.wake.notify_one();
+        } else if queued == MAX_BATCH {
+            self.inner.full.notify_one();
         }
     }
 
@@ -154,7 +163,16 @@ impl AuditLog {
                 if inner.closed.load(Ordering::Acquire) {
                     return;
                 }
-                tokio::time::sleep(LINGER).await;
+                // Gathers until the linger ends or a full batch waits. The
+                // length is checked after each wake-up: a wake-up left
+                // over from a batch already written ends nothing.
+                let deadline = tokio::time::Instant::now() + LINGER;
+                while locked(&inner.queue).len() < MAX_BATCH {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(deadline) => break,
+                        () = inner.full.notified() => {}
+                    }
+                }
                 if !inner.write_queued().await {
                     tokio::time::sleep(RETRY_PAUSE).await;
                 }
@@ -202,5 +220,71 @@ impl Inner {
             queue.extend(newer);
             return false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use runner_proto::audit::{AuditAction, AuditActor};
+    use time::OffsetDateTime;
+
+    use super::*;
+
+    async fn store(dir: &tempfile::TempDir) -> Arc<dyn Store> {
+        let url = format!("sqlite://{}", dir.path().join("relay.db").display());
+        crate::store::open(&url).await.expect("store")
+    }
+
+    fn entry() -> AuditRecord {
+        AuditRecord::new(
+            OffsetDateTime::now_utc(),
+            AuditActor::default(),
+            AuditAction::ToolInvoke,
+        )
+    }
+
+    /// Waits until the chain holds `seq` entries; false after `within`.
+    async fn appended(store: &Arc<dyn Store>, seq: u64, within: Duration) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < within {
+            if store.audit_head().await.expect("head").seq >= seq {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    /// A full batch is written at once; a lone entry waits for the linger
+    /// (the bound docs/audit.md gives for a crash), and no longer.
+    #[tokio::test]
+    async fn a_full_batch_goes_at_once_and_a_lone_entry_within_the_linger() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = store(&dir).await;
+        let log = AuditLog::new(store.clone(), AuditSettings::default());
+        for _ in 0..MAX_BATCH {
+            log.record(entry());
+        }
+        assert!(
+            appended(&store, MAX_BATCH as u64, LINGER / 2).await,
+            "a full batch waited for the linger"
+        );
+
+        let recorded = Instant::now();
+        log.record(entry());
+        let next = MAX_BATCH as u64 + 1;
+        assert!(
+            !appended(&store, next, LINGER / 2).await,
+            "a lone entry went without lingering"
+        );
+        assert!(appended(&store, next, LINGER * 5).await, "never written");
+        // The timer's granularity aside, it waited the linger.
+        assert!(
+            recorded.elapsed() >= LINGER / 2,
+            "written after {:?}",
+            recorded.elapsed()
+        );
     }
 }

@@ -5,9 +5,9 @@
 
 use runner_proto::audit::{AuditAction, AuditDecision};
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use super::{AuditRecord, StoredAudit};
-use crate::canonical::sha256_hex;
 
 /// The `prev_hash` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -44,6 +44,12 @@ struct Hashed<'a> {
 
 /// Hex SHA-256 of entry `seq` holding `record` after `prev_hash`.
 pub fn hash(prev_hash: &str, seq: u64, record: &AuditRecord) -> String {
+    hash_in(&mut Vec::new(), prev_hash, seq, record)
+}
+
+/// [`hash`], serialising into `buffer` (cleared first), so that a batch
+/// reuses one allocation.
+fn hash_in(buffer: &mut Vec<u8>, prev_hash: &str, seq: u64, record: &AuditRecord) -> String {
     let actor = &record.actor;
     let hashed = Hashed {
         v: 1,
@@ -70,18 +76,20 @@ pub fn hash(prev_hash: &str, seq: u64, record: &AuditRecord) -> String {
         duration_ms: record.duration_ms,
         bytes_out: record.bytes_out,
     };
-    // Strings, integers and unit enums only: serialising cannot fail.
-    let text = serde_json::to_string(&hashed).unwrap_or_default();
-    sha256_hex(text.as_bytes())
+    buffer.clear();
+    // Strings, integers and unit enums into memory: serialising cannot fail.
+    let _ = serde_json::to_writer(&mut *buffer, &hashed);
+    hex::encode(Sha256::digest(buffer.as_slice()))
 }
 
 /// Chains `records` after the entry (`seq`, `hash`): their sequence
 /// numbers and hashes.
 pub fn link(mut seq: u64, mut prev: String, records: &[AuditRecord]) -> Vec<(u64, String, String)> {
     let mut linked = Vec::with_capacity(records.len());
+    let mut buffer = Vec::with_capacity(1024);
     for record in records {
         seq += 1;
-        let own = hash(&prev, seq, record);
+        let own = hash_in(&mut buffer, &prev, seq, record);
         linked.push((seq, prev, own.clone()));
         prev = own;
     }

@@ -4,6 +4,7 @@
 //! Everything else is written once, in [`super::sql_store`].
 
 use async_trait::async_trait;
+use sqlx::pool::PoolConnection;
 use sqlx::{Database, Encode, Pool, Type};
 use time::OffsetDateTime;
 
@@ -47,6 +48,15 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         at: OffsetDateTime,
     ) -> Result<Vec<String>, StoreError>;
 
+    /// The connection for a background writer's batch (the journal, the
+    /// audit log): on SQLite the one connection those writers keep (see
+    /// `sqlite.rs`), held until the [`Writer`] is dropped; elsewhere any
+    /// connection of the pool.
+    async fn writer<'a>(
+        &'a self,
+        pool: &Pool<Self::Db>,
+    ) -> Result<Writer<'a, Self::Db>, StoreError>;
+
     /// [`super::Store::write_journal`]: few statements however large the
     /// batch, each built by [`super::journal_sql`].
     async fn write_journal(
@@ -65,4 +75,54 @@ pub trait Column<DB: Database>:
 impl<DB: Database, T> Column<DB> for T where
     T: for<'q> Encode<'q, DB> + for<'r> sqlx::Decode<'r, DB> + Type<DB> + Send
 {
+}
+
+/// Where a kept writer connection waits between batches.
+pub type KeptConnection<DB> = tokio::sync::Mutex<Option<PoolConnection<DB>>>;
+
+/// A connection lent to one batch by [`Backend::writer`].
+#[derive(Debug)]
+pub struct Writer<'a, DB: Database> {
+    /// Where the connection goes back to once [`Writer::keep`] is called
+    /// (`None`: back to the pool when dropped).
+    slot: Option<tokio::sync::MutexGuard<'a, Option<PoolConnection<DB>>>>,
+    connection: PoolConnection<DB>,
+}
+
+impl<'a, DB: Database> Writer<'a, DB> {
+    /// The kept connection (or a new one from `pool`), with its slot
+    /// locked until this writer is dropped.
+    pub async fn kept(kept: &'a KeptConnection<DB>, pool: &Pool<DB>) -> Result<Self, StoreError> {
+        let mut slot = kept.lock().await;
+        let connection = match slot.take() {
+            Some(connection) => connection,
+            None => pool.acquire().await?,
+        };
+        Ok(Self {
+            slot: Some(slot),
+            connection,
+        })
+    }
+
+    /// Any connection of `pool`, not kept.
+    pub async fn pooled(pool: &Pool<DB>) -> Result<Self, StoreError> {
+        Ok(Self {
+            slot: None,
+            connection: pool.acquire().await?,
+        })
+    }
+
+    pub fn connection(&mut self) -> &mut DB::Connection {
+        &mut self.connection
+    }
+
+    /// After a successful batch: the connection waits for the next one.
+    /// A writer dropped without it (a failed batch) gives its connection
+    /// back to the pool, which closes it if broken, and the next batch
+    /// takes another.
+    pub fn keep(self) {
+        if let Some(mut slot) = self.slot {
+            *slot = Some(self.connection);
+        }
+    }
 }

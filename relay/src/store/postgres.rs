@@ -10,7 +10,7 @@ use sqlx::postgres::{PgArguments, PgPool, PgPoolOptions, PgQueryResult, Postgres
 use sqlx::query::Query;
 use time::OffsetDateTime;
 
-use super::backend::Backend;
+use super::backend::{Backend, Writer};
 use super::journal_sql;
 use super::rows::{epoch_to_db, json_text, result_text, state_text};
 use super::sql_store::SqlStore;
@@ -143,6 +143,11 @@ impl Backend for PostgresBackend {
             .filter(|id| !kept.contains(*id))
             .map(str::to_owned)
             .collect())
+    }
+
+    async fn writer<'a>(&'a self, pool: &PgPool) -> Result<Writer<'a, Postgres>, StoreError> {
+        // Shared by several relays: no cache of this process's to keep.
+        Writer::pooled(pool).await
     }
 
     async fn write_journal(

@@ -1029,14 +1029,18 @@ where
         if records.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool.begin().await?;
+        // On SQLite the writers' kept connection (its page cache stays
+        // warm); see `Backend::writer`.
+        let mut writer = self.backend.writer(&self.pool).await?;
+        let mut tx = sqlx::Connection::begin(writer.connection()).await?;
         let (seq, hash, _pruned): (i64, String, i64) =
             sqlx::query_as(LOCK_AUDIT_HEAD).fetch_one(&mut *tx).await?;
         let linked = chain::link(u64::try_from(seq).unwrap_or(0), hash, records);
-        let Some((last_seq, _, last_hash)) = linked.last().cloned() else {
+        let Some((last_seq, _, last_hash)) = linked.last() else {
             return Ok(());
         };
-        let rows: Vec<_> = records.iter().zip(linked).collect();
+        let (last_seq, last_hash) = (*last_seq, last_hash.clone());
+        let rows: Vec<_> = records.iter().zip(&linked).collect();
         for chunk in audit_chunks(&rows) {
             let sql = audit_insert(chunk.len(), B::POSITIONAL_PARAMETERS);
             let mut insert = sqlx::query(&sql);
@@ -1075,6 +1079,7 @@ where
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
+        writer.keep();
         Ok(())
     }
 

@@ -1,15 +1,15 @@
 //! The SQLite backend of the store: one file, WAL mode so that
 //! `runner-relay admin` can write while the server runs. One relay owns
 //! the file, so the batched writes need no arrays: the lease refresh is a
-//! transaction of small updates, and the journal keeps a connection of
-//! its own (see [`sqlite_journal`](super::sqlite_journal)).
+//! transaction of small updates, and the journal and the audit log write
+//! through one connection they keep (see
+//! [`sqlite_journal`](super::sqlite_journal)).
 
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
     SqliteSynchronous,
@@ -17,7 +17,7 @@ use sqlx::sqlite::{
 use sqlx::Sqlite;
 use time::OffsetDateTime;
 
-use super::backend::Backend;
+use super::backend::{Backend, KeptConnection, Writer};
 use super::rows::{epoch_to_db, json_text};
 use super::sql_store::SqlStore;
 use super::sqlite_journal as journal;
@@ -35,12 +35,14 @@ pub type SqliteStore = SqlStore<SqliteBackend>;
 /// SQLite's part of [`SqliteStore`].
 #[derive(Debug, Clone, Default)]
 pub struct SqliteBackend {
-    /// The journal writer's own connection, kept between batches. A pool
-    /// hands out its idle connections in turn, and a SQLite connection
-    /// that finds the file changed by another one since its last use
-    /// drops its whole page cache and reads the pages again: the journal
-    /// writes on every call, so it keeps one connection, and its cache.
-    journal: Arc<tokio::sync::Mutex<Option<PoolConnection<Sqlite>>>>,
+    /// The background writers' own connection (the journal's and the
+    /// audit log's batches), kept between batches. A pool hands out its
+    /// idle connections in turn, and a SQLite connection that finds the
+    /// file changed by another one since its last use drops its whole
+    /// page cache and reads the pages again: the journal writes on every
+    /// call and the audit log on every batch, so both write through one
+    /// connection, which keeps its cache.
+    writer: Arc<KeptConnection<Sqlite>>,
 }
 
 /// Creates a missing database file readable by its owner only: it holds
@@ -180,6 +182,10 @@ impl Backend for SqliteBackend {
         Ok(lost)
     }
 
+    async fn writer<'a>(&'a self, pool: &SqlitePool) -> Result<Writer<'a, Sqlite>, StoreError> {
+        Writer::kept(&self.writer, pool).await
+    }
+
     async fn write_journal(
         &self,
         pool: &SqlitePool,
@@ -200,11 +206,8 @@ impl Backend for SqliteBackend {
         let statements: Vec<_> = journal::queries(journal::Kind::Create, &create)
             .chain(journal::queries(journal::Kind::Update, &update))
             .collect();
-        let mut held = self.journal.lock().await;
-        let mut connection = match held.take() {
-            Some(connection) => connection,
-            None => pool.acquire().await?,
-        };
+        let mut writer = self.writer(pool).await?;
+        let connection = writer.connection();
         let written: Result<(), sqlx::Error> = async {
             if statements.len() == 1 {
                 // One statement is atomic on its own: no BEGIN and COMMIT,
@@ -222,11 +225,8 @@ impl Backend for SqliteBackend {
             Ok(())
         }
         .await;
-        // Kept only after a success: a connection that failed goes back to
-        // the pool (which closes it if broken), and the next batch takes
-        // another.
         if written.is_ok() {
-            *held = Some(connection);
+            writer.keep();
         }
         Ok(written?)
     }
@@ -297,7 +297,7 @@ mod tests {
             .await
             .expect("first batch");
         assert!(
-            store.backend.journal.lock().await.is_some(),
+            store.backend.writer.lock().await.is_some(),
             "kept after a success"
         );
 
@@ -311,7 +311,7 @@ mod tests {
         let failed = store.write_journal(&[dispatched("b")]).await;
         assert!(failed.is_err(), "the trigger refuses the insert");
         assert!(
-            store.backend.journal.lock().await.is_none(),
+            store.backend.writer.lock().await.is_none(),
             "given back after a failure"
         );
 
@@ -323,11 +323,30 @@ mod tests {
             .write_journal(&[dispatched("c")])
             .await
             .expect("a batch after the failure");
-        assert!(store.backend.journal.lock().await.is_some());
+        assert!(store.backend.writer.lock().await.is_some());
         for (call_id, kept) in [("a", true), ("b", false), ("c", true)] {
             let found = store.invocation(call_id).await.expect("read").is_some();
             assert_eq!(found, kept, "{call_id}");
         }
+    }
+
+    /// The audit log appends through the journal's kept connection.
+    #[tokio::test]
+    async fn audit_appends_keep_the_writers_connection() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _) = store_in(&dir).await;
+        assert!(store.backend.writer.lock().await.is_none(), "none yet");
+        let record = crate::audit::AuditRecord::new(
+            OffsetDateTime::now_utc(),
+            runner_proto::audit::AuditActor::default(),
+            runner_proto::audit::AuditAction::ToolInvoke,
+        );
+        store.append_audit(&[record]).await.expect("append");
+        assert!(
+            store.backend.writer.lock().await.is_some(),
+            "kept after an append"
+        );
+        assert_eq!(store.audit_head().await.expect("head").seq, 1);
     }
 
     /// While the store is behind, recording a journal step waits for room
@@ -341,7 +360,7 @@ mod tests {
         let store = Arc::new(store);
         let writer = JournalWriter::with_queue(store.clone(), 2);
         // The writer's batch waits on the journal's connection.
-        let held = store.backend.journal.lock().await;
+        let held = store.backend.writer.lock().await;
         writer.record(dispatched("a")).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         writer.record(dispatched("b")).await;
