@@ -124,6 +124,14 @@ async fn list_page(
     let mut tags: Vec<String> = everything.iter().flat_map(|row| row.tags.clone()).collect();
     tags.sort();
     tags.dedup();
+    // Admins see other teams' environments too: filter by any team shown.
+    let mut teams: Vec<String> = everything
+        .iter()
+        .filter_map(|row| row.team.clone())
+        .chain(signed.member.teams.iter().cloned())
+        .collect();
+    teams.sort();
+    teams.dedup();
     let rows = everything
         .into_iter()
         .filter(|row| filter.keeps(row))
@@ -144,7 +152,7 @@ async fn list_page(
         rows,
         query: filter.query(),
         filter,
-        teams: signed.member.teams.clone(),
+        teams,
         scopes,
         tags,
         form,
