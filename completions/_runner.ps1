@@ -650,6 +650,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
             [CompletionResult]::new('--permission-config', '--permission-config', [CompletionResultType]::ParameterName, 'Permission file to validate (as `runner run` would load it)')
             [CompletionResult]::new('--workspace', '--workspace', [CompletionResultType]::ParameterName, 'Workspace to check (default: STATE_DIR/workspace). Checked, never created')
+            [CompletionResult]::new('--kept-output-max-mb', '--kept-output-max-mb', [CompletionResultType]::ParameterName, 'The cap `runner run` keeps large outputs under, to compare the workspace''s kept output with')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

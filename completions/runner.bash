@@ -786,7 +786,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__doctor)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --permission-config --workspace --url --json --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --permission-config --workspace --kept-output-max-mb --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -817,6 +817,10 @@ _runner() {
                     return 0
                     ;;
                 --workspace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kept-output-max-mb)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

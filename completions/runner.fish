@@ -500,6 +500,7 @@ complete -c runner -n "__fish_runner_using_subcommand doctor" -l log-format -d '
 json\t''"
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l permission-config -d 'Permission file to validate (as `runner run` would load it)' -r -F
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l workspace -d 'Workspace to check (default: STATE_DIR/workspace). Checked, never created' -r -F
+complete -c runner -n "__fish_runner_using_subcommand doctor" -l kept-output-max-mb -d 'The cap `runner run` keeps large outputs under, to compare the workspace\'s kept output with' -r
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand doctor" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'

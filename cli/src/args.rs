@@ -400,6 +400,12 @@ pub struct DoctorArgs {
     /// created.
     #[arg(long, env = env_vars::WORKSPACE, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// The cap `runner run` keeps large outputs under, to compare the
+    /// workspace's kept output with.
+    #[arg(long, env = env_vars::KEPT_OUTPUT_MAX_MB, value_name = "MIB",
+          default_value_t = crate::exec::kept::DEFAULT_OUTPUT_CAP_MB,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub kept_output_max_mb: u64,
     #[command(flatten)]
     pub api: ApiArgs,
 }

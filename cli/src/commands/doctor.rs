@@ -579,6 +579,7 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
             "create it and make it writable by the runner's user",
         ),
     }
+    kept_output_check(&mut doctor, machine, &workspace, args.kept_output_max_mb);
     match crate::agent::lock::holder(&dirs.state) {
         Some(pid) => doctor.ok(
             "runner process",
@@ -931,6 +932,41 @@ async fn api_key_check(
             client::error_chain(&error),
             "retry; if it persists, see the relay's logs",
         ),
+    }
+}
+
+/// How full the workspace's kept output is against its cap: a warning
+/// from 80 %, when the runner starts removing files soon.
+fn kept_output_check(
+    doctor: &mut Doctor,
+    group: &'static str,
+    workspace: &std::path::Path,
+    cap_mb: u64,
+) {
+    const MIB: u64 = 1024 * 1024;
+    let held: u64 = crate::exec::kept::kept_files(workspace)
+        .iter()
+        .map(|(_, size, _)| size)
+        .sum();
+    let cap = cap_mb.saturating_mul(MIB);
+    let detail = format!(
+        "{} MiB of {cap_mb} MiB in {}",
+        held.div_ceil(MIB),
+        crate::exec::kept::OUTPUT_DIR
+    );
+    if held.saturating_mul(5) >= cap.saturating_mul(4) {
+        doctor.add(
+            "kept output",
+            group,
+            Outcome::Warn,
+            format!("{detail}: near its cap, the oldest files go first"),
+            Some(
+                "raise --kept-output-max-mb (RUNNER_KEPT_OUTPUT_MAX_MB) or give the disk room"
+                    .to_owned(),
+            ),
+        );
+    } else {
+        doctor.ok("kept output", group, detail);
     }
 }
 

@@ -131,3 +131,49 @@ async fn doctor_with_only_the_url_and_an_api_key_in_the_environment_checks_the_r
         "{key}"
     );
 }
+
+#[tokio::test]
+async fn doctor_warns_when_kept_output_nears_its_cap() {
+    let relay = Relay::spawn().await;
+    let (_env, runner) = Runner::registered(&relay, dev_env()).await;
+    let kept = runner.workspace().join(".runner/output");
+    std::fs::create_dir_all(&kept).expect("kept output dir");
+    std::fs::write(kept.join("call.stdout"), vec![b'x'; 1024 * 1024]).expect("a kept file");
+
+    let mut roomy = runner.command();
+    roomy.env("RUNNER_KEPT_OUTPUT_MAX_MB", "10");
+    let (_code, report, _) = doctor(roomy).await;
+    let line = check(&report, "kept output");
+    assert_eq!(line["outcome"], "ok", "{report}");
+    assert_eq!(
+        line["detail"], "1 MiB of 10 MiB in .runner/output",
+        "{report}"
+    );
+
+    let mut full = runner.command();
+    full.args(["doctor", "--kept-output-max-mb", "1"]);
+    let (_code, report, _) = doctor_with_args(full).await;
+    let line = check(&report, "kept output");
+    assert_eq!(line["outcome"], "warn", "{report}");
+    assert!(
+        line["fix"]
+            .as_str()
+            .is_some_and(|fix| fix.contains("--kept-output-max-mb")),
+        "{report}"
+    );
+}
+
+/// [`doctor`] for a command that already names `doctor` and its flags.
+async fn doctor_with_args(mut command: tokio::process::Command) -> (Option<i32>, Value, String) {
+    let output = command
+        .arg("--json")
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .expect("doctor runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let report = serde_json::from_str(&stdout)
+        .unwrap_or_else(|error| panic!("JSON report ({error}): {stdout}{stderr}"));
+    (output.status.code(), report, stderr)
+}
