@@ -13,17 +13,8 @@ fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
 }
 
 async fn doctor(mut command: tokio::process::Command) -> (Option<i32>, Value, String) {
-    let output = command
-        .args(["doctor", "--json"])
-        .env("NO_COLOR", "1")
-        .output()
-        .await
-        .expect("doctor runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let report = serde_json::from_str(&stdout)
-        .unwrap_or_else(|error| panic!("JSON report ({error}): {stdout}{stderr}"));
-    (output.status.code(), report, stderr)
+    command.arg("doctor");
+    doctor_with_args(command).await
 }
 
 #[tokio::test]
@@ -163,7 +154,8 @@ async fn doctor_warns_when_kept_output_nears_its_cap() {
     );
 }
 
-/// [`doctor`] for a command that already names `doctor` and its flags.
+/// `runner doctor --json` for a command that already names `doctor` (and
+/// maybe its flags): exit code, report, stderr.
 async fn doctor_with_args(mut command: tokio::process::Command) -> (Option<i32>, Value, String) {
     let output = command
         .arg("--json")

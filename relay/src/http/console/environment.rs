@@ -416,12 +416,7 @@ pub async fn settings(
     Path(id): Path<String>,
     Form(form): Form<SettingsForm>,
 ) -> Result<Response, Failure> {
-    let tags = form
-        .tags
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|tag| !tag.is_empty())
-        .map(str::to_owned)
-        .collect();
+    let tags = super::environments::split_tags(&form.tags);
     update(
         &state,
         &signed,

@@ -246,7 +246,7 @@ pub async fn create(
 }
 
 /// Tags as typed: separated by commas or spaces.
-fn split_tags(text: &str) -> Vec<String> {
+pub(super) fn split_tags(text: &str) -> Vec<String> {
     text.split(|c: char| c == ',' || c.is_whitespace())
         .filter(|tag| !tag.is_empty())
         .map(str::to_owned)
