@@ -1,7 +1,7 @@
 //! Signing in (an API key, or a one-time link's code) and out.
 
 use askama::Template;
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -111,4 +111,3 @@ pub async fn sign_out(State(state): State<AppState>) -> Response {
     response
 }
 
-use axum::extract::FromRequestParts;
