@@ -110,4 +110,3 @@ pub async fn sign_out(State(state): State<AppState>) -> Response {
     );
     response
 }
-
