@@ -69,7 +69,10 @@ async fn pages_need_a_sign_in_and_a_bad_key_gets_none() {
         .await
         .expect("answered");
     assert_eq!(answer.status(), StatusCode::SEE_OTHER);
-    assert_eq!(answer.headers()[LOCATION], "/console/sign-in");
+    assert_eq!(
+        answer.headers()[LOCATION],
+        "/console/sign-in?next=%2Fconsole%2Fenvironments"
+    );
 
     let refused = client()
         .post(format!("{}/console/sign-in", relay.url))
@@ -300,4 +303,51 @@ async fn a_refresh_after_sign_out_sends_the_whole_page_to_sign_in() {
     assert_eq!(answer.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(answer.headers()["hx-redirect"], "/console/sign-in");
     assert!(answer.headers().get(LOCATION).is_none());
+}
+
+#[tokio::test]
+async fn a_link_followed_before_signing_in_is_where_the_sign_in_lands() {
+    let relay = spawn_relay().await;
+    let answer = client()
+        .get(format!("{}/console/approvals/apr_42?x=1", relay.url))
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    let location = answer.headers()[LOCATION]
+        .to_str()
+        .expect("ASCII")
+        .to_owned();
+    assert_eq!(
+        location,
+        "/console/sign-in?next=%2Fconsole%2Fapprovals%2Fapr_42%3Fx%3D1"
+    );
+    let page = client()
+        .get(format!("{}{location}", relay.url))
+        .send()
+        .await
+        .expect("answered")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        page.contains(r#"name="next" value="/console/approvals/apr_42?x=1""#),
+        "{page}"
+    );
+
+    let signed_in = |next: &'static str| {
+        client()
+            .post(format!("{}/console/sign-in", relay.url))
+            .form(&[("key", relay.admin_key.as_str()), ("next", next)])
+            .send()
+    };
+    let answer = signed_in("/console/approvals/apr_42?x=1")
+        .await
+        .expect("answered");
+    assert_eq!(answer.headers()[LOCATION], "/console/approvals/apr_42?x=1");
+    // Never to another site.
+    let answer = signed_in("//evil.example/console/")
+        .await
+        .expect("answered");
+    assert_eq!(answer.headers()[LOCATION], "/console/environments");
 }

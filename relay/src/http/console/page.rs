@@ -60,12 +60,22 @@ impl FromRequestParts<AppState> for Signed {
         // htmx follows a redirect inside its request and would swap the
         // sign-in page into the part it refreshes: it is told instead.
         let by_htmx = parts.headers.contains_key("hx-request");
+        // After signing in, a person lands where they were going (an
+        // approval's link from a chat, say); a page's refresh is not that.
+        let back = (!by_htmx && parts.method == axum::http::Method::GET)
+            .then(|| {
+                parts
+                    .uri
+                    .path_and_query()
+                    .map(|path| path.as_str().to_owned())
+            })
+            .flatten();
         let Some(csrf) = parts.extensions.get::<Csrf>().cloned() else {
-            return Err(Failure::sign_in().for_htmx(by_htmx));
+            return Err(Failure::sign_in().for_htmx(by_htmx).back_to(back));
         };
         let Caller(member) = Caller::from_request_parts(parts, state)
             .await
-            .map_err(|error| Failure::from(error).for_htmx(by_htmx))?;
+            .map_err(|error| Failure::from(error).for_htmx(by_htmx).back_to(back))?;
         Ok(Self { member, csrf })
     }
 }
@@ -140,6 +150,16 @@ impl Signed {
     }
 }
 
+/// Whether `path` is a console page of this relay, safe to send a browser
+/// to after signing in (never another site: no scheme, no `//`, no `\`).
+pub fn is_console_path(path: &str) -> bool {
+    path.starts_with("/console/")
+        && !path.starts_with("/console/sign-in")
+        && !path.contains("//")
+        && !path.contains('\\')
+        && path.bytes().all(|byte| byte.is_ascii_graphic())
+}
+
 /// A template rendered into an answer.
 pub fn render(template: &impl Template) -> Result<Html<String>, Failure> {
     template.render().map(Html).map_err(|error| {
@@ -160,6 +180,8 @@ pub struct Failure {
     /// Answering an htmx request: a sign-in is asked for with
     /// `HX-Redirect` alone.
     htmx: bool,
+    /// The console page to return to after signing in.
+    back: Option<String>,
 }
 
 #[derive(Template)]
@@ -177,7 +199,13 @@ impl Failure {
             status,
             message: message.into(),
             htmx: false,
+            back: None,
         }
+    }
+
+    fn back_to(mut self, back: Option<String>) -> Self {
+        self.back = back.filter(|path| is_console_path(path));
+        self
     }
 
     fn for_htmx(mut self, htmx: bool) -> Self {
@@ -211,7 +239,14 @@ impl IntoResponse for Failure {
                 )
                     .into_response();
             }
-            return Redirect::to("/console/sign-in").into_response();
+            let target = match &self.back {
+                Some(back) => format!(
+                    "/console/sign-in?next={}",
+                    form_urlencoded::byte_serialize(back.as_bytes()).collect::<String>()
+                ),
+                None => "/console/sign-in".to_owned(),
+            };
+            return Redirect::to(&target).into_response();
         }
         let page = ErrorPage {
             assets: super::assets::Assets,
@@ -222,6 +257,29 @@ impl IntoResponse for Failure {
         match page.render() {
             Ok(html) => (self.status, Html(html)).into_response(),
             Err(_) => (self.status, self.message).into_response(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_console_path;
+
+    #[test]
+    fn only_console_pages_of_this_relay_are_places_to_return_to() {
+        assert!(is_console_path("/console/approvals/apr_1"));
+        assert!(is_console_path("/console/environments?tag=gpu"));
+        for elsewhere in [
+            "https://evil.example/console/x",
+            "//evil.example/console/",
+            "/console//evil.example",
+            "/console/\\evil.example",
+            "/execution-environments",
+            "/console/sign-in?next=/console/x",
+            "/console/a b",
+            "",
+        ] {
+            assert!(!is_console_path(elsewhere), "{elsewhere}");
         }
     }
 }

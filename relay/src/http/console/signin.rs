@@ -1,7 +1,7 @@
 //! Signing in (an API key, or a one-time link's code) and out.
 
 use askama::Template;
-use axum::extract::{FromRequestParts, State};
+use axum::extract::{FromRequestParts, Query, State};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::assets::Assets;
 use super::cookie;
 use super::guard;
-use super::page::{render, Failure};
+use super::page::{is_console_path, render, Failure};
 use crate::http::auth::Caller;
 use crate::state::AppState;
 
@@ -20,12 +20,26 @@ use crate::state::AppState;
 struct SignInPage<'a> {
     assets: Assets,
     error: Option<&'a str>,
+    /// Where to go once signed in.
+    next: &'a str,
 }
 
-pub async fn page() -> Result<Response, Failure> {
+#[derive(Debug, Default, Deserialize)]
+pub struct Next {
+    #[serde(default)]
+    next: String,
+}
+
+pub async fn page(Query(Next { next }): Query<Next>) -> Result<Response, Failure> {
+    let next = if is_console_path(&next) {
+        next.as_str()
+    } else {
+        ""
+    };
     Ok(render(&SignInPage {
         assets: Assets,
         error: None,
+        next,
     })?
     .into_response())
 }
@@ -36,6 +50,8 @@ pub struct SignInForm {
     key: String,
     #[serde(default)]
     code: String,
+    #[serde(default)]
+    next: String,
 }
 
 pub async fn sign_in(
@@ -62,16 +78,17 @@ pub async fn sign_in(
             None => {
                 return refused(
                     "This sign-in link was used already or has expired. Sign in with an API key.",
+                    &form.next,
                 );
             }
         }
     };
     if key.is_empty() {
-        return refused("Paste an API key (rnrk_…).");
+        return refused("Paste an API key (rnrk_…).", &form.next);
     }
     let bearer = match HeaderValue::from_str(&format!("Bearer {key}")) {
         Ok(value) if cookie::well_formed(&key) => value,
-        _ => return refused("That is not an API key: they start with rnrk_."),
+        _ => return refused("That is not an API key: they start with rnrk_.", &form.next),
     };
     // The API's own check, so a failed sign-in is counted and audited
     // like any request with a bad key.
@@ -82,21 +99,29 @@ pub async fn sign_in(
     {
         return refused(
             "That API key is not valid on this relay (revoked, or from another relay).",
+            &form.next,
         );
     }
     let Some(set_cookie) = cookie::set(&key, state.console.secure_cookie) else {
-        return refused("That is not an API key: they start with rnrk_.");
+        return refused("That is not an API key: they start with rnrk_.", &form.next);
     };
-    let mut response = Redirect::to("/console/environments").into_response();
+    let target = if is_console_path(&form.next) {
+        form.next.as_str()
+    } else {
+        "/console/environments"
+    };
+    let mut response = Redirect::to(target).into_response();
     response
         .headers_mut()
         .insert(header::SET_COOKIE, set_cookie);
     Ok(response)
 }
 
-fn refused(message: &str) -> Result<Response, Failure> {
+fn refused(message: &str, next: &str) -> Result<Response, Failure> {
+    let next = if is_console_path(next) { next } else { "" };
     let html = render(&SignInPage {
         assets: Assets,
+        next,
         error: Some(message),
     })?;
     Ok((StatusCode::UNAUTHORIZED, html).into_response())
