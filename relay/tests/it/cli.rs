@@ -19,26 +19,7 @@ impl Drop for Killed {
 async fn serve_prints_the_admin_key_then_the_address_and_admin_works_alongside() {
     let dir = tempfile::tempdir().expect("tempdir");
     let binary = env!("CARGO_BIN_EXE_runner-relay");
-    let mut child = Command::new(binary)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let stdout = child.stdout.take().expect("stdout");
-    let child = Killed(child);
-    let lines = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let first = lines.next().and_then(Result::ok).unwrap_or_default();
-        let second = after_console_lines(&mut lines);
-        (first, second)
-    });
-    let (first, second) = tokio::time::timeout(crate::support::DEADLINE, lines)
-        .await
-        .expect("lines in time")
-        .expect("joined");
+    let (child, first, second) = serve(dir.path()).await;
     let key = first
         .strip_prefix("admin API key (shown once): ")
         .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
@@ -299,26 +280,8 @@ async fn serve_binds_first_and_owns_its_sqlite_store() {
         String::from_utf8_lossy(&refused.stdout)
     );
 
-    let mut child = Command::new(binary)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir])
-        .env("RUST_LOG", "off")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let stdout = child.stdout.take().expect("stdout");
-    let pid = child.id();
-    let child = Killed(child);
-    let first = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let key = lines.next().and_then(Result::ok).unwrap_or_default();
-        let listening = after_console_lines(&mut lines);
-        (key, listening)
-    });
-    let (key, listening) = tokio::time::timeout(crate::support::DEADLINE, first)
-        .await
-        .expect("lines in time")
-        .expect("joined");
+    let (child, key, listening) = serve(std::path::Path::new(data_dir)).await;
+    let pid = child.0.id();
     assert!(
         key.starts_with("admin API key (shown once): rnrk_"),
         "{key:?}"
@@ -523,26 +486,7 @@ fn metrics_flags_are_checked_before_serving() {
 async fn admin_lists_keys_and_members_and_revokes_a_key_the_running_relay_then_refuses() {
     let dir = tempfile::tempdir().expect("tempdir");
     let binary = env!("CARGO_BIN_EXE_runner-relay");
-    let mut child = Command::new(binary)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let stdout = child.stdout.take().expect("stdout");
-    let child = Killed(child);
-    let lines = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let first = lines.next().and_then(Result::ok).unwrap_or_default();
-        let second = after_console_lines(&mut lines);
-        (first, second)
-    });
-    let (_key_line, listening) = tokio::time::timeout(crate::support::DEADLINE, lines)
-        .await
-        .expect("lines in time")
-        .expect("joined");
+    let (child, _key_line, listening) = serve(dir.path()).await;
     let url = listening
         .strip_prefix("runner-relay listening on ")
         .expect("listening line")
@@ -651,6 +595,33 @@ async fn admin_lists_keys_and_members_and_revokes_a_key_the_running_relay_then_r
     let audit = admin(&["audit", "verify", "--json"]);
     assert!(audit.status.success(), "{}", text(&audit.stderr));
     drop(child);
+}
+
+/// `runner-relay serve` on a free port over `data_dir`: the process
+/// (killed when dropped), its first line on stdout (the admin key, on a
+/// first start) and the `listening` line that follows the console's.
+async fn serve(data_dir: &std::path::Path) -> (Killed, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner-relay"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .env("RUST_LOG", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let child = Killed(child);
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        let listening = after_console_lines(&mut lines);
+        (first, listening)
+    });
+    let (first, listening) = tokio::time::timeout(crate::support::DEADLINE, lines)
+        .await
+        .expect("lines in time")
+        .expect("joined");
+    (child, first, listening)
 }
 
 /// The line after the console's (`console: URL`, and the sign-in link on a
