@@ -44,7 +44,9 @@ pub async fn page(Query(Next { next }): Query<Next>) -> Result<Response, Failure
     .into_response())
 }
 
-#[derive(Debug, Deserialize)]
+/// The sign-in form: it carries a key or a link's code, so its `Debug`
+/// shows neither.
+#[derive(Deserialize)]
 pub struct SignInForm {
     #[serde(default)]
     key: String,
@@ -86,12 +88,13 @@ pub async fn sign_in(
     if key.is_empty() {
         return refused("Paste an API key (rnrk_…).", &form.next);
     }
-    let bearer = match HeaderValue::from_str(&format!("Bearer {key}")) {
+    let mut bearer = match HeaderValue::from_str(&format!("Bearer {key}")) {
         Ok(value) if cookie::well_formed(&key) => value,
         _ => return refused("That is not an API key: they start with rnrk_.", &form.next),
     };
     // The API's own check, so a failed sign-in is counted and audited
     // like any request with a bad key.
+    bearer.set_sensitive(true);
     parts.headers.insert(header::AUTHORIZATION, bearer);
     if Caller::from_request_parts(&mut parts, &state)
         .await
@@ -117,6 +120,16 @@ pub async fn sign_in(
     Ok(response)
 }
 
+impl std::fmt::Debug for SignInForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignInForm")
+            .field("key", &"…")
+            .field("code", &"…")
+            .field("next", &self.next)
+            .finish()
+    }
+}
+
 fn refused(message: &str, next: &str) -> Result<Response, Failure> {
     let next = if is_console_path(next) { next } else { "" };
     let html = render(&SignInPage {
@@ -134,4 +147,21 @@ pub async fn sign_out(State(state): State<AppState>) -> Response {
         cookie::clear(state.console.secure_cookie),
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SignInForm;
+
+    #[test]
+    fn the_forms_debug_shows_no_key_or_code() {
+        let form = SignInForm {
+            key: "rnrk_secretkey".to_owned(),
+            code: "rnrl_secretcode".to_owned(),
+            next: "/console/audit".to_owned(),
+        };
+        let shown = format!("{form:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+        assert!(shown.contains("/console/audit"), "{shown}");
+    }
 }
