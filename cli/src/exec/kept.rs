@@ -126,18 +126,9 @@ pub fn prune_output_dir(workspace: &Path) {
     if !LAST.due(HOUSEKEEPING_INTERVAL) {
         return;
     }
-    let Ok(entries) = std::fs::read_dir(workspace.join(OUTPUT_DIR)) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let old = entry
-            .metadata()
-            .and_then(|meta| meta.modified())
-            .ok()
-            .and_then(|modified| modified.elapsed().ok())
-            .is_some_and(|age| age > OUTPUT_RETENTION);
-        if old {
-            let _ = std::fs::remove_file(entry.path());
+    for (path, _, modified) in kept_files(workspace) {
+        if modified.elapsed().is_ok_and(|age| age > OUTPUT_RETENTION) {
+            let _ = std::fs::remove_file(path);
         }
     }
 }

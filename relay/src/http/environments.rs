@@ -20,7 +20,7 @@ use crate::environment::{
     default_policy, new_environment_id, validate_labels, validate_name, validate_policy,
     EnvironmentRecord, Scope,
 };
-use crate::routing::{announced_tools, CallRouter};
+use crate::routing::{announced_tools, CallRouter, Catalogue};
 use crate::state::AppState;
 use crate::status;
 
@@ -221,24 +221,30 @@ pub async fn tools(
     Path(id): Path<String>,
 ) -> Result<Json<ToolList>, ApiError> {
     let environment = environment_for(&state, &caller, &id, Intent::Read).await?;
+    let (announced, runner_connected) = announced_catalogue(&state, &environment).await?;
+    Ok(Json(ToolList {
+        environment_id: environment.id.clone(),
+        runner_connected,
+        tools: enforcement::visible_tools(&environment.policy, &announced),
+    }))
+}
+
+/// The tools the environment's runner announced, before the allow-list:
+/// the connected runner's, else (calls still fail with 503) the catalogue
+/// its runner announced last, so agents and people can see what the
+/// machine offers. The flag says whether a runner is connected.
+pub async fn announced_catalogue(
+    state: &AppState,
+    environment: &EnvironmentRecord,
+) -> Result<(Catalogue, bool), ApiError> {
     if let Some(presence) = state.router.presence(&environment.id).await {
-        return Ok(Json(ToolList {
-            environment_id: environment.id.clone(),
-            runner_connected: true,
-            tools: enforcement::visible_tools(&environment.policy, &presence.tools),
-        }));
+        return Ok((presence.tools.clone(), true));
     }
-    // Offline: the catalogue its runner announced last (calls still fail
-    // with 503), so agents and people can see what the machine offers.
     let announced = state
         .store
         .session(&environment.id)
         .await?
         .and_then(|session| announced_tools(&session.presence))
         .unwrap_or_default();
-    Ok(Json(ToolList {
-        environment_id: environment.id.clone(),
-        runner_connected: false,
-        tools: enforcement::visible_tools(&environment.policy, &announced),
-    }))
+    Ok((announced.into(), false))
 }

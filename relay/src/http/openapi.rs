@@ -339,6 +339,14 @@ fn hand_written() -> Value {
     let unauthorized = error_response("missing or invalid API key");
     let not_found = error_response("no such environment, or not visible to the caller");
     let forbidden = error_response("visible, but the caller may not do this");
+    let bad_token = error_response("invalid, revoked or expired token");
+    let token_limited = retry_after(error_response("too_many_failed_attempts: too many refused tokens from this address or for this environment; a valid token is never refused"));
+    // `runner register` (POST) and `runner doctor` (GET) get the same answers.
+    let token_check = json!({
+        "200": json_response("the token's environment", "RegisterResponse"),
+        "401": bad_token,
+        "429": token_limited
+    });
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -641,20 +649,12 @@ fn hand_written() -> Value {
                 "post": {
                     "summary": "Check a registration token (runner register)",
                     "security": [{ "registrationToken": [] }],
-                    "responses": {
-                        "200": json_response("the token's environment", "RegisterResponse"),
-                        "401": error_response("invalid, revoked or expired token"),
-                        "429": retry_after(error_response("too_many_failed_attempts: too many refused tokens from this address or for this environment; a valid token is never refused"))
-                    }
+                    "responses": token_check
                 },
                 "get": {
                     "summary": "Check a registration token without registering: its use is not recorded (runner doctor)",
                     "security": [{ "registrationToken": [] }],
-                    "responses": {
-                        "200": json_response("the token's environment", "RegisterResponse"),
-                        "401": error_response("invalid, revoked or expired token"),
-                        "429": retry_after(error_response("too_many_failed_attempts: too many refused tokens from this address or for this environment; a valid token is never refused"))
-                    }
+                    "responses": token_check
                 }
             },
             "/runner/connect": {
@@ -664,8 +664,8 @@ fn hand_written() -> Value {
                     "responses": {
                         "101": { "description": "switching protocols" },
                         "400": error_response("not a WebSocket upgrade"),
-                        "401": error_response("invalid, revoked or expired token"),
-                        "429": retry_after(error_response("too_many_failed_attempts: too many refused tokens from this address or for this environment; a valid token is never refused")),
+                        "401": bad_token,
+                        "429": token_limited,
                         "503": retry_after(error_response("relay_busy: too many runners connecting at once; retry with backoff"))
                     }
                 }

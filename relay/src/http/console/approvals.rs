@@ -2,6 +2,8 @@
 //! every 5 s), approve or deny with a comment, and the decided ones.
 //! Built for a phone as much as a desk: one card per approval.
 
+use std::collections::HashMap;
+
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -50,20 +52,34 @@ impl Card {
     }
 }
 
-async fn card(state: &AppState, signed: &Signed, approval: Approval) -> Card {
+/// Environments' scopes as read for one page (`None`: deleted), so that a
+/// queue of approvals reads each environment once.
+type Scopes = HashMap<String, Option<Scope>>;
+
+async fn card(state: &AppState, signed: &Signed, approval: Approval, scopes: &mut Scopes) -> Card {
     let decidable = if approval.status != ApprovalStatus::Pending {
         Err("already decided".to_owned())
     } else {
-        match state.store.environment(&approval.environment_id).await {
-            Ok(Some(environment)) => access::may_decide(
-                &signed.member,
-                &environment.scope,
-                &approval.requested_by.id,
-            )
-            .map_err(|why| why.to_string()),
+        let id = &approval.environment_id;
+        let scope = match scopes.get(id) {
+            Some(scope) => Ok(scope.clone()),
+            None => state
+                .store
+                .environment(id)
+                .await
+                .map(|environment| environment.map(|environment| environment.scope))
+                .inspect(|scope| {
+                    scopes.insert(id.clone(), scope.clone());
+                }),
+        };
+        match scope {
+            Ok(Some(scope)) => {
+                access::may_decide(&signed.member, &scope, &approval.requested_by.id)
+                    .map_err(|why| why.to_string())
+            }
             Ok(None) => Err("its environment was deleted".to_owned()),
-            Err(_) => access::may_decide(&signed.member, &Scope::Shared, &approval.requested_by.id)
-                .map_err(|why| why.to_string()),
+            // The API decides anyway; the page only offers what it would allow.
+            Err(_) => Err("its environment could not be read; reload the page".to_owned()),
         }
     };
     let outcome = approval
@@ -117,11 +133,12 @@ async fn cards(
     )
     .await?;
     let mut cards = Vec::new();
+    let mut scopes = Scopes::new();
     for approval in list.0.approvals {
         if status == "all" && approval.status == ApprovalStatus::Pending {
             continue;
         }
-        cards.push(card(state, signed, approval).await);
+        cards.push(card(state, signed, approval, &mut scopes).await);
     }
     Ok(cards)
 }
@@ -181,7 +198,7 @@ pub async fn detail(
     )
     .await?;
     render(&ApprovalPage {
-        card: card(&state, &signed, approval.0).await,
+        card: card(&state, &signed, approval.0, &mut Scopes::new()).await,
         chrome: signed.chrome(Section::Approvals),
     })
 }

@@ -2,7 +2,7 @@
 //! revoke), tool access, file paths and approval requirements, settings,
 //! and delete. Every change goes through the API's own handler.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use askama::Template;
 use axum::extract::{Path, Query, State};
@@ -18,14 +18,12 @@ use super::page::{render, Chrome, Failure, Section, Signed};
 use super::view::EnvironmentRow;
 use crate::access;
 use crate::audit::AuditQuery;
-use crate::environment::EnvironmentRecord;
 use crate::http::audit::AuditParams;
 use crate::http::auth::{environment_for, Caller, Intent};
 use crate::http::error::ApiJson;
 use crate::http::origin::Origin;
 use crate::http::{environments, tokens};
 use crate::registration::{DEFAULT_GRACE_HOURS, MAX_GRACE_HOURS};
-use crate::routing::{announced_tools, CallRouter};
 use crate::state::AppState;
 use runner_proto::audit::AuditAction;
 
@@ -65,21 +63,6 @@ struct EnvironmentPage {
 struct StatusPartial {
     row: EnvironmentRow,
     status: EnvironmentStatus,
-}
-
-/// The catalogue the runner announced: live, else the last one kept.
-async fn catalogue(state: &AppState, environment: &EnvironmentRecord) -> Vec<ToolSpec> {
-    if let Some(presence) = state.router.presence(&environment.id).await {
-        return presence.tools.to_vec();
-    }
-    state
-        .store
-        .session(&environment.id)
-        .await
-        .ok()
-        .flatten()
-        .and_then(|session| announced_tools(&session.presence))
-        .unwrap_or_default()
 }
 
 fn choices(policy: &Policy, catalogue: &[ToolSpec]) -> (Vec<ToolChoice>, String, String) {
@@ -215,7 +198,7 @@ async fn environment_page(
     } else {
         None
     };
-    let catalogue = catalogue(state, &environment).await;
+    let (catalogue, _) = environments::announced_catalogue(state, &environment).await?;
     let (tools, other_tools, other_approvals) = choices(&environment.policy, &catalogue);
     let history = history(state, &signed.member, &environment.id).await?;
     render(&EnvironmentPage {
@@ -290,21 +273,9 @@ pub async fn rotate(
     Path(id): Path<String>,
     Form(form): Form<RotateForm>,
 ) -> Result<Html<String>, Failure> {
-    let mut query = HashMap::new();
-    let grace = form.grace_hours.trim();
-    if !grace.is_empty() {
-        query.insert("grace_hours".to_owned(), grace.to_owned());
-    }
-    let generated = tokens::generate(
-        State(state.clone()),
-        Caller(signed.member.clone()),
-        origin,
-        Path(id.clone()),
-        Ok(Query(query)),
-    )
-    .await?;
+    let grace = Some(form.grace_hours.trim()).filter(|hours| !hours.is_empty());
     // The new token is shown once, in the setup guide's commands.
-    super::setup::render_guide(&state, &signed, &headers, &id, Some(generated.0.token)).await
+    super::setup::guide_with_new_token(&state, &signed, origin, &headers, &id, grace).await
 }
 
 #[derive(Debug, Deserialize)]

@@ -14,9 +14,9 @@ use super::setup;
 use super::view::EnvironmentRow;
 use crate::access;
 use crate::http::auth::Caller;
+use crate::http::environments;
 use crate::http::error::ApiJson;
 use crate::http::origin::Origin;
-use crate::http::{environments, tokens};
 use crate::state::AppState;
 use crate::store::Member;
 
@@ -33,7 +33,7 @@ pub struct Filter {
 
 impl Filter {
     fn keeps(&self, row: &EnvironmentRow) -> bool {
-        (self.status.is_empty() || row.chip_class == self.status)
+        (self.status.is_empty() || row.chip_class() == self.status)
             && (self.team.is_empty()
                 || (self.team == "shared" && row.team.is_none())
                 || row.team.as_deref() == Some(self.team.as_str()))
@@ -204,10 +204,9 @@ pub async fn create(
         tier,
         ..CreateEnvironment::default()
     };
-    let caller = Caller(signed.member.clone());
     let created = environments::create(
         State(state.clone()),
-        caller.clone(),
+        Caller(signed.member.clone()),
         origin.clone(),
         ApiJson(request),
     )
@@ -226,22 +225,9 @@ pub async fn create(
             return Ok((error.status, html).into_response());
         }
     };
-    let token = tokens::generate(
-        State(state.clone()),
-        caller,
-        origin,
-        axum::extract::Path(environment.id.clone()),
-        Ok(Query(Default::default())),
-    )
-    .await?;
-    let html = setup::render_guide(
-        &state,
-        &signed,
-        &headers,
-        &environment.id,
-        Some(token.0.token),
-    )
-    .await?;
+    let html =
+        setup::guide_with_new_token(&state, &signed, origin, &headers, &environment.id, None)
+            .await?;
     Ok((StatusCode::CREATED, html).into_response())
 }
 

@@ -202,15 +202,33 @@ pub async fn new_token(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Html<String>, Failure> {
+    guide_with_new_token(&state, &signed, origin, &headers, &id, None).await
+}
+
+/// Makes environment `id` a new token (through the API's handler, with
+/// `grace_hours` for the previous one, or its default) and answers with
+/// the guide showing it: the only time it is shown.
+pub async fn guide_with_new_token(
+    state: &AppState,
+    signed: &Signed,
+    origin: Origin,
+    headers: &HeaderMap,
+    id: &str,
+    grace_hours: Option<&str>,
+) -> Result<Html<String>, Failure> {
+    let query = grace_hours
+        .map(|hours| ("grace_hours".to_owned(), hours.to_owned()))
+        .into_iter()
+        .collect();
     let generated = tokens::generate(
         State(state.clone()),
         Caller(signed.member.clone()),
         origin,
-        Path(id.clone()),
-        Ok(Query(Default::default())),
+        Path(id.to_owned()),
+        Ok(Query(query)),
     )
     .await?;
-    render_guide(&state, &signed, &headers, &id, Some(generated.0.token)).await
+    render_guide(state, signed, headers, id, Some(generated.0.token)).await
 }
 
 /// The waiting line, polled until the runner connects.

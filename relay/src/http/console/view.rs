@@ -41,8 +41,6 @@ pub struct EnvironmentRow {
     pub team: Option<String>,
     pub tags: Vec<String>,
     pub status: Status,
-    pub chip_class: &'static str,
-    pub chip_label: &'static str,
     pub reason: Option<String>,
     pub last_seen: String,
     pub last_seen_at: String,
@@ -52,6 +50,16 @@ pub struct EnvironmentRow {
 }
 
 impl EnvironmentRow {
+    /// The status chip's CSS class (the status's wire name).
+    pub fn chip_class(&self) -> &'static str {
+        chip(self.status).0
+    }
+
+    /// The words on the status chip.
+    pub fn chip_label(&self) -> &'static str {
+        chip(self.status).1
+    }
+
     /// The row of `environment` now (its heartbeat time as this relay last
     /// saw it).
     pub async fn of(state: &AppState, mut environment: EnvironmentRecord) -> Self {
@@ -60,7 +68,6 @@ impl EnvironmentRow {
         let now = state.clock.now();
         let (status, reason) =
             status::compute(&environment, presence.as_deref(), &state.health, now);
-        let (chip_class, chip_label) = chip(status);
         let version = environment
             .runner
             .as_ref()
@@ -86,8 +93,6 @@ impl EnvironmentRow {
             team,
             tags: environment.tags,
             status,
-            chip_class,
-            chip_label,
             reason: reason.filter(|_| status != Status::Online),
             last_seen: environment
                 .last_seen
