@@ -205,6 +205,7 @@ pub async fn run(fleet: Arc<Fleet>, index: u32, token: String, source: Ipv4Addr)
             workspace: format!("/srv/sim-{index}"),
         },
         tools: catalogue(),
+        sandbox_capacity: None,
     };
     let hello = match serde_json::to_string(&RunnerMessage::Hello(hello)) {
         Ok(text) => text,
@@ -393,6 +394,7 @@ async fn welcomed(fleet: &Fleet, socket: Socket, interval: Duration) -> Ended {
         in_flight: 0,
         backlog: 0,
         executor_healthy: Some(true),
+        sandbox_capacity: None,
     })) {
         Ok(text) => text,
         Err(_) => return Ended::Stop,

@@ -13,6 +13,8 @@
 //!
 //! * [`sessions`], [`members`] and [`audit`]: the bodies of the session,
 //!   member, team and audit routes of the same API.
+//! * [`sandbox`]: sandbox hosts, their capacity and the tools the relay
+//!   calls on them.
 //! * [`tools`] and [`version`]: names and rules both sides must agree on
 //!   (built-in tool names, the default allow-list, release version order).
 //!
@@ -25,6 +27,7 @@ pub mod approvals;
 pub mod audit;
 pub mod fields;
 pub mod members;
+pub mod sandbox;
 pub mod sessions;
 pub mod tools;
 pub mod version;

@@ -82,6 +82,9 @@ pub struct Hello {
     pub host: HostFacts,
     /// The tools this machine offers.
     pub tools: Vec<ToolSpec>,
+    /// Present when this runner is a sandbox host: what it can take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_capacity: Option<crate::sandbox::Capacity>,
 }
 
 /// Facts the runner reports about its machine.
@@ -206,6 +209,9 @@ pub struct Heartbeat {
     /// that do not probe (the relay then falls back to counting timeouts).
     #[serde(default)]
     pub executor_healthy: Option<bool>,
+    /// A sandbox host's capacity now (absent from other runners).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_capacity: Option<crate::sandbox::Capacity>,
 }
 
 /// Body of [`RelayMessage::HeartbeatAck`].
@@ -609,7 +615,8 @@ mod tests {
             RunnerMessage::Heartbeat(Heartbeat {
                 in_flight: 1,
                 backlog: 0,
-                executor_healthy: None
+                executor_healthy: None,
+                sandbox_capacity: None,
             })
         );
     }

@@ -766,6 +766,7 @@ impl Calls {
             // takes a file and has room); queued calls are the backlog,
             // reported apart (the relay names them in the degraded reason).
             executor_healthy: self.executor.get(),
+            sandbox_capacity: None,
         }
     }
 }

@@ -80,6 +80,7 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
             workspace: boundary.root().display().to_string(),
         },
         tools: toolbox.catalogue(),
+        sandbox_capacity: None,
     };
     tracing::info!(
         relay = %url,

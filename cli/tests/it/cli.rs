@@ -596,6 +596,7 @@ async fn connect_as(
             workspace: "/srv".to_owned(),
         },
         tools: Vec::new(),
+        sandbox_capacity: None,
     });
     let text = serde_json::to_string(&hello).expect("json");
     socket.send(Message::text(text)).await.expect("hello sent");

@@ -227,6 +227,7 @@ async fn simulate(fleet: Arc<Fleet>, index: usize, token: String) {
             workspace: format!("/srv/sim-{index}"),
         },
         tools: crate::support::hello("", "", &["ping"]).tools,
+        sandbox_capacity: None,
     };
     let Ok(hello) = serde_json::to_string(&RunnerMessage::Hello(hello)) else {
         return fleet.error("encoding hello".into());
@@ -387,6 +388,7 @@ async fn welcomed(fleet: &Fleet, socket: Socket, interval: Duration) -> Ended {
         in_flight: 0,
         backlog: 0,
         executor_healthy: Some(true),
+        sandbox_capacity: None,
     })) else {
         return Ended::Stop;
     };

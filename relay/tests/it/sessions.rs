@@ -220,6 +220,7 @@ async fn tags_decide_between_two_online_runners() {
             in_flight: 3,
             backlog: 0,
             executor_healthy: Some(true),
+            sandbox_capacity: None,
         }))
         .await;
     let _ack = runner.next_frame().await;
@@ -251,6 +252,7 @@ async fn a_degraded_environment_is_selectable_with_a_notice_and_a_pending_one_is
             in_flight: 1,
             backlog: 4,
             executor_healthy: Some(true),
+            sandbox_capacity: None,
         }))
         .await;
     let _ack = runner.next_frame().await;

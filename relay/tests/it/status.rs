@@ -48,6 +48,7 @@ async fn executor_health_reports_degrade() {
             in_flight: 4,
             backlog: 2,
             executor_healthy: Some(true),
+            sandbox_capacity: None,
         }))
         .await;
     let _ack = runner.next_frame().await;
@@ -60,6 +61,7 @@ async fn executor_health_reports_degrade() {
             in_flight: 0,
             backlog: 0,
             executor_healthy: Some(true),
+            sandbox_capacity: None,
         }))
         .await;
     let _ack = runner.next_frame().await;

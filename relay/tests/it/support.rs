@@ -284,6 +284,7 @@ pub fn hello(hostname: &str, instance_id: &str, tools: &[&str]) -> Hello {
                 input_schema: json!({"type": "object"}),
             })
             .collect(),
+        sandbox_capacity: None,
     }
 }
 
