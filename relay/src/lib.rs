@@ -34,6 +34,7 @@ pub mod releases;
 pub mod report;
 pub mod routing;
 pub mod runner_connection;
+pub mod sandboxes;
 pub mod secret;
 pub mod seen;
 pub mod session_usage;

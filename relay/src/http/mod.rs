@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod openapi;
 mod origin;
 mod runner;
+mod sandboxes;
 #[cfg(test)]
 mod self_wake;
 mod sessions;
@@ -48,6 +49,8 @@ pub const INVOCATION: &str = "/invocations/{call_id}";
 pub const SESSIONS: &str = "/sessions";
 pub const SESSION: &str = "/sessions/{id}";
 pub const SESSION_INVOKE_TOOL: &str = "/sessions/{id}/invoke-tool";
+pub const SANDBOXES: &str = "/sandboxes";
+pub const SANDBOX: &str = "/sandboxes/{id}";
 pub const TEAMS: &str = "/teams";
 pub const TEAM: &str = "/teams/{name}";
 pub const TEAM_MEMBERS: &str = "/teams/{name}/members";
@@ -85,6 +88,8 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::GET, SESSION),
     (Method::DELETE, SESSION),
     (Method::POST, SESSION_INVOKE_TOOL),
+    (Method::GET, SANDBOXES),
+    (Method::GET, SANDBOX),
     (Method::POST, runner_proto::RUNNER_REGISTER_PATH),
     (Method::GET, runner_proto::RUNNER_REGISTER_PATH),
     (Method::GET, runner_proto::RUNNER_CONNECT_PATH),
@@ -136,6 +141,8 @@ pub fn router(state: AppState) -> Router {
         .route(SESSIONS, post(sessions::create).get(sessions::list_api))
         .route(SESSION, get(sessions::get).delete(sessions::end))
         .route(SESSION_INVOKE_TOOL, post(sessions::invoke))
+        .route(SANDBOXES, get(sandboxes::list_api))
+        .route(SANDBOX, get(sandboxes::get))
         .route(
             runner_proto::RUNNER_REGISTER_PATH,
             post(runner::register).get(runner::check),

@@ -21,6 +21,8 @@ fn generated_schemas() -> Map<String, Value> {
     generator.subschema_for::<CreateSession>();
     generator.subschema_for::<Session>();
     generator.subschema_for::<SessionList>();
+    generator.subschema_for::<runner_proto::sandbox::SandboxList>();
+    generator.subschema_for::<runner_proto::sandbox::SandboxInfo>();
     generator.subschema_for::<MemberView>();
     generator.subschema_for::<TeamView>();
     generator.subschema_for::<TeamList>();
@@ -57,8 +59,7 @@ fn session_and_member_paths(unauthorized: &Value) -> Value {
                     "401": unauthorized,
                     "403": error_response("the environment or agent is not the caller's to use"),
                     "404": error_response("no such environment or agent_not_found"),
-                    "409": error_response("default_environment_deleted: the agent's or team's default environment was deleted"),
-                    "503": error_response("no_sandbox_provider")
+                    "409": error_response("default_environment_deleted: the agent's or team's default environment was deleted")
                 }
             },
             "get": {
@@ -90,10 +91,24 @@ fn session_and_member_paths(unauthorized: &Value) -> Value {
                     "401": unauthorized,
                     "403": error_response("not the session's creator or agent, or the policy refused"),
                     "404": session_not_found,
-                    "410": error_response("session_ended, session_expired or session_environment_deleted"),
-                    "503": error_response("session_environment_unavailable (never moved to another machine), environment_not_selectable, no_usable_runner or no_sandbox_provider"),
+                    "410": error_response("session_ended, session_expired, session_environment_deleted or session_sandbox_gone (its host went away, or it stopped after its idle timeout or lifetime)"),
+                    "503": error_response("session_environment_unavailable (never moved to another machine), environment_not_selectable, no_usable_runner, no_sandbox_host, sandbox_setup_failed (with the end of the setup log) or sandbox_not_connected"),
                     "504": error_response("timeout")
                 }
+            }
+        },
+        "/sandboxes": {
+            "get": {
+                "summary": "Sandboxes started for sessions, newest first (organisation admins: all; others: those of their sessions): host, template, state, why it ended, the setup script's outcome",
+                "parameters": [{ "name": "live", "in": "query", "required": false, "schema": { "type": "boolean", "default": false }, "description": "only sandboxes that have not ended" }],
+                "responses": { "200": json_response("the sandboxes", "SandboxList"), "400": error_response("malformed query"), "401": unauthorized }
+            }
+        },
+        "/sandboxes/{id}": {
+            "parameters": [id_parameter()],
+            "get": {
+                "summary": "One sandbox",
+                "responses": { "200": json_response("the sandbox", "SandboxInfo"), "401": unauthorized, "404": error_response("sandbox_not_found") }
             }
         },
         "/approvals": {
