@@ -16,7 +16,7 @@ pub mod metrics;
 pub mod openapi;
 mod origin;
 mod runner;
-mod sandboxes;
+pub mod sandboxes;
 #[cfg(test)]
 mod self_wake;
 mod sessions;

@@ -40,6 +40,7 @@ use crate::sandboxes::{
 use crate::sessions::WorkSession;
 use crate::state::AppState;
 use crate::store::Member;
+use runner_proto::sessions::SessionState;
 
 /// Most sandboxes one `GET /sandboxes` lists.
 const LIST_LIMIT: u32 = 500;
@@ -472,23 +473,138 @@ pub async fn session_ended(state: &AppState, caller: &Member, session_id: &str) 
     }
 }
 
-/// Why a session's sandbox takes no calls, when its runner is gone: its
-/// host went away (the sandbox with it), or it stopped on its own (idle
-/// timeout, maximum lifetime). `None` while its host still serves it.
-pub async fn why_gone(state: &AppState, sandbox_id: &str) -> Option<String> {
-    let record = state.store.sandbox(sandbox_id).await.ok()??;
-    if state
+/// Brings a live sandbox's record up to date with what is true now, and
+/// says why it is gone when it is: its session ended or expired (it is
+/// destroyed), its host went away (it went with it: failed), or its runner
+/// left while its host stayed (it stopped on the host: idle timeout,
+/// maximum lifetime). `None`: it still serves, or is still starting.
+pub async fn reconcile(state: &AppState, record: &mut SandboxRecord) -> Option<String> {
+    if record.state.is_final() {
+        return Some(
+            record
+                .reason
+                .clone()
+                .unwrap_or_else(|| format!("it is {}", record.state.as_str())),
+        );
+    }
+    let now = state.clock.now();
+    let session_open = match state.store.work_session(&record.session_id).await {
+        Ok(Some(mut session)) => {
+            state.sessions.apply(&mut session);
+            let open = session.state(now);
+            (open != SessionState::Open).then(|| format!("its session is {}", open.as_str()))
+        }
+        Ok(None) => Some("its session was deleted".to_owned()),
+        Err(_) => None,
+    };
+    if let Some(why) = session_open {
+        destroy_on_host(state, record).await;
+        forget_environment(state, &record.id).await;
+        finish(state, record, SandboxState::Stopped, Some(why.clone())).await;
+        audit_stop(state, record, "session_closed");
+        return Some(why);
+    }
+    let starting = matches!(
+        record.state,
+        SandboxState::Provisioning | SandboxState::SettingUp
+    );
+    if starting {
+        let abandoned = now - record.created_at
+            > time::Duration::seconds(i64::try_from(START_TIMEOUT_S).unwrap_or(i64::MAX) + 60);
+        if !abandoned {
+            return None;
+        }
+        let why = "its start was abandoned (the relay starting it went away)".to_owned();
+        destroy_on_host(state, record).await;
+        forget_environment(state, &record.id).await;
+        finish(state, record, SandboxState::Failed, Some(why.clone())).await;
+        return Some(why);
+    }
+    if state.router.presence(&record.id).await.is_some() {
+        return None;
+    }
+    let host_online = state
         .router
         .presence(&record.host_environment_id)
         .await
-        .is_none()
-    {
-        return Some(format!(
-            "its sandbox host {:?} is offline, and its sandboxes went with it",
-            record.host_name
-        ));
+        .is_some();
+    let (end, why, code) = if host_online {
+        (
+            SandboxState::Stopped,
+            "it stopped on its host (idle timeout or maximum lifetime), or its runner exited"
+                .to_owned(),
+            "stopped",
+        )
+    } else {
+        (
+            SandboxState::Failed,
+            format!(
+                "its sandbox host {:?} went away, and its sandboxes with it",
+                record.host_name
+            ),
+            "host_lost",
+        )
+    };
+    if host_online {
+        destroy_on_host(state, record).await;
     }
-    Some("the sandbox stopped (idle timeout or maximum lifetime) or its runner exited".to_owned())
+    forget_environment(state, &record.id).await;
+    finish(state, record, end, Some(why.clone())).await;
+    audit_stop(state, record, code);
+    Some(why)
+}
+
+fn audit_stop(state: &AppState, record: &SandboxRecord, code: &str) {
+    let actor = AuditActor {
+        member_id: Some(record.created_by.clone()),
+        ..AuditActor::default()
+    };
+    state.audit.record(
+        AuditRecord::new(state.clock.now(), actor, AuditAction::SandboxStop)
+            .environment(&record.id)
+            .session(&record.session_id)
+            .target(&record.host_name)
+            .decided(AuditDecision::Allowed, code),
+    );
+}
+
+/// How often every relay checks the live sandboxes' records.
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Reconciles every live sandbox, every [`SWEEP_INTERVAL`], until
+/// `shutdown`: sandboxes of sessions nobody ends are destroyed when the
+/// session expires, and the records of sandboxes that stopped on their own
+/// say so. Relays sharing a database may both do it: every step is
+/// idempotent.
+pub fn sweep_periodically(
+    state: AppState,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(SWEEP_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = tick.tick() => sweep(&state).await,
+            }
+        }
+    })
+}
+
+async fn sweep(state: &AppState) {
+    let live = match state.store.list_sandboxes(true, LIST_LIMIT).await {
+        Ok(live) => live,
+        Err(error) => {
+            tracing::warn!(%error, "could not list the live sandboxes");
+            return;
+        }
+    };
+    for mut record in live {
+        if let Some(why) = reconcile(state, &mut record).await {
+            tracing::info!(sandbox_id = %record.id, %why, "sandbox ended");
+        }
+    }
 }
 
 /// A sandbox as the API shows it.

@@ -662,10 +662,13 @@ async fn sandbox_destination(
     };
     let standing = standing(state, &environment).await;
     if standing.presence.is_none() {
-        let why = sandboxes::why_gone(state, &environment.id)
-            .await
-            .unwrap_or_else(|| "its runner is offline".to_owned());
-        return Err(gone(why));
+        let why = match state.store.sandbox(&environment.id).await? {
+            Some(mut record) => sandboxes::reconcile(state, &mut record).await,
+            None => None,
+        };
+        return Err(gone(
+            why.unwrap_or_else(|| "its runner is offline".to_owned()),
+        ));
     }
     Ok((session.clone(), Arc::new(environment), standing))
 }

@@ -329,6 +329,68 @@ async fn a_host_that_dies_takes_its_sandboxes_and_their_sessions_say_so() {
     let message = body["error"]["message"].as_str().unwrap_or("");
     assert!(message.contains("doomed-host"), "{message}");
     assert!(message.contains("never moves"), "{message}");
+    let (_, sandboxes) = relay.get("/sandboxes").await;
+    let record = &sandboxes["sandboxes"][0];
+    assert_eq!(record["state"], "failed", "{sandboxes}");
+    assert!(
+        record["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("went away"),
+        "{record}"
+    );
+}
+
+#[tokio::test]
+async fn a_sandbox_that_stopped_on_its_host_is_destroyed_and_not_replaced() {
+    let relay = spawn_relay().await;
+    let (_, mut host) = host(&relay, "host", 0, 2).await;
+    let member = relay.member(false, &[]).await;
+    let id = session(&relay, &member, json!({ "environment": "sandbox" })).await;
+    let first = call_in_background(&relay, &member, &id);
+    let (start, mut sandbox) = start_sandbox(&relay, &mut host).await;
+    let call = sandbox.next_call().await;
+    sandbox.answer(&call, 0).await;
+    assert_eq!(finished(first).await.0, StatusCode::OK);
+
+    // Its runner exits (the host's idle timeout); the host stays.
+    drop(sandbox);
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while relay
+        .status(&start.sandbox_id)
+        .await
+        .get("status")
+        .is_some_and(|status| status == "online")
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the sandbox stays online"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let next = call_in_background(&relay, &member, &id);
+    let destroy = host.next_call().await;
+    assert_eq!(destroy.tool, DESTROY_TOOL, "the host is told to clean up");
+    answer(
+        &mut host,
+        &destroy,
+        &Destroyed {
+            sandbox_id: start.sandbox_id.clone(),
+            existed: false,
+        },
+    )
+    .await;
+    let (status, body) = finished(next).await;
+    assert_eq!(status, StatusCode::GONE, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("idle timeout"),
+        "{body}"
+    );
+    let (_, record) = relay.get(&format!("/sandboxes/{}", start.sandbox_id)).await;
+    assert_eq!(record["state"], "stopped", "{record}");
 }
 
 #[tokio::test]
