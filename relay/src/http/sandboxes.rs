@@ -163,6 +163,26 @@ pub async fn provision(
     session: &WorkSession,
     settings: SandboxSettings,
 ) -> Result<Arc<EnvironmentRecord>, ApiError> {
+    let started = std::time::Instant::now();
+    let result = provision_on_a_host(state, caller, session, settings).await;
+    let outcome = match &result {
+        Ok(_) => "ready",
+        Err(error) => match error.code {
+            "sandbox_setup_failed" => "setup_failed",
+            "sandbox_not_connected" => "not_connected",
+            _ => "no_host",
+        },
+    };
+    state.metrics.sandbox_start(outcome, started.elapsed());
+    result
+}
+
+async fn provision_on_a_host(
+    state: &AppState,
+    caller: &Member,
+    session: &WorkSession,
+    settings: SandboxSettings,
+) -> Result<Arc<EnvironmentRecord>, ApiError> {
     let hosts = hosts_by_preference(state).await?;
     if hosts.is_empty() {
         let error = no_host(
@@ -600,11 +620,14 @@ async fn sweep(state: &AppState) {
             return;
         }
     };
+    let mut still_live = live.len();
     for mut record in live {
         if let Some(why) = reconcile(state, &mut record).await {
+            still_live -= 1;
             tracing::info!(sandbox_id = %record.id, %why, "sandbox ended");
         }
     }
+    state.metrics.set_sandboxes_live(still_live);
 }
 
 /// A sandbox as the API shows it.

@@ -13,7 +13,14 @@ use runner_proto::sandbox::{
 use runner_proto::ws::{Call, CallResult, RunnerMessage};
 use serde_json::{json, Value};
 
-use crate::support::{code, hello, open_socket, spawn_relay, FakeRunner, TestRelay, DEADLINE};
+use runner_relay::metrics::Metrics;
+use runner_relay::secret::Secret;
+
+use crate::support::{
+    code, hello, open_socket, spawn_relay, spawn_relay_with, FakeRunner, TestRelay, DEADLINE,
+};
+
+const SCRAPE_TOKEN: &str = "sandbox-scrape-token";
 
 /// A sandbox host's environment and its connected (fake) host.
 async fn host(relay: &TestRelay, name: &str, used: u32, total: u32) -> (String, FakeRunner) {
@@ -120,7 +127,10 @@ async fn finished(call: tokio::task::JoinHandle<(StatusCode, Value)>) -> (Status
 
 #[tokio::test]
 async fn a_sandbox_session_runs_on_the_least_loaded_host_and_ends_with_its_sandbox() {
-    let relay = spawn_relay().await;
+    let relay = spawn_relay_with(|state| {
+        state.with_metrics(Metrics::new().with_scrape_token(&Secret::new(SCRAPE_TOKEN)))
+    })
+    .await;
     let (_busy_id, mut busy) = host(&relay, "busy-host", 3, 4).await;
     let (idle_id, mut idle) = host(&relay, "idle-host", 0, 4).await;
     let member = relay.member(false, &[]).await;
@@ -220,6 +230,25 @@ async fn a_sandbox_session_runs_on_the_least_loaded_host_and_ends_with_its_sandb
     let (_, record) = relay.get(&format!("/sandboxes/{}", start.sandbox_id)).await;
     assert_eq!(record["state"], "stopped", "{record}");
     assert_eq!(record["reason"], "its session ended");
+
+    let metrics = relay
+        .http
+        .get(format!("{}/metrics", relay.url))
+        .bearer_auth(SCRAPE_TOKEN)
+        .send()
+        .await
+        .expect("scraped")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        metrics.contains("runner_relay_sandbox_starts_total{outcome=\"ready\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("runner_relay_sandbox_start_duration_seconds_count 1"),
+        "{metrics}"
+    );
 
     // The busy host was never asked.
     busy.send(&RunnerMessage::Heartbeat(Default::default()))
