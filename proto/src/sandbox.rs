@@ -227,6 +227,10 @@ pub struct SandboxInfo {
     /// The sandbox host's environment id and name.
     pub host_id: String,
     pub host_name: String,
+    /// For a deployment (the managed runner of an environment): that
+    /// environment's id; `session_id` is then empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment_of: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_id: Option<String>,
     pub state: SandboxState,
@@ -241,6 +245,16 @@ pub struct SandboxInfo {
     pub ready_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<String>,
+}
+
+/// `POST /execution-environments/{id}/deploy`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Deploy {
+    /// Hours the environment's previous token keeps working (0–168,
+    /// default 24).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_hours: Option<i64>,
 }
 
 /// `GET /sandboxes`.

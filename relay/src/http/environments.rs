@@ -227,6 +227,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let environment = environment_for(&state, &caller, &id, Intent::Manage).await?;
+    super::sandboxes::environment_deleted(&state, &caller, &environment.id).await;
     let deleted = state.store.delete_environment(&environment.id).await;
     state.reads.forget_environment(&environment.id);
     if !deleted? {

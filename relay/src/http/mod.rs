@@ -43,6 +43,9 @@ pub const STATUS: &str = "/execution-environments/{id}/status";
 pub const GENERATE_TOKEN: &str = "/execution-environments/{id}/generate-token";
 pub const TOKEN_STATUS: &str = "/execution-environments/{id}/token-status";
 pub const REVOKE_TOKEN: &str = "/execution-environments/{id}/revoke-token";
+pub const DEPLOY: &str = "/execution-environments/{id}/deploy";
+pub const UNDEPLOY: &str = "/execution-environments/{id}/undeploy";
+pub const DEPLOYMENT: &str = "/execution-environments/{id}/deployment";
 pub const TOOLS: &str = "/execution-environments/{id}/tools";
 pub const INVOKE_TOOL: &str = "/execution-environments/{id}/invoke-tool";
 pub const INVOCATION: &str = "/invocations/{call_id}";
@@ -80,6 +83,9 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::POST, GENERATE_TOKEN),
     (Method::GET, TOKEN_STATUS),
     (Method::POST, REVOKE_TOKEN),
+    (Method::POST, DEPLOY),
+    (Method::POST, UNDEPLOY),
+    (Method::GET, DEPLOYMENT),
     (Method::GET, TOOLS),
     (Method::POST, INVOKE_TOOL),
     (Method::GET, INVOCATION),
@@ -135,6 +141,9 @@ pub fn router(state: AppState) -> Router {
         .route(GENERATE_TOKEN, post(tokens::generate))
         .route(TOKEN_STATUS, get(tokens::status))
         .route(REVOKE_TOKEN, post(tokens::revoke))
+        .route(DEPLOY, post(sandboxes::deploy))
+        .route(UNDEPLOY, post(sandboxes::undeploy))
+        .route(DEPLOYMENT, get(sandboxes::deployment))
         .route(TOOLS, get(environments::tools))
         .route(INVOKE_TOOL, post(invoke::invoke))
         .route(INVOCATION, get(invocations::get))

@@ -23,6 +23,7 @@ fn generated_schemas() -> Map<String, Value> {
     generator.subschema_for::<SessionList>();
     generator.subschema_for::<runner_proto::sandbox::SandboxList>();
     generator.subschema_for::<runner_proto::sandbox::SandboxInfo>();
+    generator.subschema_for::<runner_proto::sandbox::Deploy>();
     generator.subschema_for::<MemberView>();
     generator.subschema_for::<TeamView>();
     generator.subschema_for::<TeamList>();
@@ -601,6 +602,28 @@ fn hand_written() -> Value {
                 "post": {
                     "summary": "Invalidate every token and disconnect the runner",
                     "responses": { "200": json_response("revoked", "RevokedTokens"), "401": unauthorized, "403": forbidden, "404": not_found }
+                }
+            },
+            "/execution-environments/{id}/deploy": {
+                "parameters": [id_parameter()],
+                "post": {
+                    "summary": "Deploy: start a managed runner for the environment on the least loaded sandbox host, with a new token nobody sees (the previous one keeps working for grace_hours); answers once it is connected. Its state: provisioning/setting_up = deploying, ready = running, stopped, failed (with the reason)",
+                    "requestBody": json_body("Deploy"),
+                    "responses": { "200": json_response("running", "SandboxInfo"), "400": error_response("bad grace_hours, or a sandbox host or sandbox"), "401": unauthorized, "403": forbidden, "404": not_found, "409": error_response("already_deployed"), "503": error_response("no_sandbox_host, sandbox_setup_failed or sandbox_not_connected") }
+                }
+            },
+            "/execution-environments/{id}/undeploy": {
+                "parameters": [id_parameter()],
+                "post": {
+                    "summary": "Undeploy: the host stops the managed runner and removes everything of it",
+                    "responses": { "200": json_response("stopped", "SandboxInfo"), "401": unauthorized, "403": forbidden, "404": not_found, "409": error_response("not_deployed") }
+                }
+            },
+            "/execution-environments/{id}/deployment": {
+                "parameters": [id_parameter()],
+                "get": {
+                    "summary": "The environment's newest deployment and its state",
+                    "responses": { "200": json_response("the deployment", "SandboxInfo"), "401": unauthorized, "404": error_response("not found, or deployment_not_found") }
                 }
             },
             "/execution-environments/{id}/tools": {

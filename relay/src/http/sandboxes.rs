@@ -19,14 +19,15 @@ use axum::Json;
 use runner_proto::api::Tier;
 use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
 use runner_proto::sandbox::{
-    DestroySandbox, Destroyed, SandboxInfo, SandboxList, SandboxState, SandboxToken, StartSandbox,
-    Started, DESTROY_TOOL, HOST_ROLE, SANDBOX_ROLE, START_TOOL,
+    Deploy, DestroySandbox, Destroyed, SandboxInfo, SandboxList, SandboxState, SandboxToken,
+    StartSandbox, Started, DESTROY_TOOL, HOST_ROLE, SANDBOX_ROLE, START_TOOL,
 };
 use runner_proto::ws::{Call, CallResult};
 use serde::Deserialize;
 
-use super::auth::Caller;
-use super::error::{ApiError, ApiQuery};
+use super::auth::{environment_for, Caller, Intent};
+use super::error::{ApiError, ApiJson, ApiQuery};
+use crate::access;
 use crate::audit::AuditRecord;
 use crate::clock::rfc3339;
 use crate::environment::{default_policy, EnvironmentRecord, Scope};
@@ -154,17 +155,40 @@ fn host_output<T: serde::de::DeserializeOwned>(result: &CallResult) -> Result<T,
     serde_json::from_str(&text).map_err(|error| format!("unreadable answer: {error}"))
 }
 
-/// Starts a sandbox for `session` on the least loaded host with room and
-/// waits until its runner is connected. The sandbox's environment is
-/// returned; on any failure nothing of it is left but its record.
+/// What a sandbox is started for.
+#[derive(Clone, Copy)]
+pub enum Purpose<'a> {
+    /// A session's own sandbox: a new environment with a single-use token.
+    Session(&'a WorkSession),
+    /// The managed runner of an existing environment (Deploy): a new token
+    /// the user never sees; the previous one keeps working for
+    /// `grace_hours`.
+    Deployment {
+        environment: &'a EnvironmentRecord,
+        grace_hours: i64,
+    },
+}
+
+impl Purpose<'_> {
+    fn session_id(&self) -> &str {
+        match self {
+            Self::Session(session) => &session.id,
+            Self::Deployment { .. } => "",
+        }
+    }
+}
+
+/// Starts a sandbox on the least loaded host with room and waits until its
+/// runner is connected; returns the environment it serves. On failure
+/// nothing of it is left but its record.
 pub async fn provision(
     state: &AppState,
     caller: &Member,
-    session: &WorkSession,
+    purpose: Purpose<'_>,
     settings: SandboxSettings,
 ) -> Result<Arc<EnvironmentRecord>, ApiError> {
     let started = std::time::Instant::now();
-    let result = provision_on_a_host(state, caller, session, settings).await;
+    let result = provision_on_a_host(state, caller, purpose, settings).await;
     let outcome = match &result {
         Ok(_) => "ready",
         Err(error) => match error.code {
@@ -180,21 +204,21 @@ pub async fn provision(
 async fn provision_on_a_host(
     state: &AppState,
     caller: &Member,
-    session: &WorkSession,
+    purpose: Purpose<'_>,
     settings: SandboxSettings,
 ) -> Result<Arc<EnvironmentRecord>, ApiError> {
     let hosts = hosts_by_preference(state).await?;
     if hosts.is_empty() {
         let error = no_host(
-            "the session asks for a sandbox and no sandbox host with room is online \
-             (start one with `runner sandbox-host`; see docs/sandboxes.md)",
+            "no sandbox host with room is online (start one with `runner sandbox-host`; see \
+             docs/sandboxes.md)",
         );
-        record_start_failure(state, caller, session, None, "no_sandbox_host");
+        record_start_failure(state, caller, purpose, None, "no_sandbox_host");
         return Err(error);
     }
     let mut last_refusal = String::new();
     for host in &hosts {
-        match start_on(state, caller, session, &settings, host).await {
+        match start_on(state, caller, purpose, &settings, host).await {
             Ok(environment) => return Ok(environment),
             // A full host (it filled up since its last heartbeat) or one
             // that went away: the next one may take it.
@@ -215,17 +239,15 @@ enum Attempt {
     Failed(ApiError),
 }
 
-async fn start_on(
-    state: &AppState,
-    caller: &Member,
+/// The environment a new session sandbox serves.
+fn sandbox_environment(
+    id: &str,
     session: &WorkSession,
-    settings: &SandboxSettings,
-    host: &EnvironmentRecord,
-) -> Result<Arc<EnvironmentRecord>, Attempt> {
-    let now = state.clock.now();
-    let id = new_sandbox_id();
-    let environment = EnvironmentRecord {
-        name: format!("sandbox-{}", id.get(4..16).unwrap_or(&id)),
+    now: time::OffsetDateTime,
+) -> EnvironmentRecord {
+    EnvironmentRecord {
+        id: id.to_owned(),
+        name: format!("sandbox-{}", id.get(4..16).unwrap_or(id)),
         description: format!("sandbox of session {}", session.id),
         env_type: SANDBOX_ROLE.to_owned(),
         tags: Vec::new(),
@@ -236,11 +258,30 @@ async fn start_on(
         created_at: now,
         last_seen: None,
         runner: None,
-        id: id.clone(),
+    }
+}
+
+async fn start_on(
+    state: &AppState,
+    caller: &Member,
+    purpose: Purpose<'_>,
+    settings: &SandboxSettings,
+    host: &EnvironmentRecord,
+) -> Result<Arc<EnvironmentRecord>, Attempt> {
+    let now = state.clock.now();
+    let id = new_sandbox_id();
+    let (environment, grace_hours) = match purpose {
+        Purpose::Session(session) => (sandbox_environment(&id, session, now), 0),
+        Purpose::Deployment {
+            environment,
+            grace_hours,
+        } => (environment.clone(), grace_hours),
     };
     let mut record = SandboxRecord {
         id: id.clone(),
-        session_id: session.id.clone(),
+        session_id: purpose.session_id().to_owned(),
+        deployment_of: matches!(purpose, Purpose::Deployment { .. })
+            .then(|| environment.id.clone()),
         host_environment_id: host.id.clone(),
         host_name: host.name.clone(),
         template_id: settings.template_id.clone(),
@@ -252,22 +293,29 @@ async fn start_on(
         ready_at: None,
         ended_at: None,
     };
+    // A session's sandbox has an environment of its own, gone with it.
+    let own_environment = matches!(purpose, Purpose::Session(_));
     let stored = async {
-        state.store.insert_environment(&environment).await?;
+        if own_environment {
+            state.store.insert_environment(&environment).await?;
+        }
         state.store.insert_sandbox(&record).await?;
-        registration::generate(state.store.as_ref(), &id, 0, now).await
+        registration::generate(state.store.as_ref(), &environment.id, grace_hours, now).await
     }
     .await;
     let (secret, _) = match stored {
         Ok(stored) => stored,
         Err(error) => {
-            forget_environment(state, &id).await;
+            if own_environment {
+                forget_environment(state, &environment.id).await;
+            }
             return Err(Attempt::Failed(error.into()));
         }
     };
+    let token_hash = secret.hash();
     let start = StartSandbox {
         sandbox_id: id.clone(),
-        session_id: session.id.clone(),
+        session_id: purpose.session_id().to_owned(),
         relay_url: String::new(),
         token: SandboxToken(secret.expose().to_owned()),
         network: settings.network,
@@ -278,34 +326,49 @@ async fn start_on(
         max_lifetime_s: settings.max_lifetime_s,
         limits: Default::default(),
     };
-    let args = match serde_json::to_value(&start) {
+    drop(secret);
+    let args = serde_json::to_value(&start);
+    drop(start);
+    let cleanup = |record: SandboxRecord| async move {
+        if own_environment {
+            forget_environment(state, &record.id).await;
+        }
+        record
+    };
+    let args = match args {
         Ok(args) => args,
         Err(error) => {
             tracing::error!(%error, "could not encode a sandbox start");
-            forget_environment(state, &id).await;
+            let mut record = cleanup(record).await;
+            finish(
+                state,
+                &mut record,
+                SandboxState::Failed,
+                Some("internal error".into()),
+            )
+            .await;
             return Err(Attempt::Failed(ApiError::internal()));
         }
     };
-    drop(start);
-    tracing::info!(sandbox_id = %id, session_id = %session.id, host = %host.name, "starting a sandbox");
+    tracing::info!(sandbox_id = %id, session_id = %record.session_id, environment_id = %environment.id, host = %host.name, "starting a sandbox");
     let answer = call_host(state, &host.id, START_TOOL, args, START_TIMEOUT_S)
         .await
         .and_then(|result| host_output::<Started>(&result));
     let started = match answer {
         Ok(started) => started,
         Err(why) => {
-            forget_environment(state, &id).await;
+            let mut record = cleanup(record).await;
             finish(state, &mut record, SandboxState::Failed, Some(why.clone())).await;
             return Err(Attempt::Refused(format!("host {:?}: {why}", host.name)));
         }
     };
     record.setup = started.setup.clone();
     if started.state != SandboxState::Ready {
-        forget_environment(state, &id).await;
         let reason = started
             .reason
             .clone()
             .unwrap_or_else(|| "the sandbox host gave no reason".to_owned());
+        let mut record = cleanup(record).await;
         finish(
             state,
             &mut record,
@@ -316,7 +379,7 @@ async fn start_on(
         let Some(setup) = &started.setup else {
             return Err(Attempt::Refused(format!("host {:?}: {reason}", host.name)));
         };
-        record_start_failure(state, caller, session, Some(host), "sandbox_setup_failed");
+        record_start_failure(state, caller, purpose, Some(host), "sandbox_setup_failed");
         let exit = setup
             .exit_code
             .map_or_else(|| "was killed".to_owned(), |code| format!("exited {code}"));
@@ -329,18 +392,28 @@ async fn start_on(
             ),
         )));
     }
-    // The host answered once the runner was started; it connects now.
+    // The host answered once the runner was started; it connects now (a
+    // deployed environment's manual runner may be connected already: the
+    // new token tells the managed one apart).
     let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
-    while state.router.presence(&id).await.is_none() {
+    loop {
+        let connected = state
+            .router
+            .presence(&environment.id)
+            .await
+            .is_some_and(|presence| own_environment || presence.token_hash == token_hash);
+        if connected {
+            break;
+        }
         if tokio::time::Instant::now() >= deadline {
             destroy_on_host(state, &record).await;
-            forget_environment(state, &id).await;
             let why = format!(
                 "its runner did not connect within {} s",
                 CONNECT_TIMEOUT.as_secs()
             );
+            let mut record = cleanup(record).await;
             finish(state, &mut record, SandboxState::Failed, Some(why.clone())).await;
-            record_start_failure(state, caller, session, Some(host), "sandbox_not_connected");
+            record_start_failure(state, caller, purpose, Some(host), "sandbox_not_connected");
             return Err(Attempt::Failed(ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "sandbox_not_connected",
@@ -355,25 +428,29 @@ async fn start_on(
         tracing::warn!(%error, sandbox_id = %id, "could not record the sandbox as ready");
     }
     tracing::info!(sandbox_id = %id, host = %host.name, elapsed_ms = started.elapsed_ms, "sandbox ready");
-    state.audit.record(
-        AuditRecord::new(state.clock.now(), actor(caller), AuditAction::SandboxStart)
-            .environment(&id)
-            .session(&session.id)
-            .target(&host.name),
-    );
+    let mut entry = AuditRecord::new(state.clock.now(), actor(caller), AuditAction::SandboxStart)
+        .environment(&environment.id)
+        .target(&host.name);
+    if let Purpose::Session(session) = purpose {
+        entry = entry.session(&session.id);
+    }
+    state.audit.record(entry);
     Ok(Arc::new(environment))
 }
 
 fn record_start_failure(
     state: &AppState,
     caller: &Member,
-    session: &WorkSession,
+    purpose: Purpose<'_>,
     host: Option<&EnvironmentRecord>,
     code: &str,
 ) {
     let mut entry = AuditRecord::new(state.clock.now(), actor(caller), AuditAction::SandboxStart)
-        .session(&session.id)
         .decided(AuditDecision::Error, code);
+    match purpose {
+        Purpose::Session(session) => entry = entry.session(&session.id),
+        Purpose::Deployment { environment, .. } => entry = entry.environment(&environment.id),
+    }
     if let Some(host) = host {
         entry = entry.target(&host.name);
     }
@@ -507,6 +584,9 @@ pub async fn reconcile(state: &AppState, record: &mut SandboxRecord) -> Option<S
                 .unwrap_or_else(|| format!("it is {}", record.state.as_str())),
         );
     }
+    if record.deployment_of.is_some() {
+        return reconcile_deployment(state, record).await;
+    }
     let now = state.clock.now();
     let session_open = match state.store.work_session(&record.session_id).await {
         Ok(Some(mut session)) => {
@@ -574,6 +654,29 @@ pub async fn reconcile(state: &AppState, record: &mut SandboxRecord) -> Option<S
     Some(why)
 }
 
+/// A deployed runner reconnects like any runner (relay restarts, network
+/// blips): only the loss of its host ends it.
+async fn reconcile_deployment(state: &AppState, record: &mut SandboxRecord) -> Option<String> {
+    if matches!(
+        record.state,
+        SandboxState::Provisioning | SandboxState::SettingUp
+    ) || state
+        .router
+        .presence(&record.host_environment_id)
+        .await
+        .is_some()
+    {
+        return None;
+    }
+    let why = format!(
+        "its sandbox host {:?} went away, and the managed runner with it",
+        record.host_name
+    );
+    finish(state, record, SandboxState::Failed, Some(why.clone())).await;
+    audit_stop(state, record, "host_lost");
+    Some(why)
+}
+
 fn audit_stop(state: &AppState, record: &SandboxRecord, code: &str) {
     let actor = AuditActor {
         member_id: Some(record.created_by.clone()),
@@ -581,7 +684,7 @@ fn audit_stop(state: &AppState, record: &SandboxRecord, code: &str) {
     };
     state.audit.record(
         AuditRecord::new(state.clock.now(), actor, AuditAction::SandboxStop)
-            .environment(&record.id)
+            .environment(record.deployment_of.as_deref().unwrap_or(&record.id))
             .session(&record.session_id)
             .target(&record.host_name)
             .decided(AuditDecision::Allowed, code),
@@ -637,6 +740,7 @@ pub fn view(record: &SandboxRecord) -> SandboxInfo {
         session_id: record.session_id.clone(),
         host_id: record.host_environment_id.clone(),
         host_name: record.host_name.clone(),
+        deployment_of: record.deployment_of.clone(),
         template_id: record.template_id.clone(),
         state: record.state,
         reason: record.reason.clone(),
@@ -702,4 +806,150 @@ pub async fn get(
                 format!("sandbox {id:?} not found"),
             )
         })
+}
+
+fn deployment_not_found(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "deployment_not_found",
+        format!("environment {id:?} was never deployed"),
+    )
+}
+
+/// The live deployment of an environment, if any.
+async fn live_deployment(
+    state: &AppState,
+    environment_id: &str,
+) -> Result<Option<SandboxRecord>, ApiError> {
+    Ok(state
+        .store
+        .deployments(environment_id)
+        .await?
+        .into_iter()
+        .find(|record| !record.state.is_final()))
+}
+
+/// `POST /execution-environments/{id}/deploy`: starts a managed runner for
+/// the environment on the least loaded sandbox host, with a new token
+/// nobody sees (the previous one keeps working for the grace period), and
+/// answers once it is connected (or failed).
+pub async fn deploy(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<Deploy>,
+) -> Result<Json<SandboxInfo>, ApiError> {
+    let environment = environment_for(&state, &caller, &id, Intent::Manage).await?;
+    if access::is_machinery(&environment) {
+        return Err(ApiError::bad_request(
+            "sandbox hosts and sandboxes are not deployed: deploy an environment of your own",
+        ));
+    }
+    let grace_hours = request
+        .grace_hours
+        .unwrap_or(registration::DEFAULT_GRACE_HOURS);
+    if !(0..=registration::MAX_GRACE_HOURS).contains(&grace_hours) {
+        return Err(ApiError::bad_request(format!(
+            "grace_hours must be 0 to {}",
+            registration::MAX_GRACE_HOURS
+        )));
+    }
+    if let Some(live) = live_deployment(&state, &environment.id).await? {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already_deployed",
+            format!(
+                "environment {:?} is deployed already (sandbox {} on host {:?}); undeploy it first",
+                environment.name, live.id, live.host_name
+            ),
+        ));
+    }
+    let settings = SandboxSettings {
+        network: runner_proto::sandbox::Network::AllowAll,
+        idle_timeout_s: 0,
+        max_lifetime_s: 0,
+        ..SandboxSettings::default()
+    };
+    provision(
+        &state,
+        &caller,
+        Purpose::Deployment {
+            environment: &environment,
+            grace_hours,
+        },
+        settings,
+    )
+    .await?;
+    let record = state
+        .store
+        .deployments(&environment.id)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| deployment_not_found(&id))?;
+    tracing::info!(environment_id = %environment.id, sandbox_id = %record.id, host = %record.host_name, "environment deployed");
+    Ok(Json(view(&record)))
+}
+
+/// `GET /execution-environments/{id}/deployment`: its newest deployment.
+pub async fn deployment(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<SandboxInfo>, ApiError> {
+    let environment = environment_for(&state, &caller, &id, Intent::Read).await?;
+    let mut record = state
+        .store
+        .deployments(&environment.id)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| deployment_not_found(&id))?;
+    reconcile(&state, &mut record).await;
+    Ok(Json(view(&record)))
+}
+
+/// `POST /execution-environments/{id}/undeploy`: destroys the managed
+/// runner (its host stops it and removes everything of it).
+pub async fn undeploy(
+    State(state): State<AppState>,
+    Caller(caller): Caller,
+    Path(id): Path<String>,
+) -> Result<Json<SandboxInfo>, ApiError> {
+    let environment = environment_for(&state, &caller, &id, Intent::Manage).await?;
+    let mut record = live_deployment(&state, &environment.id)
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                "not_deployed",
+                format!("environment {:?} is not deployed", environment.name),
+            )
+        })?;
+    undeploy_record(&state, &caller, &mut record).await;
+    Ok(Json(view(&record)))
+}
+
+async fn undeploy_record(state: &AppState, caller: &Member, record: &mut SandboxRecord) {
+    destroy_on_host(state, record).await;
+    finish(
+        state,
+        record,
+        SandboxState::Stopped,
+        Some("undeployed".to_owned()),
+    )
+    .await;
+    state.audit.record(
+        AuditRecord::new(state.clock.now(), actor(caller), AuditAction::SandboxStop)
+            .environment(record.deployment_of.as_deref().unwrap_or(&record.id))
+            .target(&record.host_name)
+            .decided(AuditDecision::Allowed, "undeployed"),
+    );
+}
+
+/// Undeploys an environment that is being deleted.
+pub async fn environment_deleted(state: &AppState, caller: &Member, environment_id: &str) {
+    if let Ok(Some(mut record)) = live_deployment(state, environment_id).await {
+        undeploy_record(state, caller, &mut record).await;
+    }
 }

@@ -553,7 +553,13 @@ async fn sandbox_for(
     caller: &Member,
     session: &WorkSession,
 ) -> Result<Arc<EnvironmentRecord>, ApiError> {
-    sandboxes::provision(state, caller, session, SandboxSettings::default()).await
+    sandboxes::provision(
+        state,
+        caller,
+        sandboxes::Purpose::Session(session),
+        SandboxSettings::default(),
+    )
+    .await
 }
 
 /// 410 for a session that no longer takes calls.

@@ -61,7 +61,10 @@ impl Default for SandboxSettings {
 pub struct SandboxRecord {
     /// Also the id of the sandbox's environment.
     pub id: String,
+    /// The session it serves; empty for a deployment.
     pub session_id: String,
+    /// The environment whose managed runner it is (a deployment).
+    pub deployment_of: Option<String>,
     pub host_environment_id: String,
     /// The host's name then, to name it once it is deleted.
     pub host_name: String,

@@ -476,6 +476,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn sandbox(&self, id: &str) -> Result<Option<SandboxRecord>, StoreError>;
     /// A session's sandboxes, newest first.
     async fn session_sandboxes(&self, session_id: &str) -> Result<Vec<SandboxRecord>, StoreError>;
+    /// An environment's deployments, newest first.
+    async fn deployments(&self, environment_id: &str) -> Result<Vec<SandboxRecord>, StoreError>;
     /// The newest sandboxes first; those not ended only when `live`.
     async fn list_sandboxes(
         &self,

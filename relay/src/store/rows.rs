@@ -193,6 +193,7 @@ impl TryFrom<WorkSessionRow> for WorkSession {
 pub struct SandboxRow {
     id: String,
     session_id: String,
+    deployment_of: Option<String>,
     host_environment_id: String,
     host_name: String,
     template_id: Option<String>,
@@ -206,8 +207,8 @@ pub struct SandboxRow {
 }
 
 impl SandboxRow {
-    pub const COLUMNS: &str = "id, session_id, host_environment_id, host_name, template_id, \
-         state, reason, setup, created_by, created_at, ready_at, ended_at";
+    pub const COLUMNS: &str = "id, session_id, deployment_of, host_environment_id, host_name, \
+         template_id, state, reason, setup, created_by, created_at, ready_at, ended_at";
 }
 
 impl TryFrom<SandboxRow> for SandboxRecord {
@@ -225,6 +226,7 @@ impl TryFrom<SandboxRow> for SandboxRecord {
                 .transpose()?,
             id: row.id,
             session_id: row.session_id,
+            deployment_of: row.deployment_of,
             host_environment_id: row.host_environment_id,
             host_name: row.host_name,
             template_id: row.template_id,

@@ -494,11 +494,13 @@ where
 
     async fn insert_sandbox(&self, sandbox: &SandboxRecord) -> Result<(), StoreError> {
         sqlx::query(&format!(
-            "INSERT INTO sandboxes ({}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            "INSERT INTO sandboxes ({}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
             SandboxRow::COLUMNS
         ))
         .bind(sandbox.id.as_str())
         .bind(sandbox.session_id.as_str())
+        .bind(sandbox.deployment_of.as_deref())
         .bind(sandbox.host_environment_id.as_str())
         .bind(sandbox.host_name.as_str())
         .bind(sandbox.template_id.as_deref())
@@ -559,6 +561,17 @@ where
             SandboxRow::COLUMNS
         ))
         .bind(session_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(SandboxRecord::try_from).collect()
+    }
+
+    async fn deployments(&self, environment_id: &str) -> Result<Vec<SandboxRecord>, StoreError> {
+        let rows: Vec<SandboxRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM sandboxes WHERE deployment_of = $1 ORDER BY created_at DESC, id",
+            SandboxRow::COLUMNS
+        ))
+        .bind(environment_id)
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter().map(SandboxRecord::try_from).collect()

@@ -462,3 +462,120 @@ async fn sandbox_types_are_the_relays_own() {
         "{view}"
     );
 }
+
+#[tokio::test]
+async fn deploy_runs_a_managed_runner_with_a_new_token_and_undeploy_stops_it() {
+    let relay = spawn_relay().await;
+    let (_, mut host) = host(&relay, "host", 0, 2).await;
+    let (env, manual_token) = relay.dev_env("deployed").await;
+    // A runner installed by hand is online with the old token; the
+    // managed one replaces it (one runner an environment).
+    let mut manual =
+        FakeRunner::connect(&relay, &manual_token, hello("laptop", "manual", &["ping"])).await;
+
+    let deploying = {
+        let url = format!("{}/execution-environments/{env}/deploy", relay.url);
+        let key = relay.admin_key.clone();
+        tokio::spawn(async move {
+            let response = reqwest::Client::new()
+                .post(url)
+                .bearer_auth(key)
+                .json(&json!({ "grace_hours": 1 }))
+                .send()
+                .await
+                .expect("sent");
+            let status = response.status();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        })
+    };
+    let (start, _managed) = {
+        let call = host.next_call().await;
+        assert_eq!(call.tool, START_TOOL);
+        let start: StartSandbox = serde_json::from_value(call.args.clone()).expect("args");
+        assert_ne!(start.token.0, manual_token, "a new token");
+        assert_eq!(start.network, runner_proto::sandbox::Network::AllowAll);
+        assert_eq!(
+            (start.idle_timeout_s, start.max_lifetime_s),
+            (0, 0),
+            "never stops on its own"
+        );
+        let managed = FakeRunner::connect(
+            &relay,
+            &start.token.0,
+            hello("managed", "managed", &["ping"]),
+        )
+        .await;
+        answer(
+            &mut host,
+            &call,
+            &Started {
+                sandbox_id: start.sandbox_id.clone(),
+                state: SandboxState::Ready,
+                reason: None,
+                setup: None,
+                elapsed_ms: 30,
+            },
+        )
+        .await;
+        (start, managed)
+    };
+    let (status, deployed) = finished(deploying).await;
+    assert_eq!(status, StatusCode::OK, "{deployed}");
+    assert_eq!(
+        code(&manual.closed().await),
+        Some(runner_proto::close::REPLACED)
+    );
+    assert_eq!(deployed["state"], "ready");
+    assert_eq!(deployed["deployment_of"], json!(env));
+    assert_eq!(deployed["id"], json!(start.sandbox_id));
+    // The previous token keeps working for the grace period.
+    let (status, _) = relay.register(&manual_token).await;
+    assert_eq!(status, StatusCode::OK, "the old token still works");
+    let (status, again) = relay
+        .post(&format!("/execution-environments/{env}/deploy"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{again}");
+    let (_, shown) = relay
+        .get(&format!("/execution-environments/{env}/deployment"))
+        .await;
+    assert_eq!(shown["state"], "ready", "{shown}");
+
+    let undeploying = {
+        let url = format!("{}/execution-environments/{env}/undeploy", relay.url);
+        let key = relay.admin_key.clone();
+        tokio::spawn(async move {
+            let response = reqwest::Client::new()
+                .post(url)
+                .bearer_auth(key)
+                .send()
+                .await
+                .expect("sent");
+            let status = response.status();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        })
+    };
+    let destroy = host.next_call().await;
+    assert_eq!(destroy.tool, DESTROY_TOOL);
+    answer(
+        &mut host,
+        &destroy,
+        &Destroyed {
+            sandbox_id: start.sandbox_id.clone(),
+            existed: true,
+        },
+    )
+    .await;
+    let (status, stopped) = finished(undeploying).await;
+    assert_eq!(status, StatusCode::OK, "{stopped}");
+    assert_eq!(stopped["state"], "stopped");
+    assert_eq!(stopped["reason"], "undeployed");
+    // The environment itself stays.
+    let (status, _) = relay.get(&format!("/execution-environments/{env}")).await;
+    assert_eq!(status, StatusCode::OK);
+}

@@ -328,6 +328,7 @@ async fn sandboxes(store: &dyn Store) {
     let record = |id: &str, session: &str, created: i64| SandboxRecord {
         id: id.to_owned(),
         session_id: session.to_owned(),
+        deployment_of: None,
         host_environment_id: "env_host".to_owned(),
         host_name: "host-1".to_owned(),
         template_id: None,
@@ -341,7 +342,8 @@ async fn sandboxes(store: &dyn Store) {
     };
     let mut first = record("sbx_1", "ses_s", 100);
     let second = record("sbx_2", "ses_s", 101);
-    let other = record("sbx_3", "ses_t", 102);
+    let mut other = record("sbx_3", "", 102);
+    other.deployment_of = Some("env_a".to_owned());
     for sandbox in [&first, &second, &other] {
         store.insert_sandbox(sandbox).await.expect("insert");
     }
@@ -366,6 +368,14 @@ async fn sandboxes(store: &dyn Store) {
     assert_eq!(
         ids(store.session_sandboxes("ses_s").await.expect("list")),
         ["sbx_2", "sbx_1"]
+    );
+    assert_eq!(
+        ids(store.deployments("env_a").await.expect("deployments")),
+        ["sbx_3"]
+    );
+    assert_eq!(
+        store.deployments("env_a").await.expect("deployments")[0],
+        other
     );
     assert_eq!(
         ids(store.list_sandboxes(true, 10).await.expect("live")),
