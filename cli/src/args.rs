@@ -744,6 +744,10 @@ pub struct SessionCreateArgs {
     /// environment applies.
     #[arg(long, value_name = "AGENT")]
     pub agent: Option<String>,
+    /// The template (id or name) that prepares the session's sandbox
+    /// (with `--env sandbox`, or `auto` when it gets one).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub template: Option<String>,
     #[command(flatten)]
     pub api: ApiArgs,
 }

@@ -19,6 +19,7 @@ pub async fn run(dirs: &Dirs, command: SessionCommand) -> Result<()> {
                 environment: args.env,
                 tags: args.tags,
                 agent: args.agent,
+                template: args.template,
             };
             let session: Session = client
                 .request(Method::POST, "/sessions", Some(&body), REQUEST_TIMEOUT)
