@@ -1,0 +1,464 @@
+//! Sandbox templates over real HTTP on a real store: CRUD by id and by
+//! name, unique names, scope and member rules, the size limits, `.env`
+//! errors that name the line, secret warnings, and one audit entry per
+//! change.
+
+use reqwest::{Method, StatusCode};
+use runner_proto::templates::{MAX_ENV_TEXT_BYTES, MAX_SETUP_SCRIPT_BYTES};
+use runner_relay::store::MemberKind;
+use serde_json::{json, Value};
+
+use crate::support::{spawn_relay, TestRelay};
+
+async fn call(
+    relay: &TestRelay,
+    method: Method,
+    path: &str,
+    key: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    relay.request(method, path, Some(key), body).await
+}
+
+async fn create(relay: &TestRelay, key: &str, body: Value) -> (StatusCode, Value) {
+    call(relay, Method::POST, "/templates", key, Some(body)).await
+}
+
+fn names(list: &Value) -> Vec<&str> {
+    list["templates"]
+        .as_array()
+        .expect("templates")
+        .iter()
+        .map(|template| template["name"].as_str().expect("name"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_template_is_created_read_by_id_and_name_changed_and_deleted() {
+    let relay = spawn_relay().await;
+    let admin = relay.admin_key.clone();
+    let (status, created) = create(
+        &relay,
+        &admin,
+        json!({
+            "name": "python",
+            "description": "Python 3 with pip",
+            "network": "allowlist",
+            "allowed_domains": ["PyPI.org", "files.pythonhosted.org"],
+            "env_text": "# tools\nexport PIP_INDEX_URL=https://pypi.org/simple\nGREETING=\"hello\\nworld\"\n",
+            "setup_script": "#!/bin/bash\napt-get install -y python3-pip\n",
+            "idle_timeout_s": 600
+        }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_str().expect("id").to_owned();
+    assert!(id.starts_with("tpl_"), "{id}");
+    assert_eq!(created["scope"], "shared");
+    assert_eq!(created["network"], "allowlist");
+    assert_eq!(
+        created["allowed_domains"],
+        json!(["pypi.org", "files.pythonhosted.org"])
+    );
+    assert_eq!(created["env_names"], json!(["PIP_INDEX_URL", "GREETING"]));
+    assert_eq!(created["idle_timeout_s"], 600);
+    assert_eq!(created["max_lifetime_s"], 28_800, "the default");
+    assert_eq!(created["created_by"]["name"], "admin");
+    assert!(created.get("warnings").is_none(), "{created}");
+
+    let (status, by_id) = relay.get(&format!("/templates/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(by_id, created);
+    let (status, by_name) = relay.get("/templates/python").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(by_name["id"], id.as_str());
+
+    let (status, changed) = call(
+        &relay,
+        Method::PATCH,
+        "/templates/python",
+        &admin,
+        Some(json!({"name": "py", "network": "none", "setup_script": "", "description": null})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{changed}");
+    assert_eq!(changed["name"], "py");
+    assert_eq!(changed["network"], "none");
+    assert_eq!(
+        changed["allowed_domains"],
+        json!([]),
+        "left with the allowlist"
+    );
+    assert_eq!(changed["setup_script"], "");
+    assert_eq!(
+        changed["description"], "Python 3 with pip",
+        "null leaves it"
+    );
+    assert_eq!(changed["env_text"], created["env_text"]);
+
+    let (status, list) = relay.get("/templates").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(names(&list), ["py"]);
+
+    let (status, _) = call(&relay, Method::DELETE, "/templates/py", &admin, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, answer) = relay.get(&format!("/templates/{id}")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(answer["error"]["code"], "template_not_found");
+    let (status, _) = call(&relay, Method::DELETE, "/templates/py", &admin, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn names_are_unique_and_follow_the_environment_rules() {
+    let relay = spawn_relay().await;
+    let admin = relay.admin_key.clone();
+    let (status, _) = create(&relay, &admin, json!({"name": "base"})).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, answer) = create(&relay, &admin, json!({"name": "base"})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("template named \"base\""),
+        "{answer}"
+    );
+    let (status, _) = create(&relay, &admin, json!({"name": "other"})).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, answer) = call(
+        &relay,
+        Method::PATCH,
+        "/templates/other",
+        &admin,
+        Some(json!({"name": "base"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+
+    for name in [
+        json!(""),
+        json!("  "),
+        json!("a\u{7}b"),
+        json!("x".repeat(129)),
+    ] {
+        let (status, answer) = create(&relay, &admin, json!({ "name": name })).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {answer}");
+    }
+    let (status, _) = create(&relay, &admin, json!({"name": "x".repeat(128)})).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, answer) = create(&relay, &admin, json!({"name": "a", "scope": "team:"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    let (status, answer) = call(
+        &relay,
+        Method::PATCH,
+        "/templates/base",
+        &admin,
+        Some(json!({"scope": "team:ops"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "scope is fixed: {answer}");
+}
+
+/// Shared templates: everyone uses them, admins change them. A team's:
+/// its members only; an admin outside the team sees it (403 on change),
+/// any other member gets 404.
+#[tokio::test]
+async fn scope_decides_who_sees_uses_and_changes_a_template() {
+    let relay = spawn_relay().await;
+    let admin = relay.admin_key.clone();
+    let (_, ops) = relay
+        .new_member("olga", false, &["ops"], MemberKind::Person)
+        .await;
+    let (_, web) = relay
+        .new_member("wes", false, &["web"], MemberKind::Person)
+        .await;
+
+    let (status, answer) = create(&relay, &ops, json!({"name": "shared-one"})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    let (status, answer) = create(
+        &relay,
+        &ops,
+        json!({"name": "web-one", "scope": "team:web"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{answer}");
+    let (status, answer) = create(
+        &relay,
+        &admin,
+        json!({"name": "ops-by-admin", "scope": "team:ops"}),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "admins join a team first: {answer}"
+    );
+
+    let (status, _) = create(&relay, &admin, json!({"name": "base"})).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, answer) = create(
+        &relay,
+        &ops,
+        json!({"name": "ops-tools", "scope": "team:ops"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+
+    let (_, list) = call(&relay, Method::GET, "/templates", &ops, None).await;
+    assert_eq!(names(&list), ["base", "ops-tools"]);
+    let (_, list) = call(&relay, Method::GET, "/templates", &web, None).await;
+    assert_eq!(names(&list), ["base"]);
+    let (_, list) = relay.get("/templates").await;
+    assert_eq!(names(&list), ["base", "ops-tools"], "admins see every one");
+
+    let (status, _) = call(&relay, Method::GET, "/templates/ops-tools", &web, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = call(&relay, Method::DELETE, "/templates/ops-tools", &web, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = relay.get("/templates/ops-tools").await;
+    assert_eq!(status, StatusCode::OK, "an admin reads it");
+    let (status, _) = call(&relay, Method::DELETE, "/templates/ops-tools", &admin, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = call(
+        &relay,
+        Method::PATCH,
+        "/templates/base",
+        &ops,
+        Some(json!({"description": "mine now"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, answer) = call(
+        &relay,
+        Method::PATCH,
+        "/templates/ops-tools",
+        &ops,
+        Some(json!({"description": "ours"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let (status, _) = call(&relay, Method::GET, "/templates", "rnrk_wrong", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn sizes_are_limited_in_bytes() {
+    let relay = spawn_relay().await;
+    let admin = relay.admin_key.clone();
+    // Exactly at the limits: accepted.
+    let value = "x".repeat(MAX_ENV_TEXT_BYTES - "A=".len());
+    let (status, answer) = create(
+        &relay,
+        &admin,
+        json!({"name": "full", "env_text": format!("A={value}"), "setup_script": "#".repeat(MAX_SETUP_SCRIPT_BYTES)}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{}", answer["error"]);
+    // One byte over: refused, saying how big it was.
+    let (status, answer) = create(
+        &relay,
+        &admin,
+        json!({"name": "env", "env_text": format!("A={value}x")}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        answer["error"]["message"],
+        format!(
+            "env_text is {} bytes; at most {MAX_ENV_TEXT_BYTES} are allowed",
+            MAX_ENV_TEXT_BYTES + 1
+        )
+    );
+    // Counted in bytes, not characters: 'é' is two.
+    let (status, _) = create(
+        &relay,
+        &admin,
+        json!({"name": "wide", "env_text": format!("A={}", "é".repeat(MAX_ENV_TEXT_BYTES / 2))}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, answer) = create(
+        &relay,
+        &admin,
+        json!({"name": "setup", "setup_script": "#".repeat(MAX_SETUP_SCRIPT_BYTES + 1)}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .expect("message")
+            .starts_with("setup_script is 65537 bytes"),
+        "{answer}"
+    );
+    for body in [
+        json!({"name": "t", "idle_timeout_s": 59}),
+        json!({"name": "t", "idle_timeout_s": 86_401}),
+        json!({"name": "t", "max_lifetime_s": 604_801}),
+        json!({"name": "t", "idle_timeout_s": 7200, "max_lifetime_s": 3600}),
+        json!({"name": "t", "network": "allowlist"}),
+        json!({"name": "t", "allowed_domains": ["pypi.org"]}),
+        json!({"name": "t", "network": "allowlist", "allowed_domains": ["https://pypi.org"]}),
+        json!({"name": "t", "network": "allowlist", "allowed_domains": ["*.pypi.org"]}),
+        json!({"name": "t", "network": "everything"}),
+        json!({"name": "t", "env": "A=1"}),
+    ] {
+        let (status, answer) = create(&relay, &admin, body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
+    }
+    let (_, list) = relay.get("/templates").await;
+    assert_eq!(names(&list), ["full"], "nothing else was created");
+}
+
+#[tokio::test]
+async fn env_parse_errors_name_the_line() {
+    let relay = spawn_relay().await;
+    let admin = relay.admin_key.clone();
+    for (env_text, message) in [
+        (
+            "A=1\n# fine\n\nB=\"multi\nline\"\n1BAD=x\n",
+            "env_text: line 6: \"1BAD\" is not a variable name: a name starts with a letter or `_` and has only letters, digits and `_`",
+        ),
+        (
+            "A=1\nB='never closed\nC=3\n",
+            "env_text: line 2: the single quote opened here is never closed",
+        ),
+        ("A=1\nA=2\n", "env_text: line 2: A is already set on line 1"),
+        (
+            "A=1\nnot a line\n",
+            "env_text: line 2: expected `=` after not, found 'a'",
+        ),
+    ] {
+        let (status, answer) = create(&relay, &admin, json!({"name": "t", "env_text": env_text})).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{env_text:?}");
+        assert_eq!(answer["error"]["message"], message, "{env_text:?}");
+    }
+    let (status, _) = create(&relay, &admin, json!({"name": "t", "env_text": "A=1\n"})).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, answer) = call(
+        &relay,
+        Method::PATCH,
+        "/templates/t",
+        &admin,
+        Some(json!({"env_text": "A=1\nB=\"x\" junk\n"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        answer["error"]["message"],
+        "env_text: line 2: unexpected text after the closing quote: \"junk\""
+    );
+}
+
+#[tokio::test]
+async fn secret_looking_values_are_saved_with_warnings() {
+    let relay = spawn_relay().await;
+    let admin = relay.admin_key.clone();
+    let (status, created) = create(
+        &relay,
+        &admin,
+        json!({"name": "ci", "env_text": "LANG=C.UTF-8\nGITHUB_TOKEN=abc\nHELPER=ghp_0123456789abcdefghijABCDEFGHIJ012345\n"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let warnings = created["warnings"].as_array().expect("warnings");
+    let flagged: Vec<(&str, u64)> = warnings
+        .iter()
+        .map(|warning| {
+            (
+                warning["name"].as_str().expect("name"),
+                warning["line"].as_u64().expect("line"),
+            )
+        })
+        .collect();
+    assert_eq!(flagged, [("GITHUB_TOKEN", 2), ("HELPER", 3)]);
+    let message = warnings[1]["message"].as_str().expect("message");
+    assert!(
+        message.contains("GitHub personal access token"),
+        "{message}"
+    );
+    assert!(message.contains("can read its value"), "{message}");
+    // Reading it again says so too.
+    let (_, read) = relay.get("/templates/ci").await;
+    assert_eq!(read["warnings"], created["warnings"]);
+}
+
+#[tokio::test]
+async fn every_change_leaves_one_audit_entry_naming_the_template() {
+    let relay = spawn_relay().await;
+    let admin = relay.admin_key.clone();
+    let (_, created) = create(&relay, &admin, json!({"name": "audited"})).await;
+    let id = created["id"].as_str().expect("id").to_owned();
+    call(
+        &relay,
+        Method::PATCH,
+        "/templates/audited",
+        &admin,
+        Some(json!({"description": "d"})),
+    )
+    .await;
+    // A refused change leaves none.
+    call(
+        &relay,
+        Method::PATCH,
+        "/templates/audited",
+        &admin,
+        Some(json!({"env_text": "bad line"})),
+    )
+    .await;
+    call(&relay, Method::DELETE, "/templates/audited", &admin, None).await;
+    let (status, page) = relay.get("/audit?limit=1000").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let actions: Vec<(&str, &str, &str)> = page["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|entry| {
+            entry["action"]
+                .as_str()
+                .is_some_and(|action| action.starts_with("template."))
+        })
+        .map(|entry| {
+            (
+                entry["action"].as_str().expect("action"),
+                entry["target"].as_str().expect("target"),
+                entry["actor"]["name"].as_str().expect("actor"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("template.create", id.as_str(), "admin"),
+            ("template.update", id.as_str(), "admin"),
+            ("template.delete", id.as_str(), "admin"),
+        ]
+    );
+    let (status, page) = relay.get("/audit?action=template.update").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(page["entries"].as_array().expect("entries").len(), 1);
+}
+
+/// The document describes the routes with the rules the relay applies,
+/// and warns that values are visible.
+#[tokio::test]
+async fn the_document_describes_templates() {
+    let document = runner_relay::http::openapi::document();
+    let create = &document["components"]["schemas"]["CreateTemplate"];
+    assert_eq!(create["properties"]["name"]["maxLength"], 128);
+    assert_eq!(create["additionalProperties"], false);
+    assert_eq!(
+        create["properties"]["allowed_domains"]["items"]["maxLength"],
+        253
+    );
+    let post = &document["paths"]["/templates"]["post"];
+    assert!(
+        post["description"]
+            .as_str()
+            .expect("description")
+            .contains("plain text"),
+        "{post}"
+    );
+    assert!(document["paths"]["/templates/{id}"]["delete"].is_object());
+}
