@@ -12,6 +12,7 @@ pub mod run;
 pub mod service;
 pub mod session;
 pub mod status;
+pub mod template;
 pub mod token;
 pub mod tools;
 pub mod update;

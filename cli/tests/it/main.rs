@@ -24,6 +24,7 @@ mod relay_mcp;
 mod runner;
 mod service;
 mod snapshots;
+mod template;
 mod tls;
 mod tool_secrets;
 mod tools_argv;
