@@ -197,13 +197,13 @@ mod tests {
 
     #[test]
     fn a_create_request_reads_its_defaults_and_refuses_unknown_fields() {
-        let create: CreateTemplate = serde_json::from_str(r#"{"name":"py"}"#).unwrap();
+        let create: CreateTemplate = serde_json::from_str(r#"{"name":"py"}"#).expect("accepted");
         assert_eq!(create.network, None);
         assert_eq!(create.idle_timeout_s, None);
         let create: CreateTemplate = serde_json::from_str(
             r#"{"name":"py","network":"allowlist","allowed_domains":["pypi.org"]}"#,
         )
-        .unwrap();
+        .expect("accepted");
         assert_eq!(create.network, Some(Network::Allowlist));
         assert!(serde_json::from_str::<CreateTemplate>(r#"{"name":"py","env":"A=1"}"#).is_err());
         assert!(serde_json::from_str::<UpdateTemplate>(r#"{"scope":"shared"}"#).is_err());

@@ -246,7 +246,7 @@ fn show(template: &Template, json: bool) -> Result<()> {
 /// Seconds in the largest unit that divides them (`900` → `15m`).
 fn duration(seconds: u64) -> String {
     for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60)] {
-        if seconds >= size && seconds % size == 0 {
+        if seconds >= size && seconds.is_multiple_of(size) {
             return format!("{}{unit}", seconds / size);
         }
     }
@@ -259,9 +259,12 @@ mod tests {
 
     #[test]
     fn names_become_one_path_segment() {
-        assert_eq!(template_path("tpl_1").unwrap(), "/templates/tpl_1");
         assert_eq!(
-            template_path("my py/3 ?x").unwrap(),
+            template_path("tpl_1").expect("accepted"),
+            "/templates/tpl_1"
+        );
+        assert_eq!(
+            template_path("my py/3 ?x").expect("accepted"),
             "/templates/my%20py%2F3%20%3Fx"
         );
     }

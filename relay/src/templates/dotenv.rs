@@ -336,7 +336,7 @@ mod tests {
                 ("C", "3"),
             ])
         );
-        let entries = parse_entries(text).unwrap();
+        let entries = parse_entries(text).expect("accepted");
         let lines: Vec<usize> = entries.iter().map(|entry| entry.line).collect();
         assert_eq!(lines, [1, 2, 5, 7]);
         // The line after a multi-line value is counted right in errors too.
@@ -348,6 +348,32 @@ mod tests {
             "line {line}: \"9X\" is not a variable name: a name starts with a letter or `_` and \
              has only letters, digits and `_`"
         )
+    }
+
+    /// The example of docs/templates.md reads as the page says.
+    #[test]
+    fn the_documented_example_reads_as_documented() {
+        let docs = include_str!("../../../docs/templates.md");
+        let example = docs
+            .split_once("## The `.env` format\n\n```sh\n")
+            .and_then(|(_, rest)| rest.split_once("```"))
+            .map(|(example, _)| example)
+            .expect("the example");
+        let read = vars(example);
+        let value = |name: &str| {
+            read.iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.as_str())
+        };
+        assert_eq!(value("LANG"), Some("C.UTF-8"));
+        assert_eq!(value("GREETING"), Some("hello world"));
+        assert_eq!(value("LITERAL"), Some(r"no $expansion, no \n escapes"));
+        assert_eq!(value("MOTD"), Some("first line\nsecond line"));
+        assert_eq!(
+            value("CERT"),
+            Some("-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----")
+        );
+        assert_eq!(read.len(), 6);
     }
 
     #[test]

@@ -329,7 +329,7 @@ mod tests {
     #[test]
     fn a_checked_record_has_its_variables_and_warnings() {
         let mut template = record();
-        template.check().unwrap();
+        template.check().expect("accepted");
         assert_eq!(template.env().len(), 2);
         let warnings = template.warnings();
         assert_eq!(warnings.len(), 1);
@@ -346,12 +346,12 @@ mod tests {
         template.allowed_domains = vec!["PyPI.org".into(), "pypi.org".into()];
         assert!(template.check().is_err(), "domains without allowlist");
         template.network = Network::Allowlist;
-        template.check().unwrap();
+        template.check().expect("accepted");
         assert_eq!(template.allowed_domains, ["pypi.org"]);
         template.allowed_domains.clear();
         assert!(template.check().is_err(), "allowlist without domains");
         template.allowed_domains = vec!["https://pypi.org".into()];
-        let error = template.check().unwrap_err();
+        let error = template.check().expect_err("refused");
         assert!(error.0.contains("https://pypi.org"), "{error}");
     }
 
@@ -359,16 +359,28 @@ mod tests {
     fn sizes_and_timeouts_are_bounded() {
         let mut template = record();
         template.env_text = format!("A={}", "x".repeat(MAX_ENV_TEXT_BYTES));
-        assert!(template.check().unwrap_err().0.contains("env_text is"));
+        assert!(template
+            .check()
+            .expect_err("refused")
+            .0
+            .contains("env_text is"));
         let mut template = record();
         template.setup_script = "#".repeat(MAX_SETUP_SCRIPT_BYTES + 1);
-        assert!(template.check().unwrap_err().0.contains("setup_script is"));
+        assert!(template
+            .check()
+            .expect_err("refused")
+            .0
+            .contains("setup_script is"));
         let mut template = record();
         template.idle_timeout_s = 10;
         assert!(template.check().is_err());
         let mut template = record();
         template.idle_timeout_s = 7200;
         template.max_lifetime_s = 3600;
-        assert!(template.check().unwrap_err().0.contains("must not exceed"));
+        assert!(template
+            .check()
+            .expect_err("refused")
+            .0
+            .contains("must not exceed"));
     }
 }

@@ -61,7 +61,7 @@ fn network_label(network: Network) -> &'static str {
 
 /// `900` → `15 min`, `28800` → `8 h`.
 fn minutes(seconds: u64) -> String {
-    if seconds % 3600 == 0 {
+    if seconds.is_multiple_of(3600) {
         format!("{} h", seconds / 3600)
     } else {
         format!("{} min", seconds / 60)
