@@ -154,6 +154,11 @@ pub struct UpdateTemplate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "lifetime_schema")]
     pub max_lifetime_s: Option<u64>,
+    /// Present only so that a PATCH naming it gets a clear 400; the
+    /// document leaves it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub scope: Option<String>,
 }
 
 fn network_schema(_: &mut SchemaGenerator) -> Schema {
@@ -206,6 +211,6 @@ mod tests {
         .expect("accepted");
         assert_eq!(create.network, Some(Network::Allowlist));
         assert!(serde_json::from_str::<CreateTemplate>(r#"{"name":"py","env":"A=1"}"#).is_err());
-        assert!(serde_json::from_str::<UpdateTemplate>(r#"{"scope":"shared"}"#).is_err());
+        assert!(serde_json::from_str::<UpdateTemplate>(r#"{"env":"A=1"}"#).is_err());
     }
 }

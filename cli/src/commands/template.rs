@@ -87,6 +87,7 @@ pub async fn run(dirs: &Dirs, command: TemplateCommand) -> Result<()> {
                 setup_script: files.setup_script,
                 idle_timeout_s: args.fields.idle_timeout,
                 max_lifetime_s: args.fields.max_lifetime,
+                scope: None,
             };
             let updated: Template = client
                 .request(

@@ -100,6 +100,11 @@ pub async fn update_template(
     request: UpdateTemplate,
 ) -> Result<TemplateRecord, ApiError> {
     let mut template = template_for(state, caller, id, Intent::Manage).await?;
+    if request.scope.is_some() {
+        return Err(ApiError::bad_request(
+            "scope is fixed at creation; create a new template to change it",
+        ));
+    }
     if let Some(name) = request.name {
         template.name = name;
     }

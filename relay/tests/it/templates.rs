@@ -157,7 +157,11 @@ async fn names_are_unique_and_follow_the_environment_rules() {
         Some(json!({"scope": "team:ops"})),
     )
     .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "scope is fixed: {answer}");
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "scope is fixed at creation; create a new template to change it"
+    );
 }
 
 /// Shared templates: everyone uses them, admins change them. A team's:
@@ -445,6 +449,8 @@ async fn every_change_leaves_one_audit_entry_naming_the_template() {
 #[tokio::test]
 async fn the_document_describes_templates() {
     let document = runner_relay::http::openapi::document();
+    let update = &document["components"]["schemas"]["UpdateTemplate"];
+    assert!(update["properties"].get("scope").is_none(), "{update}");
     let create = &document["components"]["schemas"]["CreateTemplate"];
     assert_eq!(create["properties"]["name"]["maxLength"], 128);
     assert_eq!(create["additionalProperties"], false);

@@ -375,6 +375,7 @@ pub async fn save(
                 )
                 .map_err(|why| Failure::new(StatusCode::BAD_REQUEST, why))?,
             ),
+            scope: None,
         })
     })();
     let saved = match request {
