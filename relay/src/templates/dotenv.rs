@@ -350,6 +350,75 @@ mod tests {
         )
     }
 
+    /// Every text of up to five characters from the format's own
+    /// characters reads or fails with a line number within the text: no
+    /// panic, no loop.
+    #[test]
+    fn short_texts_never_panic() {
+        const ALPHABET: [char; 11] = ['A', '=', '"', '\'', '\\', '#', ' ', '\n', '\r', 'x', 'é'];
+        let mut text = String::new();
+        let mut indices = Vec::new();
+        loop {
+            text.clear();
+            text.extend(indices.iter().map(|&index: &usize| ALPHABET[index]));
+            if let Err(error) = parse(&text) {
+                assert!(
+                    error.line >= 1 && error.line <= text.matches('\n').count() + 1,
+                    "{text:?}: {error}"
+                );
+            }
+            // The next combination, shortest first.
+            let mut position = 0;
+            loop {
+                if position == indices.len() {
+                    if indices.len() == 5 {
+                        return;
+                    }
+                    indices.push(0);
+                    break;
+                }
+                indices[position] += 1;
+                if indices[position] < ALPHABET.len() {
+                    break;
+                }
+                indices[position] = 0;
+                position += 1;
+            }
+        }
+    }
+
+    /// A value written in double quotes with its escapes reads back as it
+    /// was, whatever it holds.
+    #[test]
+    fn escaped_values_read_back() {
+        let values = [
+            "",
+            "plain",
+            "two\nlines",
+            "quote \" inside",
+            "back\\slash\\",
+            "tab\tand\rreturn",
+            "# not a comment",
+            "'single'",
+            "ünïcödé ✓",
+            "trailing space ",
+            "\\n literally",
+        ];
+        let mut text = String::new();
+        for (index, value) in values.iter().enumerate() {
+            let escaped = value
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n")
+                .replace('\r', "\\r")
+                .replace('\t', "\\t");
+            text.push_str(&format!("V{index}=\"{escaped}\"\n"));
+        }
+        let read = parse(&text).expect("escaped values read");
+        let values_read: Vec<&str> = read.iter().map(|var| var.value.as_str()).collect();
+        assert_eq!(values_read, values);
+    }
+
     /// The example of docs/templates.md reads as the page says.
     #[test]
     fn the_documented_example_reads_as_documented() {
