@@ -112,6 +112,12 @@ _runner() {
             runner__subcmd__env,delete)
                 cmd="runner__subcmd__env__subcmd__delete"
                 ;;
+            runner__subcmd__env,deploy)
+                cmd="runner__subcmd__env__subcmd__deploy"
+                ;;
+            runner__subcmd__env,deployment)
+                cmd="runner__subcmd__env__subcmd__deployment"
+                ;;
             runner__subcmd__env,help)
                 cmd="runner__subcmd__env__subcmd__help"
                 ;;
@@ -120,6 +126,9 @@ _runner() {
                 ;;
             runner__subcmd__env,show)
                 cmd="runner__subcmd__env__subcmd__show"
+                ;;
+            runner__subcmd__env,undeploy)
+                cmd="runner__subcmd__env__subcmd__undeploy"
                 ;;
             runner__subcmd__env,update)
                 cmd="runner__subcmd__env__subcmd__update"
@@ -130,6 +139,12 @@ _runner() {
             runner__subcmd__env__subcmd__help,delete)
                 cmd="runner__subcmd__env__subcmd__help__subcmd__delete"
                 ;;
+            runner__subcmd__env__subcmd__help,deploy)
+                cmd="runner__subcmd__env__subcmd__help__subcmd__deploy"
+                ;;
+            runner__subcmd__env__subcmd__help,deployment)
+                cmd="runner__subcmd__env__subcmd__help__subcmd__deployment"
+                ;;
             runner__subcmd__env__subcmd__help,help)
                 cmd="runner__subcmd__env__subcmd__help__subcmd__help"
                 ;;
@@ -138,6 +153,9 @@ _runner() {
                 ;;
             runner__subcmd__env__subcmd__help,show)
                 cmd="runner__subcmd__env__subcmd__help__subcmd__show"
+                ;;
+            runner__subcmd__env__subcmd__help,undeploy)
+                cmd="runner__subcmd__env__subcmd__help__subcmd__undeploy"
                 ;;
             runner__subcmd__env__subcmd__help,update)
                 cmd="runner__subcmd__env__subcmd__help__subcmd__update"
@@ -220,11 +238,20 @@ _runner() {
             runner__subcmd__help__subcmd__env,delete)
                 cmd="runner__subcmd__help__subcmd__env__subcmd__delete"
                 ;;
+            runner__subcmd__help__subcmd__env,deploy)
+                cmd="runner__subcmd__help__subcmd__env__subcmd__deploy"
+                ;;
+            runner__subcmd__help__subcmd__env,deployment)
+                cmd="runner__subcmd__help__subcmd__env__subcmd__deployment"
+                ;;
             runner__subcmd__help__subcmd__env,list)
                 cmd="runner__subcmd__help__subcmd__env__subcmd__list"
                 ;;
             runner__subcmd__help__subcmd__env,show)
                 cmd="runner__subcmd__help__subcmd__env__subcmd__show"
+                ;;
+            runner__subcmd__help__subcmd__env,undeploy)
+                cmd="runner__subcmd__help__subcmd__env__subcmd__undeploy"
                 ;;
             runner__subcmd__help__subcmd__env,update)
                 cmd="runner__subcmd__help__subcmd__env__subcmd__update"
@@ -893,7 +920,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__env)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version create list show update delete help"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version create list show update delete deploy undeploy deployment help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -927,7 +954,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__env__subcmd__create)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --name --description --scope --tier --tag --allow-all-tools --allow-tool --file-path --require-approval --url --json --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --name --description --scope --tier --tag --type --allow-all-tools --allow-tool --file-path --require-approval --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -970,6 +997,10 @@ _runner() {
                     return 0
                     ;;
                 --tag)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --type)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1034,8 +1065,88 @@ _runner() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        runner__subcmd__env__subcmd__deploy)
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --grace-hours --url --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --insecure-skip-tls-verify)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --grace-hours)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__env__subcmd__deployment)
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --insecure-skip-tls-verify)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         runner__subcmd__env__subcmd__help)
-            opts="create list show update delete help"
+            opts="create list show update delete deploy undeploy deployment help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1063,6 +1174,34 @@ _runner() {
             return 0
             ;;
         runner__subcmd__env__subcmd__help__subcmd__delete)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__env__subcmd__help__subcmd__deploy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__env__subcmd__help__subcmd__deployment)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1105,6 +1244,20 @@ _runner() {
             return 0
             ;;
         runner__subcmd__env__subcmd__help__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__env__subcmd__help__subcmd__undeploy)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1171,6 +1324,44 @@ _runner() {
             return 0
             ;;
         runner__subcmd__env__subcmd__show)
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --insecure-skip-tls-verify)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__env__subcmd__undeploy)
             opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1425,7 +1616,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__help__subcmd__env)
-            opts="create list show update delete"
+            opts="create list show update delete deploy undeploy deployment"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1466,6 +1657,34 @@ _runner() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        runner__subcmd__help__subcmd__env__subcmd__deploy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__help__subcmd__env__subcmd__deployment)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         runner__subcmd__help__subcmd__env__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -1481,6 +1700,20 @@ _runner() {
             return 0
             ;;
         runner__subcmd__help__subcmd__env__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__help__subcmd__env__subcmd__undeploy)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2853,7 +3086,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__session__subcmd__create)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --env --tag --agent --url --json --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --env --tag --agent --template --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2888,6 +3121,10 @@ _runner() {
                     return 0
                     ;;
                 --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --template)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
