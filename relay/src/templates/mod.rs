@@ -24,6 +24,7 @@ use crate::access;
 use crate::clock::rfc3339;
 use crate::environment::Scope;
 use crate::http::error::ApiError;
+use crate::sandboxes::SandboxSettings;
 use crate::sessions::MemberName;
 use crate::state::AppState;
 use crate::store::Member;
@@ -74,6 +75,19 @@ impl TemplateRecord {
     /// The setup script, if there is one.
     pub fn setup(&self) -> Option<&str> {
         (!self.setup_script.trim().is_empty()).then_some(self.setup_script.as_str())
+    }
+
+    /// What a sandbox made from this template is started with.
+    pub fn sandbox_settings(&self) -> SandboxSettings {
+        SandboxSettings {
+            template_id: Some(self.id.clone()),
+            network: self.network,
+            allowed_domains: self.allowed_domains.clone(),
+            env: self.env(),
+            setup_script: self.setup().map(str::to_owned),
+            idle_timeout_s: self.idle_timeout_s,
+            max_lifetime_s: self.max_lifetime_s,
+        }
     }
 
     /// Checks every field against its rule, normalises the domains and

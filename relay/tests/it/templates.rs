@@ -468,3 +468,185 @@ async fn the_document_describes_templates() {
     );
     assert!(document["paths"]["/templates/{id}"]["delete"].is_object());
 }
+
+/// A session that names a template gets sandboxes prepared by it; the
+/// template is checked when the session starts, and one deleted since
+/// leaves the session's new sandboxes the defaults.
+#[tokio::test]
+async fn a_sandbox_session_starts_its_sandbox_with_the_templates_settings() {
+    use runner_proto::sandbox::{
+        Capacity, Network, SandboxState, StartSandbox, Started, DESTROY_TOOL, HOST_ROLE, START_TOOL,
+    };
+    use runner_proto::ws::{CallResult, RunnerMessage};
+
+    use crate::support::{hello, FakeRunner};
+
+    let relay = spawn_relay().await;
+    let admin = relay.admin_key.clone();
+    let host_id = relay
+        .create_env(json!({ "name": "host", "type": HOST_ROLE }))
+        .await;
+    let token = relay.token(&host_id).await;
+    let mut greeting = hello("host", "host", &[START_TOOL, DESTROY_TOOL]);
+    greeting.sandbox_capacity = Some(Capacity {
+        slots_total: 4,
+        slots_used: 0,
+        memory_total_mb: 8192,
+        memory_available_mb: 4096,
+    });
+    let mut host = FakeRunner::connect(&relay, &token, greeting).await;
+    relay
+        .wait_status(&host_id, |status| status["status"] == "online")
+        .await;
+    let (status, template) = create(
+        &relay,
+        &admin,
+        json!({
+            "name": "py",
+            "network": "allowlist",
+            "allowed_domains": ["pypi.org"],
+            "env_text": "GREETING=\"hello\nworld\"\nLANG=C.UTF-8\n",
+            "setup_script": "echo ready\n",
+            "idle_timeout_s": 600,
+            "max_lifetime_s": 3600
+        }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{template}");
+    let (_, ops_key) = relay
+        .new_member("olga", false, &["ops"], MemberKind::Person)
+        .await;
+    let (status, _) = create(
+        &relay,
+        &ops_key,
+        json!({"name": "ops-only", "scope": "team:ops"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let member = relay.member(false, &["web"]).await;
+
+    // Named by an unknown name, or one of another team: 404 at creation.
+    for name in ["nope", "ops-only"] {
+        let (status, answer) = call(
+            &relay,
+            Method::POST,
+            "/sessions",
+            &member,
+            Some(json!({"environment": "sandbox", "template": name})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{name}: {answer}");
+        assert_eq!(answer["error"]["code"], "template_not_found");
+    }
+
+    // Starts one sandbox through the session and returns what the host was
+    // asked, answering ready.
+    async fn first_start(
+        relay: &TestRelay,
+        key: &str,
+        host: &mut FakeRunner,
+        body: Value,
+    ) -> StartSandbox {
+        let (status, session) = relay
+            .request(Method::POST, "/sessions", Some(key), Some(body))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{session}");
+        let id = session["id"].as_str().expect("id").to_owned();
+        let (url, key) = (
+            format!("{}/sessions/{id}/invoke-tool", relay.url),
+            key.to_owned(),
+        );
+        let call = tokio::spawn(async move {
+            reqwest::Client::new()
+                .post(url)
+                .bearer_auth(key)
+                .json(&json!({ "tool_name": "ping", "args": {} }))
+                .send()
+                .await
+                .expect("sent")
+                .status()
+        });
+        let start_call = host.next_call().await;
+        assert_eq!(start_call.tool, START_TOOL);
+        let start: StartSandbox =
+            serde_json::from_value(start_call.args.clone()).expect("start args");
+        let mut sandbox = FakeRunner::connect(
+            relay,
+            &start.token.0,
+            hello("sandbox", &start.sandbox_id, &["ping"]),
+        )
+        .await;
+        let started = Started {
+            sandbox_id: start.sandbox_id.clone(),
+            state: SandboxState::Ready,
+            reason: None,
+            setup: None,
+            elapsed_ms: 1,
+        };
+        host.send(&RunnerMessage::Result(CallResult {
+            call_id: start_call.call_id.clone(),
+            result: json!({ "stdout": serde_json::to_string(&started).expect("encodes"), "stderr": "" }),
+            exit_code: Some(0),
+            error: None,
+            error_code: None,
+        }))
+        .await;
+        let ping = sandbox.next_call().await;
+        sandbox.answer(&ping, 0).await;
+        assert_eq!(call.await.expect("call task"), StatusCode::OK);
+        start
+    }
+
+    let start = first_start(
+        &relay,
+        &member,
+        &mut host,
+        json!({"environment": "sandbox", "template": "py"}),
+    )
+    .await;
+    assert_eq!(start.network, Network::Allowlist);
+    assert_eq!(start.allowed_domains, ["pypi.org"]);
+    let env: Vec<(&str, &str)> = start
+        .env
+        .iter()
+        .map(|var| (var.name.as_str(), var.value.as_str()))
+        .collect();
+    assert_eq!(env, [("GREETING", "hello\nworld"), ("LANG", "C.UTF-8")]);
+    assert_eq!(start.setup_script.as_deref(), Some("echo ready\n"));
+    assert_eq!((start.idle_timeout_s, start.max_lifetime_s), (600, 3600));
+
+    // Deleted after the session began: its sandbox gets the defaults.
+    let (status, session) = call(
+        &relay,
+        Method::POST,
+        "/sessions",
+        &member,
+        Some(json!({"environment": "sandbox", "template": "py"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{session}");
+    assert_eq!(session["template_id"], template["id"]);
+    let (status, _) = call(&relay, Method::DELETE, "/templates/py", &admin, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let id = session["id"].as_str().expect("id");
+    let url = format!("{}/sessions/{id}/invoke-tool", relay.url);
+    let key = member.clone();
+    let call_task = tokio::spawn(async move {
+        reqwest::Client::new()
+            .post(url)
+            .bearer_auth(key)
+            .json(&json!({ "tool_name": "ping", "args": {} }))
+            .send()
+            .await
+            .expect("sent")
+            .status()
+    });
+    let start_call = host.next_call().await;
+    let start: StartSandbox = serde_json::from_value(start_call.args.clone()).expect("start args");
+    assert_eq!(start.network, Network::None);
+    assert!(
+        start.env.is_empty() && start.setup_script.is_none(),
+        "{start:?}"
+    );
+    call_task.abort();
+}
