@@ -37,7 +37,6 @@ use crate::sessions::{new_session_id, Lock, MemberName, Requested, RequestedFrom
 use crate::state::AppState;
 use crate::status;
 use crate::store::{Member, MemberKind};
-use crate::templates;
 use runner_proto::audit::AuditAction;
 
 /// Most sessions one `GET /sessions` lists.
@@ -183,7 +182,7 @@ pub async fn create(
         // Checked now (404, or 403 for an admin outside its team), kept by
         // id: a template deleted later leaves the session the defaults.
         Some(name_or_id) => Some(
-            templates::for_session(&state, &caller, name_or_id)
+            super::templates::for_session(&state, &caller, name_or_id)
                 .await?
                 .id,
         ),

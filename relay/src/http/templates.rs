@@ -14,17 +14,18 @@ use runner_proto::templates::{
 use super::auth::Caller;
 use super::error::{ApiError, ApiJson};
 use super::origin::{entry, Origin};
+use crate::access;
 use crate::environment::Scope;
 use crate::sessions::MemberName;
 use crate::state::AppState;
 use crate::store::Member;
-use crate::templates::{self, template_for, Intent, TemplateRecord};
+use crate::templates::{self, Intent, InvalidTemplate, TemplateRecord};
 
 pub async fn list(
     State(state): State<AppState>,
     Caller(caller): Caller,
 ) -> Result<Json<TemplateList>, ApiError> {
-    let templates = templates::visible(&state, &caller)
+    let templates = visible(&state, &caller)
         .await?
         .iter()
         .map(TemplateRecord::to_api)
@@ -42,7 +43,7 @@ pub async fn create_template(
 ) -> Result<TemplateRecord, ApiError> {
     let scope = Scope::parse(request.scope.as_deref().unwrap_or("shared"))
         .map_err(|error| ApiError::bad_request(error.message))?;
-    templates::may_create(caller, &scope)?;
+    may_create(caller, &scope)?;
     let now = state.clock.now();
     let mut record = TemplateRecord {
         id: templates::new_template_id(),
@@ -164,7 +165,7 @@ pub async fn delete_template(
 ) -> Result<TemplateRecord, ApiError> {
     let template = template_for(state, caller, id, Intent::Manage).await?;
     if !state.store.delete_template(&template.id).await? {
-        return Err(templates::not_found(id));
+        return Err(not_found(id));
     }
     tracing::info!(template_id = %template.id, "template deleted");
     state
@@ -181,4 +182,82 @@ pub async fn delete(
 ) -> Result<StatusCode, ApiError> {
     delete_template(&state, &caller, &origin, &id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+impl From<InvalidTemplate> for ApiError {
+    fn from(error: InvalidTemplate) -> Self {
+        ApiError::bad_request(error.0)
+    }
+}
+
+/// Whether `member` may create a template of `scope`: 403's message if not.
+pub fn may_create(member: &Member, scope: &Scope) -> Result<(), ApiError> {
+    if access::can_manage(member, scope) {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(match scope {
+        Scope::Shared => "only organisation admins may create shared templates".to_owned(),
+        Scope::Team(team) => format!("you are not a member of team {team:?}"),
+    }))
+}
+
+pub fn not_found(id: &str) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::NOT_FOUND,
+        "template_not_found",
+        format!("template {id:?} not found"),
+    )
+}
+
+/// Loads a template, by id or by name, the caller may act on: 404 if it
+/// does not exist or the caller cannot see it, 403 if they see it but may
+/// not do this.
+pub async fn template_for(
+    state: &AppState,
+    caller: &Member,
+    name_or_id: &str,
+    intent: Intent,
+) -> Result<TemplateRecord, ApiError> {
+    let found = match state.store.template(name_or_id).await? {
+        Some(template) => Some(template),
+        // Names are unique, so a path may name one instead of an id.
+        None => state.store.template_by_name(name_or_id).await?,
+    };
+    let template = found
+        .filter(|template| templates::can_see(caller, template))
+        .ok_or_else(|| not_found(name_or_id))?;
+    let allowed = match intent {
+        Intent::Read => true,
+        Intent::Use => access::can_use(caller, &template.scope),
+        Intent::Manage => access::can_manage(caller, &template.scope),
+    };
+    if !allowed {
+        return Err(ApiError::forbidden(match &template.scope {
+            Scope::Shared => "only organisation admins may change shared templates".to_owned(),
+            Scope::Team(team) => format!("only members of team {team:?} may act on its templates"),
+        }));
+    }
+    Ok(template)
+}
+
+/// The template a session names for its sandboxes, if `caller` may use
+/// it: 404 when it does not exist or the caller cannot see it, 403 when an
+/// admin sees a team's template but is not in the team.
+pub async fn for_session(
+    state: &AppState,
+    caller: &Member,
+    name_or_id: &str,
+) -> Result<TemplateRecord, ApiError> {
+    template_for(state, caller, name_or_id, Intent::Use).await
+}
+
+/// Every template `caller` may see, by name.
+pub async fn visible(state: &AppState, caller: &Member) -> Result<Vec<TemplateRecord>, ApiError> {
+    Ok(state
+        .store
+        .list_templates()
+        .await?
+        .into_iter()
+        .filter(|template| templates::can_see(caller, template))
+        .collect())
 }

@@ -23,10 +23,8 @@ use time::OffsetDateTime;
 use crate::access;
 use crate::clock::rfc3339;
 use crate::environment::Scope;
-use crate::http::error::ApiError;
 use crate::sandboxes::SandboxSettings;
 use crate::sessions::MemberName;
-use crate::state::AppState;
 use crate::store::Member;
 
 pub use dotenv::DotenvError;
@@ -58,12 +56,6 @@ pub struct TemplateRecord {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct InvalidTemplate(pub String);
-
-impl From<InvalidTemplate> for ApiError {
-    fn from(error: InvalidTemplate) -> Self {
-        ApiError::bad_request(error.0)
-    }
-}
 
 impl TemplateRecord {
     /// The variables every process of a sandbox made from this template
@@ -239,78 +231,6 @@ pub enum Intent {
 /// [`access::can_see`] for environments).
 pub fn can_see(member: &Member, template: &TemplateRecord) -> bool {
     member.is_admin || access::can_use(member, &template.scope)
-}
-
-/// Whether `member` may create a template of `scope`: 403's message if not.
-pub fn may_create(member: &Member, scope: &Scope) -> Result<(), ApiError> {
-    if access::can_manage(member, scope) {
-        return Ok(());
-    }
-    Err(ApiError::forbidden(match scope {
-        Scope::Shared => "only organisation admins may create shared templates".to_owned(),
-        Scope::Team(team) => format!("you are not a member of team {team:?}"),
-    }))
-}
-
-pub fn not_found(id: &str) -> ApiError {
-    ApiError::new(
-        axum::http::StatusCode::NOT_FOUND,
-        "template_not_found",
-        format!("template {id:?} not found"),
-    )
-}
-
-/// Loads a template, by id or by name, the caller may act on: 404 if it
-/// does not exist or the caller cannot see it, 403 if they see it but may
-/// not do this.
-pub async fn template_for(
-    state: &AppState,
-    caller: &Member,
-    name_or_id: &str,
-    intent: Intent,
-) -> Result<TemplateRecord, ApiError> {
-    let found = match state.store.template(name_or_id).await? {
-        Some(template) => Some(template),
-        // Names are unique, so a path may name one instead of an id.
-        None => state.store.template_by_name(name_or_id).await?,
-    };
-    let template = found
-        .filter(|template| can_see(caller, template))
-        .ok_or_else(|| not_found(name_or_id))?;
-    let allowed = match intent {
-        Intent::Read => true,
-        Intent::Use => access::can_use(caller, &template.scope),
-        Intent::Manage => access::can_manage(caller, &template.scope),
-    };
-    if !allowed {
-        return Err(ApiError::forbidden(match &template.scope {
-            Scope::Shared => "only organisation admins may change shared templates".to_owned(),
-            Scope::Team(team) => format!("only members of team {team:?} may act on its templates"),
-        }));
-    }
-    Ok(template)
-}
-
-/// The template a session names for its sandboxes, if `caller` may use
-/// it: 404 when it does not exist or the caller cannot see it, 403 when an
-/// admin sees a team's template but is not in the team.
-pub async fn for_session(
-    state: &AppState,
-    caller: &Member,
-    name_or_id: &str,
-) -> Result<TemplateRecord, ApiError> {
-    template_for(state, caller, name_or_id, Intent::Use).await
-}
-
-/// Every template `caller` may see, by name.
-pub async fn visible(state: &AppState, caller: &Member) -> Result<Vec<TemplateRecord>, ApiError> {
-    Ok(state
-        .store
-        .list_templates()
-        .await?
-        .into_iter()
-        .filter(|template| can_see(caller, template))
-        .collect())
 }
 
 #[cfg(test)]

@@ -19,8 +19,9 @@ use super::page::{render, Chrome, Failure, Section, Signed};
 use crate::access;
 use crate::http::origin::Origin;
 use crate::http::templates as api;
+use crate::http::templates::{template_for, visible};
 use crate::state::AppState;
-use crate::templates::{self, template_for, Intent, TemplateRecord};
+use crate::templates::{Intent, TemplateRecord};
 
 /// A template as a row of the list.
 pub struct TemplateRow {
@@ -211,7 +212,7 @@ async fn list_page(
     form: TemplateForm,
     error: Option<String>,
 ) -> Result<Html<String>, Failure> {
-    let rows = templates::visible(state, &signed.member)
+    let rows = visible(state, &signed.member)
         .await?
         .iter()
         .map(TemplateRow::of)
