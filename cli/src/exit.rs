@@ -31,6 +31,11 @@ pub const RESTART_FOR_UPDATE: u8 = 13;
 /// `update`: self-update is off because this build trusts no release key
 /// (it was built without `RUNNER_RELEASE_PUBKEY`); nothing was downloaded.
 pub const UPDATE_OFF: u8 = 14;
+/// `sandbox-host`: this machine cannot isolate sandboxes (bubblewrap,
+/// user namespaces, overlay, cgroups or root missing; `runner doctor
+/// --sandbox-host` names each); the host refused to start rather than run
+/// sandboxes without isolation.
+pub const CANNOT_SANDBOX: u8 = 15;
 /// The relay refused the request as malformed (HTTP 400).
 pub const BAD_REQUEST: u8 = 64;
 /// No or a bad API key / token (HTTP 401).
