@@ -61,6 +61,15 @@ impl Layout {
         }
     }
 
+    /// This host's name among the hosts of the machine (its cgroups are
+    /// under it): from its state directory, which only one host uses at
+    /// a time (the runner's lock).
+    pub fn host_key(&self) -> String {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(self.state.as_os_str().as_encoded_bytes());
+        format!("host-{}", hex::encode(&digest[..6]))
+    }
+
     /// Every sandbox's directory is in here, and nothing else.
     pub fn sandboxes(&self) -> PathBuf {
         self.state.join("sandboxes")

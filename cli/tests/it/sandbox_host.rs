@@ -4,7 +4,7 @@
 //!
 //! Needs root and bwrap; without them each test says it is skipped.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::{json, Value};
 
@@ -262,4 +262,300 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     files
+}
+
+/// A plain HTTP server on the host's 127.0.0.1 answering `hello` to anything.
+async fn hello_server() -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut buffer = [0u8; 4096];
+                let _ = stream.read(&mut buffer).await;
+                let _ = stream
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+                    )
+                    .await;
+            });
+        }
+    });
+    port
+}
+
+/// A Python program that honours the proxy variables (urllib): prints the
+/// body, or the HTTP status of a refusal.
+fn fetch(url: &str) -> String {
+    format!(
+        "python3 -c 'import urllib.request,urllib.error,sys\ntry: print(urllib.request.urlopen(\"{url}\", timeout=10).read().decode())\nexcept urllib.error.HTTPError as e: print(\"status\", e.code)\nexcept Exception as e: print(\"failed\", type(e).__name__)'"
+    )
+}
+
+/// A Python program that goes around any proxy: a raw TCP connection.
+fn raw_connect(port: u16) -> String {
+    format!(
+        "python3 -c 'import socket\ntry:\n socket.create_connection((\"127.0.0.1\", {port}), timeout=5); print(\"connected\")\nexcept Exception as e: print(\"failed\", type(e).__name__)'"
+    )
+}
+
+#[tokio::test]
+async fn network_none_reaches_nothing_allowlist_only_its_domains_allow_all_everything() {
+    if !can_sandbox("network_none_reaches_nothing_allowlist_only_its_domains_allow_all_everything")
+    {
+        return;
+    }
+    let relay = Relay::spawn().await;
+    let host = Host::start(&relay, &[]).await;
+    let port = hello_server().await;
+
+    let (none, started) = start_sandbox(&relay, &host, json!({"network": "none"})).await;
+    assert_eq!(started["state"], "ready", "{started}");
+    let (_, out, _) = shell(&relay, &none, &raw_connect(port)).await;
+    assert!(
+        out.starts_with("failed"),
+        "none connected to the host: {out}"
+    );
+    let (_, out, _) = shell(&relay, &none, "env | grep -ci proxy; true").await;
+    assert_eq!(out, "0\n", "none gives tools proxy variables");
+    let (_, out, _) = shell(&relay, &none, &fetch(&format!("http://localhost:{port}/"))).await;
+    assert!(
+        out.starts_with("failed"),
+        "none fetched through something: {out}"
+    );
+
+    let (list, started) = start_sandbox(
+        &relay,
+        &host,
+        json!({"network": "allowlist", "allowed_domains": ["localhost"]}),
+    )
+    .await;
+    assert_eq!(started["state"], "ready", "{started}");
+    let (_, out, _) = shell(&relay, &list, &fetch(&format!("http://localhost:{port}/"))).await;
+    assert_eq!(out, "hello\n", "the allowed domain");
+    let (_, out, _) = shell(&relay, &list, &fetch(&format!("http://127.0.0.1:{port}/"))).await;
+    assert_eq!(out, "status 403\n", "an IP literal is no allowed domain");
+    let (_, out, _) = shell(
+        &relay,
+        &list,
+        &fetch(&format!("http://localhost.example:{port}/")),
+    )
+    .await;
+    assert_eq!(out, "status 403\n", "another domain");
+    let (_, out, _) = shell(&relay, &list, &raw_connect(port)).await;
+    assert!(
+        out.starts_with("failed"),
+        "a raw socket went around the proxy: {out}"
+    );
+
+    let (all, started) = start_sandbox(&relay, &host, json!({"network": "allow_all"})).await;
+    assert_eq!(started["state"], "ready", "{started}");
+    let (_, out, _) = shell(&relay, &all, &raw_connect(port)).await;
+    assert_eq!(out, "connected\n", "allow_all is the host's network");
+}
+
+#[tokio::test]
+async fn a_failing_setup_fails_the_start_with_its_log_tail_and_leaves_nothing() {
+    if !can_sandbox("a_failing_setup_fails_the_start_with_its_log_tail_and_leaves_nothing") {
+        return;
+    }
+    let relay = Relay::spawn().await;
+    let host = Host::start(&relay, &[]).await;
+    let (env, started) = start_sandbox(
+        &relay,
+        &host,
+        json!({"setup_script": "for i in $(seq 3000); do echo line $i; done; echo the last words >&2; exit 7"}),
+    )
+    .await;
+    assert_eq!(started["state"], "failed", "{started}");
+    assert_eq!(started["setup"]["exit_code"], 7, "{started}");
+    let tail = started["setup"]["log_tail"].as_str().expect("tail");
+    assert!(tail.ends_with("the last words\n"), "{tail}");
+    assert!(
+        tail.len() <= 4096 && !tail.contains("line 1\n"),
+        "{}",
+        tail.len()
+    );
+    assert!(
+        started["reason"].as_str().unwrap().contains("exit code 7"),
+        "{started}"
+    );
+    assert_eq!(relay.status(&env).await, "pending");
+    assert!(!host.sandboxes_dir().join(env.to_lowercase()).exists());
+}
+
+#[tokio::test]
+async fn an_idle_sandbox_stops_and_is_destroyed() {
+    if !can_sandbox("an_idle_sandbox_stops_and_is_destroyed") {
+        return;
+    }
+    let relay = Relay::spawn().await;
+    let host = Host::start(&relay, &[]).await;
+    let (env, started) = start_sandbox(&relay, &host, json!({"idle_timeout_s": 2})).await;
+    assert_eq!(started["state"], "ready", "{started}");
+    let (code, _, _) = shell(&relay, &env, "true").await;
+    assert_eq!(code, 0);
+    let dir = host.sandboxes_dir().join(env.to_lowercase());
+    assert!(dir.exists());
+    wait_until("the idle sandbox is destroyed", || !dir.exists()).await;
+    relay.wait_status(&env, "offline").await;
+    let (process, mounts) = traces_of(&dir.display().to_string());
+    assert!(!process && !mounts, "process {process}, mounts {mounts}");
+}
+
+#[tokio::test]
+async fn a_killed_host_leaves_nothing_after_its_restart() {
+    if !can_sandbox("a_killed_host_leaves_nothing_after_its_restart") {
+        return;
+    }
+    let relay = Relay::spawn().await;
+    let mut host = Host::start(&relay, &[]).await;
+    let (env, started) = start_sandbox(&relay, &host, json!({})).await;
+    assert_eq!(started["state"], "ready", "{started}");
+    let dir = host.sandboxes_dir().join(env.to_lowercase());
+    let marker = dir.display().to_string();
+    assert_eq!(traces_of(&marker), (true, true), "a running sandbox shows");
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(host.pid()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill -9");
+    let _ = host.runner.child.take().expect("child").wait().await;
+    wait_until("the sandbox's processes and mounts are gone", || {
+        traces_of(&marker) == (false, false)
+    })
+    .await;
+    relay.wait_status(&env, "offline").await;
+
+    // The restarted host removes the directory and the cgroups.
+    let child = host
+        .runner
+        .command()
+        .arg("sandbox-host")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("restart");
+    host.runner.child = Some(child);
+    relay.wait_status(&host.env, "online").await;
+    assert!(!dir.exists(), "the sandbox's directory is left");
+    let cgroups: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains(" - cgroup"))
+        .filter_map(|line| line.split_whitespace().nth(4).map(str::to_owned))
+        .collect();
+    let id = env.to_lowercase();
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    for mount in cgroups {
+        for line in own.lines() {
+            let path = line.splitn(3, ':').nth(2).unwrap_or("/");
+            let left = std::path::Path::new(&mount)
+                .join(path.trim_start_matches('/'))
+                .join("runner-sandboxes");
+            let left = walk_dirs(&left).into_iter().find(|dir| dir.ends_with(&id));
+            assert!(left.is_none(), "{left:?} is left");
+        }
+    }
+}
+
+#[tokio::test]
+async fn sandboxes_end_when_the_relay_is_gone_longer_than_their_idle_timeout() {
+    if !can_sandbox("sandboxes_end_when_the_relay_is_gone_longer_than_their_idle_timeout") {
+        return;
+    }
+    let mut relay = Relay::spawn().await;
+    let host = Host::start(&relay, &[]).await;
+    let (env, started) = start_sandbox(&relay, &host, json!({"idle_timeout_s": 2})).await;
+    assert_eq!(started["state"], "ready", "{started}");
+    // Busy (a long call) so that its own idle exit does not come first.
+    let dir = host.sandboxes_dir().join(env.to_lowercase());
+    let call = {
+        let url = relay.url.clone();
+        let key = relay.admin_key.clone();
+        let env = env.clone();
+        tokio::spawn(async move {
+            let _ = reqwest::Client::new()
+                .post(format!("{url}/execution-environments/{env}/invoke-tool"))
+                .bearer_auth(key)
+                .json(&json!({"tool_name": "shell", "args": {"command": "sleep 61.5"}, "timeout_s": 120}))
+                .send()
+                .await;
+        })
+    };
+    wait_until("the long call runs", || {
+        crate::support::process_with("sleep 61.5")
+    })
+    .await;
+    relay.kill().await;
+    call.abort();
+    wait_until("the host destroys the unreachable sandbox", || {
+        !dir.exists()
+    })
+    .await;
+    let (process, mounts) = traces_of(&dir.display().to_string());
+    assert!(!process && !mounts, "process {process}, mounts {mounts}");
+}
+
+#[tokio::test]
+async fn memory_and_process_limits_hold() {
+    if !can_sandbox("memory_and_process_limits_hold") {
+        return;
+    }
+    let relay = Relay::spawn().await;
+    let host = Host::start(&relay, &[]).await;
+    let (env, started) = start_sandbox(
+        &relay,
+        &host,
+        json!({"limits": {"memory_mb": 96, "pids": 40}}),
+    )
+    .await;
+    assert_eq!(started["state"], "ready", "{started}");
+    let (code, _, _) = shell(
+        &relay,
+        &env,
+        "python3 -c 'b = bytearray(300 * 1024 * 1024); print(len(b))'",
+    )
+    .await;
+    assert_ne!(code, 0, "300 MiB fit under a 96 MiB limit");
+    let (_, out, _) = shell(
+        &relay,
+        &env,
+        "python3 -c 'b = bytearray(20 * 1024 * 1024); print(len(b))'",
+    )
+    .await;
+    assert_eq!(out, "20971520\n", "20 MiB did not fit");
+    let (_, out, _) = shell(
+        &relay,
+        &env,
+        "for i in $(seq 80); do sleep 5 & done 2>/dev/null; jobs -p | wc -l; kill $(jobs -p); wait",
+    )
+    .await;
+    let started_processes: u32 = out.trim().parse().unwrap_or(0);
+    assert!(
+        started_processes < 40,
+        "{started_processes} processes under a limit of 40"
+    );
+    // And the sandbox still answers.
+    let (code, _, _) = shell(&relay, &env, "true").await;
+    assert_eq!(code, 0);
+}
+
+/// Every directory under `dir`.
+fn walk_dirs(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut dirs = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.path().is_dir() {
+            dirs.push(entry.path());
+            dirs.extend(walk_dirs(&entry.path()));
+        }
+    }
+    dirs
 }

@@ -11,6 +11,7 @@ pub mod tools;
 use std::collections::HashMap;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -73,8 +74,8 @@ impl Host {
     /// Removes what a previous host left, builds the base if need be, and
     /// starts watching the relay connection.
     pub async fn start(config: HostConfig, health: Arc<Health>) -> Result<Arc<Host>> {
-        let tree = Tree::detect().map_err(anyhow::Error::msg)?;
         let layout = Layout::new(&config.state_dir);
+        let tree = Tree::detect(&layout.host_key()).map_err(anyhow::Error::msg)?;
         leftovers::remove(&layout, &tree).await;
         fs_err::create_dir_all(layout.sandboxes())?;
         let base = config.base.clone();
@@ -142,17 +143,32 @@ impl Host {
         let dirs = sandbox.dirs.clone();
         let has_setup = request.setup_script.is_some();
         self.lock().insert(id.clone(), Some(sandbox));
-        let watcher = tokio::spawn(reap(Arc::downgrade(self), id.clone(), child));
+        let life = Arc::new(Life::default());
+        tokio::spawn(reap(
+            Arc::downgrade(self),
+            id.clone(),
+            child,
+            Arc::clone(&life),
+        ));
         let limit = Duration::from_secs(request.max_lifetime_s).min(START_LIMIT);
-        let verdict = wait_started(&dirs, has_setup, &watcher, limit).await;
+        let verdict = wait_started(&dirs, has_setup, &life, limit).await;
         match verdict {
-            Ok(setup) => Started {
-                sandbox_id: id,
-                state: SandboxState::Ready,
-                reason: None,
-                setup,
-                elapsed_ms: started.elapsed().as_millis() as u64,
-            },
+            Ok(setup) => {
+                life.handed_over.store(true, Ordering::SeqCst);
+                // Ended between the check and the hand-over: reap did not
+                // destroy it, so this does.
+                if life.ended.load(Ordering::SeqCst) {
+                    self.destroy(&id).await;
+                    return failed("the sandbox ended as it started".to_owned(), setup);
+                }
+                Started {
+                    sandbox_id: id,
+                    state: SandboxState::Ready,
+                    reason: None,
+                    setup,
+                    elapsed_ms: started.elapsed().as_millis() as u64,
+                }
+            }
             Err((reason, setup)) => {
                 self.destroy(&id).await;
                 failed(reason, setup)
@@ -334,10 +350,30 @@ async fn remove_dir(dir: &std::path::Path) {
     tracing::warn!(dir = %dir.display(), "could not remove a sandbox directory");
 }
 
-/// Waits for the sandbox's process to end, then destroys the sandbox.
-async fn reap(host: std::sync::Weak<Host>, id: String, mut child: tokio::process::Child) {
+/// Between a sandbox's start and its reaper.
+#[derive(Debug, Default)]
+struct Life {
+    /// Its process ended.
+    ended: AtomicBool,
+    /// It started: from now on its end is the reaper's to clean up (while
+    /// it starts, the start does, after reading what setup left).
+    handed_over: AtomicBool,
+}
+
+/// Waits for the sandbox's process to end, then destroys the sandbox
+/// (once it was handed over).
+async fn reap(
+    host: std::sync::Weak<Host>,
+    id: String,
+    mut child: tokio::process::Child,
+    life: Arc<Life>,
+) {
     let status = child.wait().await;
     tracing::info!(sandbox = %id, ?status, "sandbox ended");
+    life.ended.store(true, Ordering::SeqCst);
+    if !life.handed_over.load(Ordering::SeqCst) {
+        return;
+    }
     if let Some(host) = host.upgrade() {
         host.destroy(&id).await;
     }
@@ -348,7 +384,7 @@ async fn reap(host: std::sync::Weak<Host>, id: String, mut child: tokio::process
 async fn wait_started(
     dirs: &SandboxDirs,
     has_setup: bool,
-    watcher: &JoinHandle<()>,
+    life: &Life,
     limit: Duration,
 ) -> Result<Option<SetupReport>, (String, Option<SetupReport>)> {
     let io = dirs.io();
@@ -366,7 +402,16 @@ async fn wait_started(
                 return Err((why, Some(report)));
             }
         }
-        if watcher.is_finished() {
+        if life.ended.load(Ordering::SeqCst) {
+            // What setup wrote before the end is the better answer.
+            if let Some(report) = setup_report(dirs) {
+                if report.exit_code != Some(0) {
+                    continue;
+                }
+            }
+            if io.join(RUNNER_STARTED).exists() {
+                continue;
+            }
             let log = tail(&std::fs::read(dirs.log()).unwrap_or_default());
             return Err((
                 format!("the sandbox ended while starting: {}", log.trim()),

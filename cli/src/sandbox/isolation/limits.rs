@@ -11,7 +11,8 @@ use std::time::Duration;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-/// The directory holding every sandbox's cgroup, in each hierarchy.
+/// The directory holding every host's sandbox cgroups (one directory per
+/// host beneath), in each hierarchy.
 pub const PARENT: &str = "runner-sandboxes";
 /// The CPU period the quota is a share of (v1 `cfs_period_us`, v2 `cpu.max`).
 const CPU_PERIOD_US: u64 = 100_000;
@@ -49,24 +50,26 @@ pub struct Group {
 }
 
 impl Tree {
-    /// The tree on this machine, made if need be, or what is missing.
-    pub fn detect() -> Result<Tree, String> {
-        Tree::find(true)
+    /// The tree of the host `host_key` names ([`crate::sandbox::layout::Layout::host_key`]:
+    /// two hosts on one machine never touch each other's sandboxes), made
+    /// if need be, or what is missing.
+    pub fn detect(host_key: &str) -> Result<Tree, String> {
+        Tree::find(true, host_key)
     }
 
     /// The same, changing nothing (`runner doctor`): the parents are
     /// only checked to be there or creatable.
     pub fn probe() -> Result<Tree, String> {
-        Tree::find(false)
+        Tree::find(false, "probe")
     }
 
-    fn find(create: bool) -> Result<Tree, String> {
+    fn find(create: bool, host_key: &str) -> Result<Tree, String> {
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
             .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
         let own = std::fs::read_to_string("/proc/self/cgroup")
             .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
         let v2 = if create {
-            v2_tree(&mountinfo, &own)
+            v2_tree(&mountinfo, &own, host_key)
         } else {
             None
         };
@@ -78,13 +81,14 @@ impl Tree {
         let cpu = v1_dir(&mountinfo, &own, "cpu");
         match (memory, pids) {
             (Some(memory), Some(pids)) => {
-                let memory = memory.join(PARENT);
-                let pids = pids.join(PARENT);
+                let memory = memory.join(PARENT).join(host_key);
+                let pids = pids.join(PARENT).join(host_key);
                 for dir in [&memory, &pids] {
                     make(dir, create)
                         .map_err(|e| format!("cgroup {} is not writable: {e}", dir.display()))?;
                 }
-                let cpu = cpu.map(|dir| dir.join(PARENT)).filter(|dir| make(dir, create).is_ok());
+                let cpu = cpu
+                    .map(|dir| dir.join(PARENT).join(host_key)).filter(|dir| make(dir, create).is_ok());
                 Ok(Tree::V1 { memory, pids, cpu })
             }
             _ => Err("no cgroup with the memory and pids controllers: neither delegated cgroup v2 (memory, pids in cgroup.subtree_control) nor cgroup v1 hierarchies of both".to_owned()),
@@ -250,7 +254,7 @@ async fn remove_when_empty(dir: &Path) {
 /// its children (`cgroup.subtree_control`: delegated, as a service unit
 /// with `Delegate=yes` whose runner runs in a leaf of its own):
 /// `runner-sandboxes` beneath it, with those controllers enabled.
-fn v2_tree(mountinfo: &str, own: &str) -> Option<Tree> {
+fn v2_tree(mountinfo: &str, own: &str, host_key: &str) -> Option<Tree> {
     let (point, _) = crate::exec::cgroup::hierarchy(mountinfo)?;
     let path = own.lines().find_map(|line| line.strip_prefix("0::"))?;
     let dir = point.join(path.trim_start_matches('/'));
@@ -265,6 +269,9 @@ fn v2_tree(mountinfo: &str, own: &str) -> Option<Tree> {
     if has("cpu") {
         wanted.push_str(" +cpu");
     }
+    std::fs::write(parent.join("cgroup.subtree_control"), &wanted).ok()?;
+    let parent = parent.join(host_key);
+    std::fs::create_dir_all(&parent).ok()?;
     std::fs::write(parent.join("cgroup.subtree_control"), &wanted).ok()?;
     Some(Tree::V2 {
         parent,
