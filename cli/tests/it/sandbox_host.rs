@@ -52,6 +52,12 @@ impl Host {
             .expect("running") as i32
     }
 
+    /// SIGTERM, as a service manager stops it: it destroys its sandboxes.
+    async fn stop(mut self) {
+        let (code, stderr) = self.runner.stop().await;
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+
     fn sandboxes_dir(&self) -> std::path::PathBuf {
         self.runner.state_dir().join("sandboxes")
     }
@@ -245,6 +251,7 @@ async fn a_sandbox_runs_setup_as_root_serves_calls_and_sees_nothing_of_the_host(
         )
         .await;
     assert_eq!(body["result"]["existed"], false, "{body}");
+    host.stop().await;
 }
 
 /// Every file under `dir`.
@@ -358,6 +365,7 @@ async fn network_none_reaches_nothing_allowlist_only_its_domains_allow_all_every
     assert_eq!(started["state"], "ready", "{started}");
     let (_, out, _) = shell(&relay, &all, &raw_connect(port)).await;
     assert_eq!(out, "connected\n", "allow_all is the host's network");
+    host.stop().await;
 }
 
 #[tokio::test]
@@ -388,6 +396,7 @@ async fn a_failing_setup_fails_the_start_with_its_log_tail_and_leaves_nothing() 
     );
     assert_eq!(relay.status(&env).await, "pending");
     assert!(!host.sandboxes_dir().join(env.to_lowercase()).exists());
+    host.stop().await;
 }
 
 #[tokio::test]
@@ -407,6 +416,7 @@ async fn an_idle_sandbox_stops_and_is_destroyed() {
     relay.wait_status(&env, "offline").await;
     let (process, mounts) = traces_of(&dir.display().to_string());
     assert!(!process && !mounts, "process {process}, mounts {mounts}");
+    host.stop().await;
 }
 
 #[tokio::test]
@@ -464,6 +474,7 @@ async fn a_killed_host_leaves_nothing_after_its_restart() {
             assert!(left.is_none(), "{left:?} is left");
         }
     }
+    host.stop().await;
 }
 
 #[tokio::test]
@@ -502,6 +513,7 @@ async fn sandboxes_end_when_the_relay_is_gone_longer_than_their_idle_timeout() {
     .await;
     let (process, mounts) = traces_of(&dir.display().to_string());
     assert!(!process && !mounts, "process {process}, mounts {mounts}");
+    host.stop().await;
 }
 
 #[tokio::test]
@@ -546,6 +558,7 @@ async fn memory_and_process_limits_hold() {
     // And the sandbox still answers.
     let (code, _, _) = shell(&relay, &env, "true").await;
     assert_eq!(code, 0);
+    host.stop().await;
 }
 
 /// Every directory under `dir`.
@@ -558,4 +571,64 @@ fn walk_dirs(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     dirs
+}
+
+#[tokio::test]
+async fn a_machine_that_cannot_sandbox_is_told_what_is_missing_and_the_host_refuses() {
+    // No bwrap on PATH: the host refuses (exit 15) and doctor names it.
+    let relay = Relay::spawn().await;
+    let (_env, runner) = Runner::registered(&relay, dev_env()).await;
+    let empty = tempfile::tempdir().expect("tempdir");
+    let output = runner
+        .command()
+        .arg("sandbox-host")
+        .env("PATH", empty.path())
+        .output()
+        .await
+        .expect("run sandbox-host");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(15), "{stderr}");
+    assert!(
+        stderr.contains("refusing to start") && stderr.contains("bwrap is not on PATH"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("hint: ") && stderr.contains("install bubblewrap"),
+        "{stderr}"
+    );
+
+    let doctor = runner
+        .command()
+        .args(["doctor", "--sandbox-host"])
+        .env("PATH", empty.path())
+        .output()
+        .await
+        .expect("run doctor");
+    let stdout = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        stdout.contains("Running sandboxes (runner sandbox-host)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("✗ bubblewrap") && stdout.contains("fix: install bubblewrap"),
+        "{stdout}"
+    );
+    if can_sandbox("a_machine_that_cannot_sandbox_…: the all-met half") {
+        let doctor = runner
+            .command()
+            .args(["doctor", "--sandbox-host"])
+            .output()
+            .await
+            .expect("run doctor");
+        let stdout = String::from_utf8_lossy(&doctor.stdout);
+        for name in [
+            "root",
+            "bubblewrap",
+            "user namespaces",
+            "overlay",
+            "cgroups",
+        ] {
+            assert!(stdout.contains(&format!("✓ {name}")), "{name}: {stdout}");
+        }
+    }
 }

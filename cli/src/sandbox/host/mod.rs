@@ -328,12 +328,14 @@ impl Host {
         }
     }
 
-    /// Destroys every sandbox (the host stops).
+    /// Destroys every sandbox and removes the host's cgroup directories
+    /// (the host stops).
     pub async fn destroy_all(&self) {
         let ids: Vec<String> = self.lock().keys().cloned().collect();
         for id in ids {
             self.destroy(&id).await;
         }
+        self.tree.remove();
     }
 }
 

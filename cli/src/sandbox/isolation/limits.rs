@@ -166,6 +166,13 @@ impl Tree {
         }
     }
 
+    /// Removes this host's (empty) directories, as it stops.
+    pub fn remove(&self) {
+        for parent in self.parents() {
+            let _ = std::fs::remove_dir(parent);
+        }
+    }
+
     /// Names of the sandbox cgroups that exist now (a previous host's).
     pub fn existing(&self) -> Vec<String> {
         let mut names: Vec<String> = self
