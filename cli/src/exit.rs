@@ -100,6 +100,7 @@ pub const TABLE: &[(u8, &str)] = &[
     (UPDATE_FAILED, "`update`: the release failed verification or could not be installed; the installed binary is unchanged"),
     (RESTART_FOR_UPDATE, "`run` under a service manager: a verified update is ready; exits to be restarted into it (`run` started by hand re-executes itself instead)"),
     (UPDATE_OFF, "`update`: self-update is off: this build trusts no release key (built without RUNNER_RELEASE_PUBKEY); update with the install script or a package instead"),
+    (CANNOT_SANDBOX, "`sandbox-host`: this machine cannot isolate sandboxes (bubblewrap, user namespaces, overlay, cgroups or root missing; `doctor --sandbox-host` names each); it refused to start rather than run sandboxes without isolation"),
     (BAD_REQUEST, "the relay refused the request as malformed (HTTP 400)"),
     (UNAUTHORIZED, "missing or bad API key or token (HTTP 401)"),
     (FORBIDDEN, "refused by the environment's policy or the runner's permission file, or the approval was denied or expired (HTTP 403)"),
