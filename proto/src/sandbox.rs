@@ -237,10 +237,10 @@ mod tests {
             max_lifetime_s: 28_800,
             limits: Limits::default(),
         };
-        let json = serde_json::to_string(&start).unwrap();
+        let json = serde_json::to_string(&start).expect("serialises");
         assert!(json.contains("\"token\":\"rnrt_secret\""));
         assert!(json.contains("\"network\":\"allowlist\""));
-        let back: StartSandbox = serde_json::from_str(&json).unwrap();
+        let back: StartSandbox = serde_json::from_str(&json).expect("parses");
         assert_eq!(back, start);
         assert!(!format!("{start:?}").contains("rnrt_secret"));
     }

@@ -155,7 +155,7 @@ async fn a_sandbox_runs_setup_as_root_serves_calls_and_sees_nothing_of_the_host(
     assert!(
         started["setup"]["log_tail"]
             .as_str()
-            .unwrap()
+            .expect("log tail")
             .contains("setting up"),
         "{started}"
     );
@@ -391,7 +391,7 @@ async fn a_failing_setup_fails_the_start_with_its_log_tail_and_leaves_nothing() 
         tail.len()
     );
     assert!(
-        started["reason"].as_str().unwrap().contains("exit code 7"),
+        started["reason"].as_str().expect("text").contains("exit code 7"),
         "{started}"
     );
     assert_eq!(relay.status(&env).await, "pending");
@@ -457,13 +457,13 @@ async fn a_killed_host_leaves_nothing_after_its_restart() {
     relay.wait_status(&host.env, "online").await;
     assert!(!dir.exists(), "the sandbox's directory is left");
     let cgroups: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
+        .expect("mountinfo")
         .lines()
         .filter(|line| line.contains(" - cgroup"))
         .filter_map(|line| line.split_whitespace().nth(4).map(str::to_owned))
         .collect();
     let id = env.to_lowercase();
-    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let own = std::fs::read_to_string("/proc/self/cgroup").expect("cgroup");
     for mount in cgroups {
         for line in own.lines() {
             let path = line.splitn(3, ':').nth(2).unwrap_or("/");

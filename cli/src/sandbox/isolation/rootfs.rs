@@ -159,13 +159,13 @@ mod tests {
 
     #[test]
     fn the_filtered_copy_leaves_out_private_and_named_files() {
-        let from = tempfile::tempdir().unwrap();
-        let to = tempfile::tempdir().unwrap();
+        let from = tempfile::tempdir().expect("test setup");
+        let to = tempfile::tempdir().expect("test setup");
         let write = |name: &str, mode: u32| {
             let path = from.path().join(name);
-            fs::create_dir_all(path.parent().unwrap()).unwrap();
-            fs::write(&path, name).unwrap();
-            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            fs::create_dir_all(path.parent().expect("test setup")).expect("test setup");
+            fs::write(&path, name).expect("test setup");
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).expect("test setup");
         };
         write("passwd", 0o644);
         write("shadow", 0o644);
@@ -174,7 +174,7 @@ mod tests {
         write("ssh/ssh_config", 0o644);
         write("ssl/private/key.pem", 0o644);
         let out = to.path().join("etc");
-        copy_filtered(from.path(), &out, Path::new(""), ETC_NEVER).unwrap();
+        copy_filtered(from.path(), &out, Path::new(""), ETC_NEVER).expect("test setup");
         assert!(out.join("passwd").exists());
         assert!(out.join("ssh/ssh_config").exists());
         for absent in [
