@@ -391,7 +391,10 @@ async fn a_failing_setup_fails_the_start_with_its_log_tail_and_leaves_nothing() 
         tail.len()
     );
     assert!(
-        started["reason"].as_str().expect("text").contains("exit code 7"),
+        started["reason"]
+            .as_str()
+            .expect("text")
+            .contains("exit code 7"),
         "{started}"
     );
     assert_eq!(relay.status(&env).await, "pending");
@@ -631,4 +634,65 @@ async fn a_machine_that_cannot_sandbox_is_told_what_is_missing_and_the_host_refu
             assert!(stdout.contains(&format!("✓ {name}")), "{name}: {stdout}");
         }
     }
+}
+
+#[tokio::test]
+async fn sandbox_starts_are_timed_start_to_first_call() {
+    if !can_sandbox("sandbox_starts_are_timed_start_to_first_call") {
+        return;
+    }
+    let relay = Relay::spawn().await;
+    let host = Host::start(&relay, &["--slots", "20"]).await;
+    let (mut by_host, mut to_first_call) = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        let begun = Instant::now();
+        let (env, started) = start_sandbox(&relay, &host, json!({})).await;
+        assert_eq!(started["state"], "ready", "{started}");
+        let (code, _, _) = shell(&relay, &env, "true").await;
+        assert_eq!(code, 0);
+        to_first_call.push(begun.elapsed().as_millis() as u64);
+        by_host.push(started["elapsed_ms"].as_u64().expect("elapsed_ms"));
+    }
+    let percentiles = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        (v[v.len() / 2], v[v.len() * 9 / 10])
+    };
+    let (host_p50, host_p90) = percentiles(by_host);
+    let (call_p50, call_p90) = percentiles(to_first_call);
+    eprintln!(
+        "sandbox_start (host: request to runner started): p50 {host_p50} ms, p90 {host_p90} ms; \
+         caller: start, env online, first `true` answered: p50 {call_p50} ms, p90 {call_p90} ms"
+    );
+    assert!(host_p50 < 1000, "a start takes {host_p50} ms");
+    host.stop().await;
+}
+
+#[tokio::test]
+async fn a_full_host_refuses_another_sandbox_until_one_ends() {
+    if !can_sandbox("a_full_host_refuses_another_sandbox_until_one_ends") {
+        return;
+    }
+    let relay = Relay::spawn().await;
+    let host = Host::start(&relay, &["--slots", "1"]).await;
+    let (first, started) = start_sandbox(&relay, &host, json!({})).await;
+    assert_eq!(started["state"], "ready", "{started}");
+    let (_, refused) = start_sandbox(&relay, &host, json!({})).await;
+    assert_eq!(refused["state"], "failed", "{refused}");
+    assert!(
+        refused["reason"].as_str().expect("reason").contains("full"),
+        "{refused}"
+    );
+    let (status, body) = relay
+        .invoke(
+            &host.env,
+            json!({"tool_name": "sandbox_destroy", "args": {"sandbox_id": first.to_lowercase()}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, started) = start_sandbox(&relay, &host, json!({})).await;
+    assert_eq!(
+        started["state"], "ready",
+        "a freed slot is used again: {started}"
+    );
+    host.stop().await;
 }

@@ -528,12 +528,14 @@ mod tests {
 
     #[test]
     fn relay_urls_become_run_urls() {
-        let (base, host, port) = relay_address("ws://127.0.0.1:7700/runner/connect").expect("test setup");
+        let (base, host, port) =
+            relay_address("ws://127.0.0.1:7700/runner/connect").expect("test setup");
         assert_eq!(
             (base.as_str(), host.as_str(), port),
             ("http://127.0.0.1:7700", "127.0.0.1", 7700)
         );
-        let (base, _, port) = relay_address("wss://relay.example.com/runner/connect").expect("test setup");
+        let (base, _, port) =
+            relay_address("wss://relay.example.com/runner/connect").expect("test setup");
         assert_eq!((base.as_str(), port), ("https://relay.example.com", 443));
         assert!(relay_address("ftp://x/").is_err());
     }
