@@ -459,6 +459,10 @@ async fn a_killed_host_leaves_nothing_after_its_restart() {
     host.runner.child = Some(child);
     relay.wait_status(&host.env, "online").await;
     assert!(!dir.exists(), "the sandbox's directory is left");
+    assert!(
+        sandbox_cgroups(&env.to_lowercase()).is_empty(),
+        "a cgroup is left"
+    );
     let cgroups: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
         .expect("mountinfo")
         .lines()
@@ -529,10 +533,33 @@ async fn memory_and_process_limits_hold() {
     let (env, started) = start_sandbox(
         &relay,
         &host,
-        json!({"limits": {"memory_mb": 96, "pids": 40}}),
+        json!({"limits": {"memory_mb": 96, "pids": 40, "cpus": 0.5}}),
     )
     .await;
     assert_eq!(started["state"], "ready", "{started}");
+    let groups = sandbox_cgroups(&env.to_lowercase());
+    assert!(!groups.is_empty(), "no cgroup for the sandbox");
+    let read = |file: &str| {
+        groups
+            .iter()
+            .find_map(|dir| std::fs::read_to_string(dir.join(file)).ok())
+            .map(|text| text.trim().to_owned())
+    };
+    match read("memory.max") {
+        // cgroup v2
+        Some(max) => {
+            assert_eq!(max, (96 * 1024 * 1024).to_string());
+            assert_eq!(read("cpu.max").as_deref(), Some("50000 100000"));
+        }
+        None => {
+            assert_eq!(
+                read("memory.limit_in_bytes"),
+                Some((96 * 1024 * 1024).to_string())
+            );
+            assert_eq!(read("cpu.cfs_quota_us").as_deref(), Some("50000"));
+        }
+    }
+    assert_eq!(read("pids.max").as_deref(), Some("40"));
     let (code, _, _) = shell(
         &relay,
         &env,
@@ -643,7 +670,7 @@ async fn sandbox_starts_are_timed_start_to_first_call() {
     }
     let relay = Relay::spawn().await;
     let host = Host::start(&relay, &["--slots", "20"]).await;
-    let (mut by_host, mut to_first_call) = (Vec::new(), Vec::new());
+    let (mut by_host, mut to_first_call, mut ids) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..10 {
         let begun = Instant::now();
         let (env, started) = start_sandbox(&relay, &host, json!({})).await;
@@ -652,7 +679,26 @@ async fn sandbox_starts_are_timed_start_to_first_call() {
         assert_eq!(code, 0);
         to_first_call.push(begun.elapsed().as_millis() as u64);
         by_host.push(started["elapsed_ms"].as_u64().expect("elapsed_ms"));
+        ids.push(env.to_lowercase());
     }
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let memory: Vec<u64> = ids
+        .iter()
+        .filter_map(|id| {
+            sandbox_cgroups(id).iter().find_map(|dir| {
+                ["memory.current", "memory.usage_in_bytes"]
+                    .iter()
+                    .find_map(|file| std::fs::read_to_string(dir.join(file)).ok())
+                    .and_then(|text| text.trim().parse().ok())
+            })
+        })
+        .collect();
+    assert_eq!(memory.len(), ids.len(), "memory of each sandbox");
+    eprintln!(
+        "memory per idle sandbox (its cgroup, page cache included): mean {} MiB, max {} MiB",
+        memory.iter().sum::<u64>() / memory.len() as u64 / (1024 * 1024),
+        memory.iter().max().copied().unwrap_or(0) / (1024 * 1024)
+    );
     let percentiles = |mut v: Vec<u64>| {
         v.sort_unstable();
         (v[v.len() / 2], v[v.len() * 9 / 10])
@@ -695,4 +741,32 @@ async fn a_full_host_refuses_another_sandbox_until_one_ends() {
         "a freed slot is used again: {started}"
     );
     host.stop().await;
+}
+
+/// The cgroup directories of sandbox `id`, in every hierarchy.
+fn sandbox_cgroups(id: &str) -> Vec<std::path::PathBuf> {
+    let mounts: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+        .expect("mountinfo")
+        .lines()
+        .filter(|line| line.contains(" - cgroup"))
+        .filter_map(|line| line.split_whitespace().nth(4).map(str::to_owned))
+        .collect();
+    let own = std::fs::read_to_string("/proc/self/cgroup").expect("cgroup");
+    let mut found = Vec::new();
+    for mount in mounts {
+        for line in own.lines() {
+            let path = line.splitn(3, ':').nth(2).unwrap_or("/");
+            let parent = std::path::Path::new(&mount)
+                .join(path.trim_start_matches('/'))
+                .join("runner-sandboxes");
+            found.extend(
+                walk_dirs(&parent)
+                    .into_iter()
+                    .filter(|dir| dir.ends_with(id)),
+            );
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
 }

@@ -67,12 +67,15 @@ pub enum Base {
 
 impl Base {
     /// Builds the host-derived base when it is not there yet (a half-built
-    /// one, from a host killed while building it, is built again).
+    /// one, from a host killed while building it, is built again), or when
+    /// the host's packages changed since (its dpkg database must describe
+    /// the `/usr` sandboxes see). Only at the host's start: no sandbox uses
+    /// the base then.
     pub fn prepare(&self) -> io::Result<()> {
         let Base::HostDerived(dir) = self else {
             return Ok(());
         };
-        if dir.join(COMPLETE).exists() {
+        if is_current(dir) {
             return Ok(());
         }
         let building = dir.with_extension(format!("building-{}", std::process::id()));
@@ -83,6 +86,19 @@ impl Base {
         tracing::info!(base = %dir.display(), "built the host-derived sandbox base");
         Ok(())
     }
+}
+
+/// Whether the base is complete and newer than the host's `/etc` and
+/// package database.
+fn is_current(dir: &Path) -> bool {
+    let modified = |path: &Path| fs::metadata(path).and_then(|m| m.modified()).ok();
+    let Some(built) = modified(&dir.join(COMPLETE)) else {
+        return false;
+    };
+    ["/etc", "/var/lib/dpkg/status", "/var/lib/apt/lists"]
+        .iter()
+        .filter_map(|path| modified(Path::new(path)))
+        .all(|changed| changed <= built)
 }
 
 fn build_host_derived(into: &Path) -> io::Result<()> {
