@@ -142,7 +142,7 @@ impl Host {
         };
         let dirs = sandbox.dirs.clone();
         let has_setup = request.setup_script.is_some();
-        self.lock().insert(id.clone(), Some(sandbox));
+        let reserved = self.lock().insert(id.clone(), Some(sandbox)).is_some();
         let life = Arc::new(Life::default());
         tokio::spawn(reap(
             Arc::downgrade(self),
@@ -150,6 +150,11 @@ impl Host {
             child,
             Arc::clone(&life),
         ));
+        if !reserved {
+            // Destroyed while it was being made: what was made goes too.
+            self.destroy(&id).await;
+            return failed("destroyed while starting".to_owned(), None);
+        }
         let limit = Duration::from_secs(request.max_lifetime_s).min(START_LIMIT);
         let verdict = wait_started(&dirs, has_setup, &life, limit).await;
         match verdict {
@@ -212,21 +217,6 @@ impl Host {
             .create(id, limits)
             .context("making the sandbox's cgroup")?;
 
-        let proxy = if request.network == Network::AllowAll {
-            None
-        } else {
-            let listener = tokio::net::UnixListener::bind(io.join(PROXY_SOCKET))
-                .context("opening the sandbox's proxy socket")?;
-            let allow = match request.network {
-                Network::Allowlist => Allow::new(&relay_host, relay_port, &request.allowed_domains),
-                _ => Allow::new(&relay_host, relay_port, &[]),
-            };
-            Some(tokio::spawn(super::network::proxy::serve(
-                listener,
-                Arc::new(allow),
-            )))
-        };
-
         let (root, usr) = match &self.config.base {
             Base::HostDerived(base) => {
                 fs_err::create_dir_all(dirs.usr_upper())?;
@@ -265,17 +255,41 @@ impl Host {
         };
         fs_err::write(dirs.plan(), serde_json::to_vec(&plan)?)?;
         let log = fs_err::File::create(dirs.log())?.into_parts().0;
-        let child = tokio::process::Command::new(&self.config.exe)
+        let log_out = log.try_clone()?;
+        // Last before the spawn: nothing after it can fail but the spawn.
+        let proxy = if request.network == Network::AllowAll {
+            None
+        } else {
+            let listener = tokio::net::UnixListener::bind(io.join(PROXY_SOCKET))
+                .context("opening the sandbox's proxy socket")?;
+            let allow = match request.network {
+                Network::Allowlist => Allow::new(&relay_host, relay_port, &request.allowed_domains),
+                _ => Allow::new(&relay_host, relay_port, &[]),
+            };
+            Some(tokio::spawn(super::network::proxy::serve(
+                listener,
+                Arc::new(allow),
+            )))
+        };
+        let spawned = tokio::process::Command::new(&self.config.exe)
             .arg("sandbox-enter")
             .arg("--plan")
             .arg(dirs.plan())
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .stdin(std::process::Stdio::null())
-            .stdout(log.try_clone()?)
+            .stdout(log_out)
             .stderr(log)
-            .spawn()
-            .context("starting sandbox-enter")?;
+            .spawn();
+        let child = match spawned {
+            Ok(child) => child,
+            Err(error) => {
+                if let Some(proxy) = &proxy {
+                    proxy.abort();
+                }
+                return Err(anyhow::Error::from(error).context("starting sandbox-enter"));
+            }
+        };
         let sandbox = Sandbox {
             group,
             dirs,
@@ -289,33 +303,30 @@ impl Host {
     /// Kills everything of sandbox `id` and removes its files. Idempotent:
     /// `existed` says whether there was anything.
     pub async fn destroy(&self, id: &str) -> Destroyed {
-        let entry = if layout::valid_id(id) {
-            self.lock().remove(id)
-        } else {
-            None
-        };
-        let dirs = self.layout.sandbox(id);
-        let existed = entry.is_some() || (layout::valid_id(id) && dirs.dir.exists());
         if !layout::valid_id(id) {
             return Destroyed {
                 sandbox_id: id.to_owned(),
                 existed: false,
             };
         }
-        if let Some(Some(sandbox)) = &entry {
-            if let Some(pid) = sandbox.pid {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid as i32),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
+        let entry = self.lock().remove(id);
+        let dirs = self.layout.sandbox(id);
+        let existed = entry.is_some() || dirs.dir.exists();
+        let group = match entry.flatten() {
+            Some(sandbox) => {
+                if let Some(pid) = sandbox.pid.and_then(|pid| i32::try_from(pid).ok()) {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+                if let Some(proxy) = &sandbox.proxy {
+                    proxy.abort();
+                }
+                sandbox.group
             }
-            if let Some(proxy) = &sandbox.proxy {
-                proxy.abort();
-            }
-        }
-        let group = match &entry {
-            Some(Some(sandbox)) => sandbox.group.clone(),
-            _ => self.tree.group(id),
+            // Reserved and still starting, or a previous host's.
+            None => self.tree.group(id),
         };
         group.destroy().await;
         remove_dir(&dirs.dir).await;

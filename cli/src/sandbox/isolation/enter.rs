@@ -10,6 +10,7 @@
 //! Synchronous and before any runtime starts: `unshare(CLONE_NEWNS)`
 //! refuses a process with more than one thread.
 
+use std::ffi::{OsStr, OsString};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
@@ -122,56 +123,80 @@ fn option_path(path: &Path) -> Result<String> {
 /// bubblewrap's arguments: every namespace, the overlay as `/`, the shared
 /// directory and the runner binary, an empty environment but `PATH` and
 /// `HOME`, and `runner sandbox-init` as the first process.
-pub fn bwrap_args(plan: &Plan) -> Vec<std::ffi::OsString> {
-    let mut args: Vec<std::ffi::OsString> = Vec::new();
-    let mut push = |items: &[&std::ffi::OsStr]| args.extend(items.iter().map(|i| i.to_os_string()));
-    use std::ffi::OsStr;
-    push(&[
-        OsStr::new("--bind"),
-        plan.merged.as_os_str(),
-        OsStr::new("/"),
-    ]);
-    push(&[OsStr::new("--proc"), OsStr::new("/proc")]);
-    push(&[OsStr::new("--dev"), OsStr::new("/dev")]);
-    push(&[OsStr::new("--unshare-all")]);
+pub fn bwrap_args(plan: &Plan) -> Vec<OsString> {
+    let mut args: Vec<OsString> = Vec::new();
+    let mut flag = |items: &[&OsStr]| args.extend(items.iter().map(|item| item.to_os_string()));
+    let os = OsStr::new;
+    flag(&[os("--bind"), plan.merged.as_os_str(), os("/")]);
+    flag(&[os("--proc"), os("/proc"), os("--dev"), os("/dev")]);
+    flag(&[os("--unshare-all")]);
     if plan.share_net {
-        push(&[OsStr::new("--share-net")]);
+        flag(&[os("--share-net")]);
     }
-    push(&[
-        OsStr::new("--uid"),
-        OsStr::new("0"),
-        OsStr::new("--gid"),
-        OsStr::new("0"),
-        OsStr::new("--hostname"),
-        OsStr::new(&plan.hostname),
-        // The host is bwrap's parent: its death ends the sandbox.
-        OsStr::new("--die-with-parent"),
-        // No terminal to inject keystrokes into.
-        OsStr::new("--new-session"),
-    ]);
-    push(&[
-        OsStr::new("--ro-bind"),
-        plan.exe.as_os_str(),
-        OsStr::new(RUNNER_IN_SANDBOX),
-    ]);
-    push(&[
-        OsStr::new("--bind"),
-        plan.io.as_os_str(),
-        OsStr::new(IO_MOUNT),
-    ]);
-    push(&[
-        OsStr::new("--clearenv"),
-        OsStr::new("--setenv"),
-        OsStr::new("PATH"),
-        OsStr::new(SANDBOX_PATH),
-        OsStr::new("--setenv"),
-        OsStr::new("HOME"),
-        OsStr::new("/root"),
-        OsStr::new("--chdir"),
-        OsStr::new(runner_proto::sandbox::WORKSPACE),
-        OsStr::new("--"),
-        OsStr::new(RUNNER_IN_SANDBOX),
-        OsStr::new("sandbox-init"),
-    ]);
+    flag(&[os("--uid"), os("0"), os("--gid"), os("0")]);
+    flag(&[os("--hostname"), os(&plan.hostname)]);
+    // The host is bwrap's parent: its death ends the sandbox.
+    flag(&[os("--die-with-parent")]);
+    // No terminal of the host's to inject keystrokes into.
+    flag(&[os("--new-session")]);
+    flag(&[os("--ro-bind"), plan.exe.as_os_str(), os(RUNNER_IN_SANDBOX)]);
+    flag(&[os("--bind"), plan.io.as_os_str(), os(IO_MOUNT)]);
+    flag(&[os("--clearenv")]);
+    flag(&[os("--setenv"), os("PATH"), os(SANDBOX_PATH)]);
+    flag(&[os("--setenv"), os("HOME"), os("/root")]);
+    flag(&[os("--chdir"), os(runner_proto::sandbox::WORKSPACE)]);
+    flag(&[os("--"), os(RUNNER_IN_SANDBOX), os("sandbox-init")]);
     args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(share_net: bool) -> Plan {
+        Plan {
+            root: Overlay {
+                lower: vec![PathBuf::from("/b")],
+                upper: PathBuf::from("/s/upper"),
+                work: PathBuf::from("/s/work"),
+            },
+            usr: None,
+            merged: PathBuf::from("/s/merged"),
+            io: PathBuf::from("/s/io"),
+            exe: PathBuf::from("/bin/runner"),
+            share_net,
+            cgroup_procs: vec![],
+            hostname: "sandbox".to_owned(),
+        }
+    }
+
+    #[test]
+    fn bwrap_gets_every_namespace_and_the_network_only_for_allow_all() {
+        let text = |plan: &Plan| {
+            bwrap_args(plan)
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let closed = text(&plan(false));
+        assert!(
+            closed.starts_with("--bind /s/merged / --proc /proc --dev /dev --unshare-all --uid 0"),
+            "{closed}"
+        );
+        assert!(closed.contains("--die-with-parent"));
+        assert!(
+            closed.ends_with("-- /usr/local/bin/runner sandbox-init"),
+            "{closed}"
+        );
+        assert!(!closed.contains("--share-net"));
+        assert!(text(&plan(true)).contains("--unshare-all --share-net"));
+    }
+
+    #[test]
+    fn overlay_options_refuse_separators_in_paths() {
+        assert!(option_path(Path::new("/a/b")).is_ok());
+        assert!(option_path(Path::new("/a,upperdir=/x")).is_err());
+        assert!(option_path(Path::new("/a:/b")).is_err());
+    }
 }
