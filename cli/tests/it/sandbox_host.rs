@@ -770,3 +770,132 @@ fn sandbox_cgroups(id: &str) -> Vec<std::path::PathBuf> {
     found.dedup();
     found
 }
+
+/// The wire, read directly: a WebSocket server standing in for the relay.
+#[tokio::test]
+async fn the_host_announces_its_two_tools_and_its_capacity_in_hello_and_heartbeats() {
+    use futures_util::{SinkExt, StreamExt};
+    use runner_proto::ws::{
+        EnvironmentInfo, Policy, RelayMessage, RunnerMessage, ToolAccess, Welcome,
+    };
+    use tokio_tungstenite::tungstenite::Message;
+    if !can_sandbox("the_host_announces_its_two_tools_and_its_capacity_in_hello_and_heartbeats") {
+        return;
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let mut host = Runner {
+        home: tempfile::tempdir().expect("tempdir"),
+        child: None,
+    };
+    host.child = Some(
+        host.command()
+            .args(["sandbox-host", "--url", &url, "--slots", "3"])
+            .env("RUNNER_TOKEN", "rnrt_not_checked_here")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn sandbox-host"),
+    );
+    let (tcp, _) = tokio::time::timeout(crate::support::READY_DEADLINE, listener.accept())
+        .await
+        .expect("the host connects")
+        .expect("accept");
+    let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
+    let mut next = async || loop {
+        match socket.next().await {
+            Some(Ok(Message::Text(text))) => {
+                return serde_json::from_str::<RunnerMessage>(&text).expect("a runner frame")
+            }
+            Some(Ok(_)) => continue,
+            other => panic!("the host went away: {other:?}"),
+        }
+    };
+    let RunnerMessage::Hello(hello) = next().await else {
+        panic!("no hello first");
+    };
+    let names: Vec<&str> = hello.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["sandbox_start", "sandbox_destroy"]);
+    let schema = &hello.tools[0].input_schema;
+    for field in ["sandbox_id", "relay_url", "token", "network", "limits"] {
+        assert!(
+            schema["properties"].get(field).is_some(),
+            "{field}: {schema}"
+        );
+    }
+    let capacity = hello.sandbox_capacity.expect("capacity in hello");
+    assert_eq!((capacity.slots_total, capacity.slots_used), (3, 0));
+    assert!(
+        capacity.memory_total_mb > 0 && capacity.memory_available_mb > 0,
+        "{capacity:?}"
+    );
+
+    let welcome = RelayMessage::Welcome(Welcome {
+        protocol_version: runner_proto::PROTOCOL_VERSION,
+        environment: EnvironmentInfo {
+            id: "env_host".into(),
+            name: "host".into(),
+            tags: vec![],
+        },
+        policy: Policy {
+            tools: ToolAccess::All,
+            file_paths: vec![],
+            approval_required: vec![],
+        },
+        heartbeat_interval_s: 1,
+        session_id: "s1".into(),
+        epoch: 1,
+        binary_output: true,
+        tier: None,
+    });
+    drop(next);
+    socket
+        .send(Message::Text(
+            serde_json::to_string(&welcome).expect("json").into(),
+        ))
+        .await
+        .expect("send welcome");
+    let beat = loop {
+        let frame = tokio::time::timeout(std::time::Duration::from_secs(5), socket.next())
+            .await
+            .expect("a heartbeat within 5 s");
+        if let Some(Ok(Message::Text(text))) = frame {
+            if let Ok(RunnerMessage::Heartbeat(beat)) = serde_json::from_str(&text) {
+                break beat;
+            }
+        }
+    };
+    let capacity = beat.sandbox_capacity.expect("capacity in heartbeats");
+    assert_eq!((capacity.slots_total, capacity.slots_used), (3, 0));
+}
+
+#[tokio::test]
+async fn a_sandbox_ends_at_its_maximum_lifetime_even_when_busy() {
+    if !can_sandbox("a_sandbox_ends_at_its_maximum_lifetime_even_when_busy") {
+        return;
+    }
+    let relay = Relay::spawn().await;
+    let host = Host::start(&relay, &[]).await;
+    let (env, started) = start_sandbox(&relay, &host, json!({"max_lifetime_s": 3})).await;
+    assert_eq!(started["state"], "ready", "{started}");
+    let dir = host.sandboxes_dir().join(env.to_lowercase());
+    let begun = Instant::now();
+    // A call longer than the lifetime: cut off, not waited for.
+    let (status, body) = relay
+        .invoke(
+            &env,
+            json!({"tool_name": "shell", "args": {"command": "sleep 30"}, "timeout_s": 60}),
+        )
+        .await;
+    assert_ne!(body["exit_code"], 0, "{status} {body}");
+    wait_until("the sandbox is destroyed at its lifetime", || !dir.exists()).await;
+    assert!(
+        begun.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        begun.elapsed()
+    );
+    relay.wait_status(&env, "offline").await;
+    host.stop().await;
+}
