@@ -899,3 +899,55 @@ async fn a_sandbox_ends_at_its_maximum_lifetime_even_when_busy() {
     relay.wait_status(&env, "offline").await;
     host.stop().await;
 }
+
+#[tokio::test]
+async fn a_base_image_is_the_sandboxes_root_and_stays_unchanged() {
+    if !can_sandbox("a_base_image_is_the_sandboxes_root_and_stays_unchanged") {
+        return;
+    }
+    // A small root: the host's /usr as hard links (same file system, no
+    // copy), its own /etc.
+    let image = tempfile::tempdir().expect("tempdir");
+    let root = image.path();
+    let linked = std::process::Command::new("cp")
+        .args(["-al", "/usr"])
+        .arg(root.join("usr"))
+        .status()
+        .expect("cp");
+    assert!(linked.success());
+    for dir in ["etc", "proc", "dev", "tmp", "root", "run", "workspace"] {
+        std::fs::create_dir_all(root.join(dir)).expect("mkdir");
+    }
+    for link in ["bin", "lib", "lib64", "sbin"] {
+        if let Ok(target) = std::fs::read_link(format!("/{link}")) {
+            std::os::unix::fs::symlink(target, root.join(link)).expect("symlink");
+        }
+    }
+    for file in ["passwd", "group"] {
+        std::fs::copy(format!("/etc/{file}"), root.join("etc").join(file)).expect("copy");
+    }
+    std::fs::write(root.join("etc/image-marker"), "from the image\n").expect("marker");
+
+    let relay = Relay::spawn().await;
+    let image_arg = root.display().to_string();
+    let host = Host::start(&relay, &["--base-image", &image_arg]).await;
+    let (env, started) = start_sandbox(
+        &relay,
+        &host,
+        json!({"setup_script": "echo set > /usr/local/from-setup"}),
+    )
+    .await;
+    assert_eq!(started["state"], "ready", "{started}");
+    let (_, out, _) = shell(
+        &relay,
+        &env,
+        "cat /etc/image-marker /usr/local/from-setup; ls /etc",
+    )
+    .await;
+    assert_eq!(out, "from the image\nset\ngroup\nimage-marker\npasswd\n");
+    assert!(
+        !root.join("usr/local/from-setup").exists(),
+        "the image was written to"
+    );
+    host.stop().await;
+}

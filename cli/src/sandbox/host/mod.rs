@@ -271,6 +271,9 @@ impl Host {
                 Arc::new(allow),
             )))
         };
+        // Spawned on the runtime's own thread (never a blocking-pool thread,
+        // which ends when idle): bwrap's --die-with-parent follows the
+        // thread that forked it.
         let spawned = tokio::process::Command::new(&self.config.exe)
             .arg("sandbox-enter")
             .arg("--plan")
