@@ -804,16 +804,16 @@ async fn the_host_announces_its_two_tools_and_its_capacity_in_hello_and_heartbea
         .expect("the host connects")
         .expect("accept");
     let mut socket = tokio_tungstenite::accept_async(tcp).await.expect("upgrade");
-    let mut next = async || loop {
+    let hello = loop {
         match socket.next().await {
             Some(Ok(Message::Text(text))) => {
-                return serde_json::from_str::<RunnerMessage>(&text).expect("a runner frame")
+                break serde_json::from_str::<RunnerMessage>(&text).expect("a runner frame")
             }
             Some(Ok(_)) => continue,
             other => panic!("the host went away: {other:?}"),
         }
     };
-    let RunnerMessage::Hello(hello) = next().await else {
+    let RunnerMessage::Hello(hello) = hello else {
         panic!("no hello first");
     };
     let names: Vec<&str> = hello.tools.iter().map(|t| t.name.as_str()).collect();
@@ -850,7 +850,6 @@ async fn the_host_announces_its_two_tools_and_its_capacity_in_hello_and_heartbea
         binary_output: true,
         tier: None,
     });
-    drop(next);
     socket
         .send(Message::Text(
             serde_json::to_string(&welcome).expect("json").into(),
