@@ -14,8 +14,8 @@ use runner_proto::sandbox::{Network, WORKSPACE};
 
 use super::isolation::enter::SANDBOX_PATH;
 use super::layout::{
-    InitConfig, SetupExit, BRIDGE_PORT, INIT_CONFIG, IO_MOUNT, PROXY_SOCKET, RUNNER_IN_SANDBOX,
-    RUNNER_STARTED, SETUP_EXIT, SETUP_LOG, SETUP_SCRIPT, TOKEN,
+    InitConfig, SetupExit, BRIDGE_PORT, CA_FILE, INIT_CONFIG, IO_MOUNT, PROXY_SOCKET,
+    RUNNER_IN_SANDBOX, RUNNER_STARTED, SETUP_EXIT, SETUP_LOG, SETUP_SCRIPT, TOKEN,
 };
 use crate::env_vars;
 
@@ -72,6 +72,12 @@ async fn run(io: &Path) -> Result<u8> {
         .stdin(Stdio::null());
     if let Some(proxy) = &proxy {
         runner.args(["--relay-proxy", proxy]);
+    }
+    if config.ca_file {
+        runner.arg("--ca-file").arg(io.join(CA_FILE));
+    }
+    if config.insecure_skip_tls_verify {
+        runner.arg("--insecure-skip-tls-verify=true");
     }
     let mut child = runner.spawn().context("starting the sandbox's runner")?;
     drop(token);

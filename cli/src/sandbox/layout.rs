@@ -26,6 +26,9 @@ pub const SETUP_EXIT: &str = "setup.exit";
 pub const TOKEN: &str = "token";
 /// Written by init once the sandbox's runner was started.
 pub const RUNNER_STARTED: &str = "runner.started";
+/// The CA certificates the host trusts for its relay (`--ca-file`), for the
+/// sandbox's runner to trust too.
+pub const CA_FILE: &str = "ca.pem";
 /// The host's proxy for this sandbox (a unix socket).
 pub const PROXY_SOCKET: &str = "proxy.sock";
 
@@ -38,6 +41,12 @@ pub struct InitConfig {
     pub env: Vec<EnvVar>,
     pub idle_timeout_s: u64,
     pub max_lifetime_s: u64,
+    /// [`CA_FILE`] is there: the runner trusts it (`--ca-file`).
+    #[serde(default)]
+    pub ca_file: bool,
+    /// The host runs with `--insecure-skip-tls-verify`; so does the runner.
+    #[serde(default)]
+    pub insecure_skip_tls_verify: bool,
 }
 
 /// What init writes to [`SETUP_EXIT`].

@@ -950,3 +950,42 @@ async fn a_base_image_is_the_sandboxes_root_and_stays_unchanged() {
     );
     host.stop().await;
 }
+
+#[tokio::test]
+async fn a_relay_behind_a_private_ca_is_trusted_by_the_sandboxes_of_a_host_that_trusts_it() {
+    if !can_sandbox(
+        "a_relay_behind_a_private_ca_is_trusted_by_the_sandboxes_of_a_host_that_trusts_it",
+    ) {
+        return;
+    }
+    let pki = crate::tls::TestPki::with_ca_name("sandbox test CA");
+    let cert = pki.path("server.pem").display().to_string();
+    let key = pki.path("server.key").display().to_string();
+    let ca = pki.path("ca.pem").display().to_string();
+    let relay = Relay::spawn_with(&["--tls-cert", &cert, "--tls-key", &key]).await;
+    assert!(relay.url.starts_with("https://"), "{}", relay.url);
+    let env = relay.create_env(dev_env()).await;
+    let token = relay.token(&env).await;
+    let mut runner = Runner {
+        home: tempfile::tempdir().expect("tempdir"),
+        child: None,
+    };
+    runner.child = Some(
+        runner
+            .command()
+            .args(["sandbox-host", "--url", &relay.url])
+            .env("RUNNER_TOKEN", &token)
+            .env("RUNNER_CA_FILE", &ca)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn sandbox-host"),
+    );
+    relay.wait_status(&env, "online").await;
+    let host = Host { env, runner };
+    let (sandbox, started) = start_sandbox(&relay, &host, json!({})).await;
+    assert_eq!(started["state"], "ready", "{started}");
+    let (code, out, _) = shell(&relay, &sandbox, "echo over tls").await;
+    assert_eq!((code, out.as_str()), (0, "over tls\n"));
+    host.stop().await;
+}

@@ -26,8 +26,8 @@ use super::isolation::enter::{Overlay, Plan};
 use super::isolation::limits::{Group, Limits, Tree};
 use super::isolation::rootfs::Base;
 use super::layout::{
-    self, InitConfig, Layout, SandboxDirs, SetupExit, INIT_CONFIG, PROXY_SOCKET, RUNNER_STARTED,
-    SETUP_EXIT, SETUP_LOG, SETUP_SCRIPT, TOKEN,
+    self, InitConfig, Layout, SandboxDirs, SetupExit, CA_FILE, INIT_CONFIG, PROXY_SOCKET,
+    RUNNER_STARTED, SETUP_EXIT, SETUP_LOG, SETUP_SCRIPT, TOKEN,
 };
 use super::network::allow::Allow;
 use crate::agent::health::Health;
@@ -191,12 +191,20 @@ impl Host {
         }
         fs_err::set_permissions(dirs.io(), std::fs::Permissions::from_mode(0o700))?;
         let io = dirs.io();
+        // The relay's TLS trust is the host's: a relay behind a private CA
+        // is trusted by its sandboxes too.
+        let tls = crate::tls::options();
+        if let Some(ca) = &tls.ca_file {
+            fs_err::copy(ca, io.join(CA_FILE))?;
+        }
         let init = InitConfig {
             relay_url,
             network: request.network,
             env: request.env.clone(),
             idle_timeout_s: request.idle_timeout_s,
             max_lifetime_s: request.max_lifetime_s,
+            ca_file: tls.ca_file.is_some(),
+            insecure_skip_tls_verify: tls.insecure_skip_verify,
         };
         fs_err::write(io.join(INIT_CONFIG), serde_json::to_vec(&init)?)?;
         if let Some(script) = &request.setup_script {
