@@ -78,13 +78,26 @@ impl Base {
         if is_current(dir) {
             return Ok(());
         }
+        remove_half_built(dir);
         let building = dir.with_extension(format!("building-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&building);
         build_host_derived(&building)?;
         let _ = fs::remove_dir_all(dir);
         fs::rename(&building, dir)?;
         tracing::info!(base = %dir.display(), "built the host-derived sandbox base");
         Ok(())
+    }
+}
+
+/// Removes what a host killed while building the base left beside it.
+fn remove_half_built(dir: &Path) {
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return;
+    };
+    let prefix = format!("{}.building-", name.to_string_lossy());
+    for entry in fs::read_dir(parent).into_iter().flatten().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
 }
 
