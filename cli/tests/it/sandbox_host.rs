@@ -868,6 +868,9 @@ async fn the_host_announces_its_two_tools_and_its_capacity_in_hello_and_heartbea
     };
     let capacity = beat.sandbox_capacity.expect("capacity in heartbeats");
     assert_eq!((capacity.slots_total, capacity.slots_used), (3, 0));
+    // Stopped, not killed: it removes its cgroup directories.
+    let (code, stderr) = host.stop().await;
+    assert_eq!(code, Some(0), "{stderr}");
 }
 
 #[tokio::test]
