@@ -24,6 +24,7 @@ mod oversight;
 mod policy;
 mod procs;
 mod report;
+mod sandbox;
 mod simulated;
 mod ssh;
 mod stats;
@@ -122,6 +123,9 @@ enum Section {
     Mcp,
     /// Issue 31: the console's environments page with 1,000 environments.
     Console,
+    /// Issue 28: a sandbox session's first `true` against a bare isolation
+    /// start, and idle memory per sandbox (needs bubblewrap and root).
+    Sandbox,
 }
 
 #[derive(Debug, clap::Args)]
@@ -166,6 +170,9 @@ pub struct RunArgs {
     /// Approvals asked for and approved in the oversight section.
     #[arg(long, default_value_t = 200)]
     approval_calls: usize,
+    /// Sandbox sessions (and bare isolation starts) in the sandbox section.
+    #[arg(long, default_value_t = 100)]
+    sandbox_sessions: usize,
 }
 
 impl RunArgs {
@@ -299,6 +306,7 @@ async fn run(mut args: RunArgs) -> anyhow::Result<()> {
     );
     section!("mcp", Section::Mcp, mcp::run(&bins, &args));
     section!("console", Section::Console, console::run(&bins, &args));
+    section!("sandbox", Section::Sandbox, sandbox::run(&bins, &args));
 
     let results = json!({
         "schema": RESULTS_SCHEMA,

@@ -678,6 +678,25 @@ pub enum EnvCommand {
     Update(EnvUpdateArgs),
     /// Delete an environment (cannot be undone; its runner stops).
     Delete(EnvDeleteArgs),
+    /// Run the environment's runner on a sandbox host (a managed runner
+    /// with a new token nobody sees; the previous token keeps working for
+    /// the grace period). Replaces a runner installed by hand.
+    Deploy(EnvDeployArgs),
+    /// Stop the environment's managed runner.
+    Undeploy(EnvTarget),
+    /// Show the environment's newest deployment and its state.
+    Deployment(EnvTarget),
+}
+
+#[derive(Debug, Args)]
+pub struct EnvDeployArgs {
+    /// Environment id or name.
+    pub env: String,
+    /// Hours the previous token keeps working (0–168).
+    #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(i64).range(0..=168))]
+    pub grace_hours: i64,
+    #[command(flatten)]
+    pub api: ApiArgs,
 }
 
 #[derive(Debug, Args)]
@@ -695,6 +714,11 @@ pub struct EnvCreateArgs {
     /// Routing tag; repeat for several.
     #[arg(long = "tag")]
     pub tags: Vec<String>,
+    /// Type label (default `Local`). `sandbox-host` makes a sandbox host's
+    /// environment (organisation admins, shared scope; its policy is the
+    /// relay's): run `runner sandbox-host` with its token.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub env_type: Option<String>,
     #[command(flatten)]
     pub policy: PolicyFlags,
     #[command(flatten)]
@@ -820,6 +844,10 @@ pub struct SessionCreateArgs {
     /// environment applies.
     #[arg(long, value_name = "AGENT")]
     pub agent: Option<String>,
+    /// The template (id or name) that prepares the session's sandbox
+    /// (with `--env sandbox`, or `auto` when it gets one).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub template: Option<String>,
     #[command(flatten)]
     pub api: ApiArgs,
 }

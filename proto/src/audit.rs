@@ -55,6 +55,14 @@ pub enum AuditAction {
     SessionCreate,
     #[serde(rename = "session.end")]
     SessionEnd,
+    /// A sandbox started for a session (`error` with `code` when it could
+    /// not: `no_sandbox_host`, `sandbox_setup_failed`, …); `target` is its
+    /// host.
+    #[serde(rename = "sandbox.start")]
+    SandboxStart,
+    /// A sandbox destroyed; `code` says why (`session_ended`, `stopped`).
+    #[serde(rename = "sandbox.stop")]
+    SandboxStop,
     /// An API request with a missing or invalid API key.
     #[serde(rename = "auth.failed")]
     AuthFailed,
@@ -85,7 +93,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, for help texts and filters.
-    pub const ALL: [AuditAction; 24] = [
+    pub const ALL: [AuditAction; 26] = [
         Self::ToolInvoke,
         Self::TokenGenerate,
         Self::TokenRotate,
@@ -102,6 +110,8 @@ impl AuditAction {
         Self::TeamMemberRemove,
         Self::SessionCreate,
         Self::SessionEnd,
+        Self::SandboxStart,
+        Self::SandboxStop,
         Self::AuthFailed,
         Self::RunnerAuthFailed,
         Self::RunnerConnect,
@@ -131,6 +141,8 @@ impl AuditAction {
             Self::TeamMemberRemove => "team.member_remove",
             Self::SessionCreate => "session.create",
             Self::SessionEnd => "session.end",
+            Self::SandboxStart => "sandbox.start",
+            Self::SandboxStop => "sandbox.stop",
             Self::AuthFailed => "auth.failed",
             Self::RunnerAuthFailed => "runner.auth_failed",
             Self::RunnerConnect => "runner.connect",

@@ -115,7 +115,10 @@ pub struct StartSandbox {
     pub sandbox_id: String,
     /// The work session it serves.
     pub session_id: String,
-    /// WebSocket URL of the relay the sandbox's runner dials.
+    /// WebSocket URL of the relay the sandbox's runner dials; empty: the
+    /// URL the host dials itself (the usual case: any relay of a cluster
+    /// serves the sandbox).
+    #[serde(default)]
     pub relay_url: String,
     /// The sandbox environment's single-use registration token.
     pub token: SandboxToken,
@@ -140,7 +143,7 @@ pub struct StartSandbox {
 }
 
 /// Where a sandbox is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SandboxState {
     Provisioning,
@@ -170,7 +173,7 @@ impl SandboxState {
 }
 
 /// How the setup script ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SetupReport {
     /// Exit code; `None` when a signal ended it.
     pub exit_code: Option<i32>,
@@ -215,6 +218,51 @@ pub struct Destroyed {
     pub existed: bool,
 }
 
+/// A sandbox as the API shows it (`GET /sandboxes`, and a session's).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxInfo {
+    /// `sbx_…`, also its environment's id.
+    pub id: String,
+    pub session_id: String,
+    /// The sandbox host's environment id and name.
+    pub host_id: String,
+    pub host_name: String,
+    /// For a deployment (the managed runner of an environment): that
+    /// environment's id; `session_id` is then empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment_of: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_id: Option<String>,
+    pub state: SandboxState,
+    /// Why it failed or stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<SetupReport>,
+    /// RFC 3339.
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+}
+
+/// `POST /execution-environments/{id}/deploy`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Deploy {
+    /// Hours the environment's previous token keeps working (0–168,
+    /// default 24).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_hours: Option<i64>,
+}
+
+/// `GET /sandboxes`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxList {
+    pub sandboxes: Vec<SandboxInfo>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,10 +285,10 @@ mod tests {
             max_lifetime_s: 28_800,
             limits: Limits::default(),
         };
-        let json = serde_json::to_string(&start).expect("serialises");
+        let json = serde_json::to_string(&start).expect("encodes");
         assert!(json.contains("\"token\":\"rnrt_secret\""));
         assert!(json.contains("\"network\":\"allowlist\""));
-        let back: StartSandbox = serde_json::from_str(&json).expect("parses");
+        let back: StartSandbox = serde_json::from_str(&json).expect("decodes");
         assert_eq!(back, start);
         assert!(!format!("{start:?}").contains("rnrt_secret"));
     }

@@ -29,6 +29,11 @@ pub struct CreateSession {
     /// environment applies; absent: the caller when it is an agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The template (id or name) that prepares the session's sandbox, for
+    /// `sandbox` (and `auto`, should it get one). Absent: the default
+    /// configuration (no network, no setup).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
 }
 
 /// Whether a session still takes calls.
@@ -109,6 +114,12 @@ pub struct Session {
     #[serde(default)]
     pub ended_at: Option<String>,
     pub idle_timeout_s: u64,
+    /// The template its sandbox is prepared by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_id: Option<String>,
+    /// The sandbox serving it, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::SandboxInfo>,
 }
 
 /// `GET /sessions`.

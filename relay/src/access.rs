@@ -29,8 +29,33 @@ pub fn can_manage(member: &Member, scope: &Scope) -> bool {
 }
 
 /// Whether the environment exists as far as this member is concerned.
+/// Sandbox hosts and sandboxes are the organisation's machinery: admins see
+/// them; a member reaches a sandbox through the session it serves.
 pub fn can_see(member: &Member, environment: &EnvironmentRecord) -> bool {
-    member.is_admin || can_use(member, &environment.scope)
+    member.is_admin || (can_use(member, &environment.scope) && !is_machinery(environment))
+}
+
+/// Whether the environment is a sandbox host or a sandbox.
+pub fn is_machinery(environment: &EnvironmentRecord) -> bool {
+    is_machinery_type(&environment.env_type)
+}
+
+/// Whether a type label is one of the relay's own roles, which only the
+/// relay (sandboxes) or an admin (sandbox hosts) may give.
+pub fn is_machinery_type(env_type: &str) -> bool {
+    env_type == runner_proto::sandbox::HOST_ROLE || env_type == runner_proto::sandbox::SANDBOX_ROLE
+}
+
+/// Why nobody may call tools on this environment through the API, if so:
+/// a sandbox host's tools are the relay's to call.
+pub fn refuses_calls(environment: &EnvironmentRecord) -> Option<String> {
+    (environment.env_type == runner_proto::sandbox::HOST_ROLE).then(|| {
+        format!(
+            "environment {:?} is a sandbox host: it starts sandboxes for sessions and takes no \
+             tool calls; start a session with \"environment\": \"sandbox\"",
+            environment.name
+        )
+    })
 }
 
 /// Why a member may not decide an approval.

@@ -34,6 +34,7 @@ pub mod releases;
 pub mod report;
 pub mod routing;
 pub mod runner_connection;
+pub mod sandboxes;
 pub mod secret;
 pub mod seen;
 pub mod session_usage;
@@ -88,6 +89,7 @@ where
     state.shutdown = shutdown.clone();
     let connections = state.connections.clone();
     let flushing = flush_periodically(&state, shutdown.clone());
+    let sweeping = http::sandboxes::sweep_periodically(state.clone(), shutdown.clone());
     let trimming = heap::trim_after_bursts(state.admission.clone(), shutdown.clone());
     let audit = state.audit.clone();
     let (journal, seen, sessions, store) = (
@@ -127,6 +129,7 @@ where
     }
     // What the sessions left in memory goes to the store before exiting.
     flushing.abort();
+    sweeping.abort();
     if let Some(trimming) = trimming {
         trimming.abort();
     }

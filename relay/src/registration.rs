@@ -62,7 +62,13 @@ pub async fn authenticate(
     now: OffsetDateTime,
 ) -> Result<(TokenRecord, EnvironmentRecord), TokenError> {
     let (token, environment) = check(store, presented, now).await?;
-    if token
+    if environment.env_type == runner_proto::sandbox::SANDBOX_ROLE {
+        // A sandbox's token admits its runner's first connection only: a
+        // tool in the sandbox that finds it has nothing to connect with.
+        if !store.claim_token(&token.id, now).await? {
+            return Err(TokenError::Invalid);
+        }
+    } else if token
         .last_used_at
         .is_none_or(|used| now - used >= TOKEN_TOUCH_INTERVAL)
     {

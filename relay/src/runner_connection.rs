@@ -13,7 +13,9 @@ use futures_util::{SinkExt, StreamExt};
 use runner_proto::api::RunnerInfo;
 use runner_proto::audit::{AuditAction, AuditActor};
 use runner_proto::close;
-use runner_proto::ws::{FrameError, HeartbeatAck, Hello, RelayMessage, RunnerMessage, Welcome};
+use runner_proto::ws::{
+    FrameError, Heartbeat, HeartbeatAck, Hello, RelayMessage, RunnerMessage, Welcome,
+};
 use runner_proto::PROTOCOL_VERSION;
 use time::OffsetDateTime;
 use tracing::Instrument;
@@ -396,6 +398,7 @@ async fn handshake(
         instance_id,
         host,
         tools,
+        sandbox_capacity,
         ..
     } = hello;
     let runner_info = Arc::new(RunnerInfo {
@@ -415,7 +418,12 @@ async fn handshake(
         // when an equal catalogue is already held).
         tools: state.local.intern_catalogue(tools),
         connected_at: now,
-        heartbeat: Default::default(),
+        // A sandbox host's capacity counts from its hello, not its first
+        // heartbeat: sessions may be placed on it at once.
+        heartbeat: Heartbeat {
+            sandbox_capacity,
+            ..Heartbeat::default()
+        },
         epoch: 0,
         token_hash: context.token_hash.clone(),
     };

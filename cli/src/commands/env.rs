@@ -5,6 +5,7 @@ use reqwest::Method;
 use runner_proto::api::{
     CreateEnvironment, Environment, EnvironmentList, Status, Tier, UpdateEnvironment,
 };
+use runner_proto::sandbox::{self, Deploy, SandboxInfo, SandboxState};
 use runner_proto::ws::{Policy, ToolAccess};
 use serde_json::Value;
 
@@ -17,15 +18,19 @@ pub async fn run(dirs: &Dirs, command: EnvCommand) -> Result<()> {
     match command {
         EnvCommand::Create(args) => {
             let client = ApiClient::from_args(dirs, &args.api).await?;
+            // A sandbox host's policy is the relay's to set.
+            let host = args.env_type.as_deref() == Some(sandbox::HOST_ROLE);
             let body = CreateEnvironment {
                 name: args.name,
                 description: args.description,
-                env_type: None,
+                env_type: args.env_type,
                 tags: args.tags,
                 scope: args.scope,
                 tier: tier(args.tier),
                 install_browser_tools: false,
-                policy: policy_from_flags(&args.policy, tier_default_policy(tier(args.tier))),
+                policy: (!host)
+                    .then(|| policy_from_flags(&args.policy, tier_default_policy(tier(args.tier))))
+                    .flatten(),
             };
             let created: Environment = client
                 .request(
@@ -37,8 +42,13 @@ pub async fn run(dirs: &Dirs, command: EnvCommand) -> Result<()> {
                 .await?;
             show(&created, args.api.json)?;
             if !args.api.json {
+                let next = if host {
+                    "run `runner sandbox-host` on the host with it"
+                } else {
+                    "register a runner with it"
+                };
                 output::note(&format!(
-                    "next: `runner token generate {}` and register a runner with it",
+                    "next: `runner token generate {}` and {next}",
                     created.id
                 ));
             }
@@ -124,6 +134,78 @@ pub async fn run(dirs: &Dirs, command: EnvCommand) -> Result<()> {
                 output::note(&format!("deleted environment {} ({})", env.name, env.id));
             }
         }
+        EnvCommand::Deploy(args) => {
+            let client = ApiClient::from_args(dirs, &args.api).await?;
+            let env = client.resolve_env(&args.env).await?;
+            output::note(&format!(
+                "deploying {} onto the least loaded sandbox host…",
+                env.name
+            ));
+            let body = Deploy {
+                grace_hours: Some(args.grace_hours),
+            };
+            let deployed: SandboxInfo = client
+                .request(
+                    Method::POST,
+                    &format!("/execution-environments/{}/deploy", env.id),
+                    Some(&body),
+                    DEPLOY_TIMEOUT,
+                )
+                .await?;
+            show_deployment(&env.name, &deployed, args.api.json)?;
+        }
+        EnvCommand::Undeploy(target) => {
+            let client = ApiClient::from_args(dirs, &target.api).await?;
+            let env = client.resolve_env(&target.env).await?;
+            let stopped: SandboxInfo = client
+                .request::<(), SandboxInfo>(
+                    Method::POST,
+                    &format!("/execution-environments/{}/undeploy", env.id),
+                    None,
+                    REQUEST_TIMEOUT,
+                )
+                .await?;
+            show_deployment(&env.name, &stopped, target.api.json)?;
+        }
+        EnvCommand::Deployment(target) => {
+            let client = ApiClient::from_args(dirs, &target.api).await?;
+            let env = client.resolve_env(&target.env).await?;
+            let deployment: SandboxInfo = client
+                .get(&format!("/execution-environments/{}/deployment", env.id))
+                .await?;
+            show_deployment(&env.name, &deployment, target.api.json)?;
+        }
+    }
+    Ok(())
+}
+
+/// How long `env deploy` waits: the host runs the runner and it connects.
+const DEPLOY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// A deployment's state in the seed's words.
+fn deployment_state(state: SandboxState) -> &'static str {
+    match state {
+        SandboxState::Provisioning | SandboxState::SettingUp => "deploying",
+        SandboxState::Ready | SandboxState::Busy => "running",
+        SandboxState::Stopped => "stopped",
+        SandboxState::Failed => "failed",
+    }
+}
+
+fn show_deployment(name: &str, deployment: &SandboxInfo, json: bool) -> Result<()> {
+    if json {
+        return output::json(deployment);
+    }
+    let state = deployment_state(deployment.state);
+    match &deployment.reason {
+        Some(reason) => println!(
+            "{name}: {state} on sandbox host {} ({}): {reason}",
+            deployment.host_name, deployment.id
+        ),
+        None => println!(
+            "{name}: {state} on sandbox host {} ({})",
+            deployment.host_name, deployment.id
+        ),
     }
     Ok(())
 }

@@ -79,6 +79,7 @@ pub async fn run(dirs: &Dirs, args: SandboxHostArgs) -> Result<()> {
             },
             base,
             exe,
+            relay_url: url.clone(),
         },
         Arc::clone(&health),
     )

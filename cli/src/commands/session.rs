@@ -19,6 +19,7 @@ pub async fn run(dirs: &Dirs, command: SessionCommand) -> Result<()> {
                 environment: args.env,
                 tags: args.tags,
                 agent: args.agent,
+                template: args.template,
             };
             let session: Session = client
                 .request(Method::POST, "/sessions", Some(&body), REQUEST_TIMEOUT)
@@ -163,6 +164,27 @@ fn show(session: &Session) -> Result<()> {
     }
     if !session.tags.is_empty() {
         rows.push(("tags", session.tags.join(", ")));
+    }
+    if let Some(template) = &session.template_id {
+        rows.push(("template", template.clone()));
+    }
+    if let Some(sandbox) = &session.sandbox {
+        let mut text = format!(
+            "{} on host {}: {}",
+            sandbox.id,
+            sandbox.host_name,
+            sandbox.state.as_str()
+        );
+        if let Some(reason) = &sandbox.reason {
+            text.push_str(&format!(" ({reason})"));
+        }
+        rows.push(("sandbox", text));
+        if let Some(setup) = &sandbox.setup {
+            let exit = setup
+                .exit_code
+                .map_or_else(|| "killed".to_owned(), |code| format!("exit {code}"));
+            rows.push(("setup", format!("{exit} after {} ms", setup.duration_ms)));
+        }
     }
     rows.push(("created by", session.created_by.name.clone()));
     if let Some(agent) = &session.agent {

@@ -322,7 +322,9 @@ async fn network_none_reaches_nothing_allowlist_only_its_domains_allow_all_every
     let host = Host::start(&relay, &[]).await;
     let port = hello_server().await;
 
-    let (none, started) = start_sandbox(&relay, &host, json!({"network": "none"})).await;
+    // No relay_url: the host's own.
+    let (none, started) =
+        start_sandbox(&relay, &host, json!({"network": "none", "relay_url": ""})).await;
     assert_eq!(started["state"], "ready", "{started}");
     let (_, out, _) = shell(&relay, &none, &raw_connect(port)).await;
     assert!(
@@ -990,5 +992,72 @@ async fn a_relay_behind_a_private_ca_is_trusted_by_the_sandboxes_of_a_host_that_
     assert_eq!(started["state"], "ready", "{started}");
     let (code, out, _) = shell(&relay, &sandbox, "echo over tls").await;
     assert_eq!((code, out.as_str()), (0, "over tls\n"));
+    host.stop().await;
+}
+
+/// The whole path: the relay's own placement starts the sandbox of a
+/// session asking for one on this real host, the session's calls run in
+/// it, and ending the session destroys it.
+#[tokio::test]
+async fn a_sandbox_session_runs_in_a_real_sandbox_and_ending_it_destroys_the_sandbox() {
+    if !can_sandbox("a_sandbox_session_runs_in_a_real_sandbox_and_ending_it_destroys_the_sandbox") {
+        return;
+    }
+    let relay = Relay::spawn().await;
+    let (env, mut runner) =
+        Runner::registered(&relay, json!({"name": "real-host", "type": "sandbox-host"})).await;
+    runner.child = Some(
+        runner
+            .command()
+            .arg("sandbox-host")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn sandbox-host"),
+    );
+    relay.wait_status(&env, "online").await;
+    let host = Host { env, runner };
+
+    let (status, session) = relay
+        .api(
+            reqwest::Method::POST,
+            "/sessions",
+            Some(json!({"environment": "sandbox"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{session}");
+    let session = session["id"].as_str().expect("session id").to_owned();
+    let path = format!("/sessions/{session}/invoke-tool");
+    let invoke = |command: &str| {
+        let body = json!({"tool_name": "shell", "args": {"command": command}, "timeout_s": 60});
+        relay.api(reqwest::Method::POST, &path, Some(body))
+    };
+    let (status, body) = invoke("id -u; hostname; echo kept > /root/note").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["stdout"], "0\nsandbox\n", "{body}");
+    let (_, body) = invoke("cat /root/note").await;
+    assert_eq!(
+        body["result"]["stdout"], "kept\n",
+        "the same sandbox: {body}"
+    );
+
+    let sandboxes = std::fs::read_dir(host.sandboxes_dir())
+        .expect("sandboxes dir")
+        .flatten()
+        .map(|entry| entry.path())
+        .collect::<Vec<_>>();
+    assert_eq!(sandboxes.len(), 1, "{sandboxes:?}");
+    let (status, ended) = relay
+        .api(
+            reqwest::Method::DELETE,
+            &format!("/sessions/{session}"),
+            None,
+        )
+        .await;
+    assert!(status < 300, "{status} {ended}");
+    wait_until("ending the session destroys the sandbox", || {
+        !sandboxes[0].exists()
+    })
+    .await;
     host.stop().await;
 }

@@ -118,7 +118,8 @@ pub enum Intent {
     Manage,
 }
 
-/// Every environment `caller` may use (shared ones and their teams').
+/// Every environment `caller` may use (shared ones and their teams'), but
+/// sandbox hosts and sandboxes, which are reached through sessions.
 pub async fn usable_environments(
     state: &AppState,
     caller: &Member,
@@ -128,7 +129,9 @@ pub async fn usable_environments(
         .list_environments()
         .await?
         .into_iter()
-        .filter(|environment| access::can_use(caller, &environment.scope))
+        .filter(|environment| {
+            access::can_use(caller, &environment.scope) && !access::is_machinery(environment)
+        })
         .collect())
 }
 
@@ -165,6 +168,11 @@ pub async fn environment_for(
     let environment = environment
         .filter(|environment| access::can_see(caller, environment))
         .ok_or_else(|| ApiError::environment_not_found(id))?;
+    if intent == Intent::Use {
+        if let Some(why) = access::refuses_calls(&environment) {
+            return Err(ApiError::forbidden(why));
+        }
+    }
     let allowed = match intent {
         Intent::Read => true,
         Intent::Use => access::can_use(caller, &environment.scope),

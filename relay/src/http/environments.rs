@@ -10,6 +10,8 @@ use runner_proto::api::{
     CreateEnvironment, Environment, EnvironmentList, EnvironmentStatus, ToolList, UpdateEnvironment,
 };
 use runner_proto::audit::AuditAction;
+use runner_proto::sandbox::{DESTROY_TOOL, HOST_ROLE, SANDBOX_ROLE, START_TOOL};
+use runner_proto::ws::{Policy, ToolAccess};
 
 use super::auth::{environment_for, Caller, Intent};
 use super::error::{ApiError, ApiJson};
@@ -23,6 +25,18 @@ use crate::environment::{
 use crate::routing::{announced_tools, CallRouter, Catalogue};
 use crate::state::AppState;
 use crate::status;
+
+/// The policy of a sandbox host: the relay calls its two tools, nobody
+/// else calls anything.
+fn host_policy() -> Policy {
+    Policy {
+        tools: ToolAccess::List {
+            tools: vec![START_TOOL.to_owned(), DESTROY_TOOL.to_owned()],
+        },
+        file_paths: Vec::new(),
+        approval_required: Vec::new(),
+    }
+}
 
 fn invalid(error: crate::environment::InvalidField) -> ApiError {
     ApiError::bad_request(error.message)
@@ -76,6 +90,19 @@ pub async fn create(
     if let Some(policy) = &request.policy {
         validate_policy(policy).map_err(invalid)?;
     }
+    let host = env_type == HOST_ROLE;
+    if env_type == SANDBOX_ROLE {
+        return Err(ApiError::bad_request(format!(
+            "type {SANDBOX_ROLE:?} is the relay's own: sandboxes are started for sessions \
+             (\"environment\": \"sandbox\")"
+        )));
+    }
+    if host && (scope != Scope::Shared || request.policy.is_some()) {
+        return Err(ApiError::bad_request(format!(
+            "a sandbox host ({HOST_ROLE:?}) serves every session: its scope is shared and its \
+             policy is the relay's (it runs only {START_TOOL} and {DESTROY_TOOL})"
+        )));
+    }
     let record = EnvironmentRecord {
         id: new_environment_id(),
         name: request.name,
@@ -85,9 +112,13 @@ pub async fn create(
         scope,
         tier: request.tier,
         install_browser_tools: request.install_browser_tools,
-        policy: request
-            .policy
-            .unwrap_or_else(|| default_policy(request.tier)),
+        policy: if host {
+            host_policy()
+        } else {
+            request
+                .policy
+                .unwrap_or_else(|| default_policy(request.tier))
+        },
         created_at: state.clock.now(),
         last_seen: None,
         runner: None,
@@ -136,7 +167,20 @@ pub async fn update(
         environment.description = description;
     }
     if let Some(env_type) = request.env_type {
+        if env_type != environment.env_type
+            && (access::is_machinery_type(&env_type) || access::is_machinery(&environment))
+        {
+            return Err(ApiError::bad_request(format!(
+                "the types {HOST_ROLE:?} and {SANDBOX_ROLE:?} are given at creation (hosts) or \
+                 by the relay (sandboxes), and never changed"
+            )));
+        }
         environment.env_type = env_type;
+    }
+    if request.policy.is_some() && environment.env_type == HOST_ROLE {
+        return Err(ApiError::bad_request(format!(
+            "a sandbox host's policy is the relay's: it runs only {START_TOOL} and {DESTROY_TOOL}"
+        )));
     }
     if let Some(tags) = request.tags {
         environment.tags = tags;
@@ -183,6 +227,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let environment = environment_for(&state, &caller, &id, Intent::Manage).await?;
+    super::sandboxes::environment_deleted(&state, &caller, &environment.id).await;
     let deleted = state.store.delete_environment(&environment.id).await;
     state.reads.forget_environment(&environment.id);
     if !deleted? {

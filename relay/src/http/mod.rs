@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod openapi;
 mod origin;
 mod runner;
+pub mod sandboxes;
 #[cfg(test)]
 mod self_wake;
 mod sessions;
@@ -42,12 +43,17 @@ pub const STATUS: &str = "/execution-environments/{id}/status";
 pub const GENERATE_TOKEN: &str = "/execution-environments/{id}/generate-token";
 pub const TOKEN_STATUS: &str = "/execution-environments/{id}/token-status";
 pub const REVOKE_TOKEN: &str = "/execution-environments/{id}/revoke-token";
+pub const DEPLOY: &str = "/execution-environments/{id}/deploy";
+pub const UNDEPLOY: &str = "/execution-environments/{id}/undeploy";
+pub const DEPLOYMENT: &str = "/execution-environments/{id}/deployment";
 pub const TOOLS: &str = "/execution-environments/{id}/tools";
 pub const INVOKE_TOOL: &str = "/execution-environments/{id}/invoke-tool";
 pub const INVOCATION: &str = "/invocations/{call_id}";
 pub const SESSIONS: &str = "/sessions";
 pub const SESSION: &str = "/sessions/{id}";
 pub const SESSION_INVOKE_TOOL: &str = "/sessions/{id}/invoke-tool";
+pub const SANDBOXES: &str = "/sandboxes";
+pub const SANDBOX: &str = "/sandboxes/{id}";
 pub const TEAMS: &str = "/teams";
 pub const TEAM: &str = "/teams/{name}";
 pub const TEAM_MEMBERS: &str = "/teams/{name}/members";
@@ -77,6 +83,9 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::POST, GENERATE_TOKEN),
     (Method::GET, TOKEN_STATUS),
     (Method::POST, REVOKE_TOKEN),
+    (Method::POST, DEPLOY),
+    (Method::POST, UNDEPLOY),
+    (Method::GET, DEPLOYMENT),
     (Method::GET, TOOLS),
     (Method::POST, INVOKE_TOOL),
     (Method::GET, INVOCATION),
@@ -85,6 +94,8 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::GET, SESSION),
     (Method::DELETE, SESSION),
     (Method::POST, SESSION_INVOKE_TOOL),
+    (Method::GET, SANDBOXES),
+    (Method::GET, SANDBOX),
     (Method::POST, runner_proto::RUNNER_REGISTER_PATH),
     (Method::GET, runner_proto::RUNNER_REGISTER_PATH),
     (Method::GET, runner_proto::RUNNER_CONNECT_PATH),
@@ -130,12 +141,17 @@ pub fn router(state: AppState) -> Router {
         .route(GENERATE_TOKEN, post(tokens::generate))
         .route(TOKEN_STATUS, get(tokens::status))
         .route(REVOKE_TOKEN, post(tokens::revoke))
+        .route(DEPLOY, post(sandboxes::deploy))
+        .route(UNDEPLOY, post(sandboxes::undeploy))
+        .route(DEPLOYMENT, get(sandboxes::deployment))
         .route(TOOLS, get(environments::tools))
         .route(INVOKE_TOOL, post(invoke::invoke))
         .route(INVOCATION, get(invocations::get))
         .route(SESSIONS, post(sessions::create).get(sessions::list_api))
         .route(SESSION, get(sessions::get).delete(sessions::end))
         .route(SESSION_INVOKE_TOOL, post(sessions::invoke))
+        .route(SANDBOXES, get(sandboxes::list_api))
+        .route(SANDBOX, get(sandboxes::get))
         .route(
             runner_proto::RUNNER_REGISTER_PATH,
             post(runner::register).get(runner::check),

@@ -21,6 +21,9 @@ fn generated_schemas() -> Map<String, Value> {
     generator.subschema_for::<CreateSession>();
     generator.subschema_for::<Session>();
     generator.subschema_for::<SessionList>();
+    generator.subschema_for::<runner_proto::sandbox::SandboxList>();
+    generator.subschema_for::<runner_proto::sandbox::SandboxInfo>();
+    generator.subschema_for::<runner_proto::sandbox::Deploy>();
     generator.subschema_for::<MemberView>();
     generator.subschema_for::<TeamView>();
     generator.subschema_for::<TeamList>();
@@ -57,8 +60,7 @@ fn session_and_member_paths(unauthorized: &Value) -> Value {
                     "401": unauthorized,
                     "403": error_response("the environment or agent is not the caller's to use"),
                     "404": error_response("no such environment or agent_not_found"),
-                    "409": error_response("default_environment_deleted: the agent's or team's default environment was deleted"),
-                    "503": error_response("no_sandbox_provider")
+                    "409": error_response("default_environment_deleted: the agent's or team's default environment was deleted")
                 }
             },
             "get": {
@@ -90,10 +92,24 @@ fn session_and_member_paths(unauthorized: &Value) -> Value {
                     "401": unauthorized,
                     "403": error_response("not the session's creator or agent, or the policy refused"),
                     "404": session_not_found,
-                    "410": error_response("session_ended, session_expired or session_environment_deleted"),
-                    "503": error_response("session_environment_unavailable (never moved to another machine), environment_not_selectable, no_usable_runner or no_sandbox_provider"),
+                    "410": error_response("session_ended, session_expired, session_environment_deleted or session_sandbox_gone (its host went away, or it stopped after its idle timeout or lifetime)"),
+                    "503": error_response("session_environment_unavailable (never moved to another machine), environment_not_selectable, no_usable_runner, no_sandbox_host, sandbox_setup_failed (with the end of the setup log) or sandbox_not_connected"),
                     "504": error_response("timeout")
                 }
+            }
+        },
+        "/sandboxes": {
+            "get": {
+                "summary": "Sandboxes started for sessions, newest first (organisation admins: all; others: those of their sessions): host, template, state, why it ended, the setup script's outcome",
+                "parameters": [{ "name": "live", "in": "query", "required": false, "schema": { "type": "boolean", "default": false }, "description": "only sandboxes that have not ended" }],
+                "responses": { "200": json_response("the sandboxes", "SandboxList"), "400": error_response("malformed query"), "401": unauthorized }
+            }
+        },
+        "/sandboxes/{id}": {
+            "parameters": [id_parameter()],
+            "get": {
+                "summary": "One sandbox",
+                "responses": { "200": json_response("the sandbox", "SandboxInfo"), "401": unauthorized, "404": error_response("sandbox_not_found") }
             }
         },
         "/approvals": {
@@ -586,6 +602,28 @@ fn hand_written() -> Value {
                 "post": {
                     "summary": "Invalidate every token and disconnect the runner",
                     "responses": { "200": json_response("revoked", "RevokedTokens"), "401": unauthorized, "403": forbidden, "404": not_found }
+                }
+            },
+            "/execution-environments/{id}/deploy": {
+                "parameters": [id_parameter()],
+                "post": {
+                    "summary": "Deploy: start a managed runner for the environment on the least loaded sandbox host, with a new token nobody sees (the previous one keeps working for grace_hours); answers once it is connected. Its state: provisioning/setting_up = deploying, ready = running, stopped, failed (with the reason)",
+                    "requestBody": json_body("Deploy"),
+                    "responses": { "200": json_response("running", "SandboxInfo"), "400": error_response("bad grace_hours, or a sandbox host or sandbox"), "401": unauthorized, "403": forbidden, "404": not_found, "409": error_response("already_deployed"), "503": error_response("no_sandbox_host, sandbox_setup_failed or sandbox_not_connected") }
+                }
+            },
+            "/execution-environments/{id}/undeploy": {
+                "parameters": [id_parameter()],
+                "post": {
+                    "summary": "Undeploy: the host stops the managed runner and removes everything of it",
+                    "responses": { "200": json_response("stopped", "SandboxInfo"), "401": unauthorized, "403": forbidden, "404": not_found, "409": error_response("not_deployed") }
+                }
+            },
+            "/execution-environments/{id}/deployment": {
+                "parameters": [id_parameter()],
+                "get": {
+                    "summary": "The environment's newest deployment and its state",
+                    "responses": { "200": json_response("the deployment", "SandboxInfo"), "401": unauthorized, "404": error_response("not found, or deployment_not_found") }
                 }
             },
             "/execution-environments/{id}/tools": {

@@ -27,9 +27,11 @@ use super::error::{ApiError, ApiJson, ApiQuery, RawBody};
 use super::invoke::{run_call, Destination};
 use super::members::named_member;
 use super::origin::{entry, Origin};
+use super::sandboxes;
 use crate::clock::rfc3339;
 use crate::environment::EnvironmentRecord;
 use crate::routing::{CallRouter, Presence};
+use crate::sandboxes::SandboxSettings;
 use crate::sessions::select::{self, Candidate};
 use crate::sessions::{new_session_id, Lock, MemberName, Requested, RequestedFrom, WorkSession};
 use crate::state::AppState;
@@ -45,15 +47,6 @@ fn session_not_found(id: &str) -> ApiError {
         StatusCode::NOT_FOUND,
         "session_not_found",
         format!("session {id:?} not found"),
-    )
-}
-
-/// 503: neither a runner nor a sandbox can serve the session.
-fn no_sandbox_provider(why: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "no_sandbox_provider",
-        format!("{why} and no sandbox provider configured"),
     )
 }
 
@@ -179,9 +172,20 @@ pub async fn create(
         request.environment.as_deref(),
     )
     .await?;
-    if requested == Requested::Sandbox {
-        return Err(no_sandbox_provider("the session asks for a sandbox"));
-    }
+    let template_id = match &request.template {
+        Some(_) if !matches!(requested, Requested::Sandbox | Requested::Auto) => {
+            return Err(ApiError::bad_request(
+                "a template prepares a sandbox: name one only with \"environment\": \"sandbox\" \
+                 or \"auto\"",
+            ))
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "templates are not available on this relay yet",
+            ))
+        }
+        None => None,
+    };
     let now = state.clock.now();
     let session = WorkSession {
         id: new_session_id(),
@@ -201,6 +205,7 @@ pub async fn create(
         last_used_at: now,
         idle_timeout_s: state.session_idle_timeout_s,
         ended_at: None,
+        template_id,
     };
     state.store.insert_work_session(&session).await?;
     state.sessions.keep(&session);
@@ -275,6 +280,7 @@ pub async fn end(
         state
             .audit
             .record(entry(&state, &origin, &caller, AuditAction::SessionEnd).session(&session.id));
+        sandboxes::session_ended(&state, &caller, &session.id).await;
     }
     Ok(StatusCode::NO_CONTENT)
 }
@@ -308,6 +314,14 @@ async fn visible_session(
 
 /// The API's view of a session, with its environment's status now.
 async fn view(state: &AppState, session: &WorkSession) -> Result<Session, ApiError> {
+    let sandbox = match &session.lock {
+        Some(lock) if session.requested_sandbox(&lock.environment_id) => state
+            .store
+            .sandbox(&lock.environment_id)
+            .await?
+            .map(|record| sandboxes::view(&record)),
+        _ => None,
+    };
     let environment = match &session.lock {
         None => None,
         Some(lock) => Some(match state.store.environment(&lock.environment_id).await? {
@@ -346,6 +360,8 @@ async fn view(state: &AppState, session: &WorkSession) -> Result<Session, ApiErr
         expires_at: rfc3339(session.expires_at()),
         ended_at: session.ended_at.map(rfc3339),
         idle_timeout_s: session.idle_timeout_s,
+        template_id: session.template_id.clone(),
+        sandbox,
     })
 }
 
@@ -425,7 +441,10 @@ async fn lock(
     session: &WorkSession,
 ) -> Result<WorkSession, ApiError> {
     let (environment, reason) = match &session.requested {
-        Requested::Sandbox => return Err(no_sandbox_provider("the session asks for a sandbox")),
+        Requested::Sandbox => (
+            sandbox_for(state, caller, session).await?,
+            "a sandbox, as the session asked".to_owned(),
+        ),
         Requested::Environment(id) => {
             let environment = session_environment(state, caller, id, || {
                 format!("the environment {id:?} this session asked for was deleted; start a new session")
@@ -476,19 +495,30 @@ async fn lock(
                     last_seen: standing.last_seen,
                 })
                 .collect();
-            let choice = select::auto(&candidates, &session.tags).ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "no_usable_runner",
+            match select::auto(&candidates, &session.tags) {
+                Some(choice) => {
+                    let environment = environments[choice.index].clone();
+                    (Arc::new(environment), choice.reason)
+                }
+                None if sandboxes::any_host(state).await? => (
+                    sandbox_for(state, caller, session).await?,
                     format!(
-                        "no usable runner online (of {} environments you may use) and no \
-                         sandbox provider configured",
+                        "a sandbox: no usable runner was online (of {} environments you may use)",
                         environments.len()
                     ),
-                )
-            })?;
-            let environment = environments[choice.index].clone();
-            (Arc::new(environment), choice.reason)
+                ),
+                None => {
+                    return Err(ApiError::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "no_usable_runner",
+                        format!(
+                            "no usable runner online (of {} environments you may use) and no \
+                             sandbox host online",
+                            environments.len()
+                        ),
+                    ))
+                }
+            }
         }
     };
     let lock = Lock {
@@ -506,8 +536,30 @@ async fn lock(
     state.sessions.apply(&mut locked);
     if let Some(lock) = &locked.lock {
         tracing::info!(session_id = %locked.id, environment_id = %lock.environment_id, reason = %lock.reason, "session locked");
+        if environment.env_type == runner_proto::sandbox::SANDBOX_ROLE
+            && lock.environment_id != environment.id
+        {
+            // A first call racing this one locked the session to its own
+            // sandbox: this one serves nobody.
+            sandboxes::discard(state, caller, &environment.id).await;
+        }
     }
     Ok(locked)
+}
+
+/// A new sandbox for the session, prepared as its template says.
+async fn sandbox_for(
+    state: &AppState,
+    caller: &Member,
+    session: &WorkSession,
+) -> Result<Arc<EnvironmentRecord>, ApiError> {
+    sandboxes::provision(
+        state,
+        caller,
+        sandboxes::Purpose::Session(session),
+        SandboxSettings::default(),
+    )
+    .await
 }
 
 /// 410 for a session that no longer takes calls.
@@ -557,6 +609,9 @@ async fn call_destination(
     let Some(lock) = &session.lock else {
         return Err(session_not_found(id));
     };
+    if session.requested_sandbox(&lock.environment_id) {
+        return sandbox_destination(state, &session, lock).await;
+    }
     let environment = session_environment(state, caller, &lock.environment_id, || {
         format!(
             "session {} is locked to environment {:?} ({}), which was deleted; \
@@ -581,6 +636,47 @@ async fn call_destination(
         ));
     }
     Ok((session, environment, standing))
+}
+
+/// A session's sandbox for a call: the session is the authority (a
+/// sandbox is nobody else's to use), and a sandbox that is gone is named
+/// with why, never replaced.
+async fn sandbox_destination(
+    state: &AppState,
+    session: &WorkSession,
+    lock: &Lock,
+) -> Result<(WorkSession, Arc<EnvironmentRecord>, Standing), ApiError> {
+    let gone = |why: String| {
+        ApiError::new(
+            StatusCode::GONE,
+            "session_sandbox_gone",
+            format!(
+                "session {} ran in sandbox {}, which is gone: {why}; a session never moves \
+                 to another machine: start a new session",
+                session.id, lock.environment_id
+            ),
+        )
+    };
+    let Some(environment) = state.store.environment(&lock.environment_id).await? else {
+        let why = match state.store.sandbox(&lock.environment_id).await? {
+            Some(sandbox) => sandbox
+                .reason
+                .unwrap_or_else(|| format!("it is {}", sandbox.state.as_str())),
+            None => "it was deleted".to_owned(),
+        };
+        return Err(gone(why));
+    };
+    let standing = standing(state, &environment).await;
+    if standing.presence.is_none() {
+        let why = match state.store.sandbox(&environment.id).await? {
+            Some(mut record) => sandboxes::reconcile(state, &mut record).await,
+            None => None,
+        };
+        return Err(gone(
+            why.unwrap_or_else(|| "its runner is offline".to_owned()),
+        ));
+    }
+    Ok((session.clone(), Arc::new(environment), standing))
 }
 
 /// The environment a session's calls go to, and its runner: see

@@ -288,6 +288,10 @@ one_label!(DisconnectLabel, reason, DisconnectReason);
 one_label!(ConnectLabel, outcome, ConnectOutcome);
 one_label!(NatsLabel, outcome, NatsOutcome);
 one_label!(StatusLabel, status, &'static str);
+one_label!(SandboxStartLabel, outcome, &'static str);
+
+/// How a sandbox start ended: the `outcome` of `relay_sandbox_starts`.
+pub const SANDBOX_START_OUTCOMES: [&str; 4] = ["ready", "setup_failed", "not_connected", "no_host"];
 
 /// A call's tool (a capped name: see [`super::tools`]) and its outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]

@@ -22,9 +22,11 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
+pub use self::labels::SANDBOX_START_OUTCOMES;
 use self::labels::{
     ApprovalDecision, AuthFailure, ConnectLabel, ConnectOutcome, DecisionLabel, DisconnectLabel,
-    DisconnectReason, HttpLabels, NatsLabel, NatsOutcome, Outcome, ReasonLabel, StatusLabel,
+    DisconnectReason, HttpLabels, NatsLabel, NatsOutcome, Outcome, ReasonLabel, SandboxStartLabel,
+    StatusLabel,
 };
 use self::tools::{ToolNames, ToolSeries};
 use crate::secret::{hash_secret, hashes_match, Secret};
@@ -76,6 +78,9 @@ struct Families {
     http_requests: Family<HttpLabels, Counter>,
     nats_requests: Family<NatsLabel, Counter>,
     nats_duration: Histogram,
+    sandbox_starts: Family<SandboxStartLabel, Counter>,
+    sandbox_start_duration: Histogram,
+    sandboxes_live: Gauge,
     /// When `environments` was last read from the store.
     environments_read_at: Mutex<Option<Instant>>,
 }
@@ -181,6 +186,30 @@ impl Metrics {
             Unit::Seconds,
             nats_duration.clone(),
         );
+        let sandbox_starts = Family::<SandboxStartLabel, Counter>::default();
+        registry.register(
+            "sandbox_starts",
+            "Sandboxes started for sessions by this relay, by outcome",
+            sandbox_starts.clone(),
+        );
+        let sandbox_start_duration = call_buckets();
+        registry.register_with_unit(
+            "sandbox_start_duration",
+            "Time from a session's first call to its sandbox's runner connected (setup included)",
+            Unit::Seconds,
+            sandbox_start_duration.clone(),
+        );
+        let sandboxes_live = Gauge::default();
+        registry.register(
+            "sandboxes_live",
+            "Sandboxes not ended (the whole organisation, counted every 10 s)",
+            sandboxes_live.clone(),
+        );
+        for outcome in SANDBOX_START_OUTCOMES {
+            sandbox_starts
+                .get_or_create(&SandboxStartLabel { outcome })
+                .inc_by(0);
+        }
         // Every series of a closed label set exists from the start, at 0:
         // `rate()` then sees the first increment, and a scrape shows what
         // could be counted.
@@ -222,6 +251,9 @@ impl Metrics {
                 http_requests,
                 nats_requests,
                 nats_duration,
+                sandbox_starts,
+                sandbox_start_duration,
+                sandboxes_live,
                 environments_read_at: Mutex::new(None),
             })),
             scrape_token_hash: None,
@@ -383,6 +415,29 @@ impl Metrics {
                     status,
                 })
                 .inc();
+        }
+    }
+
+    /// A sandbox start ended with `outcome` (one of
+    /// [`SANDBOX_START_OUTCOMES`]) after `took`.
+    pub fn sandbox_start(&self, outcome: &'static str, took: Duration) {
+        if let Some(families) = &self.families {
+            families
+                .sandbox_starts
+                .get_or_create(&SandboxStartLabel { outcome })
+                .inc();
+            if outcome == "ready" {
+                families.sandbox_start_duration.observe(took.as_secs_f64());
+            }
+        }
+    }
+
+    /// Sandboxes not ended, as counted in the store.
+    pub fn set_sandboxes_live(&self, count: usize) {
+        if let Some(families) = &self.families {
+            families
+                .sandboxes_live
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
         }
     }
 

@@ -125,6 +125,8 @@ pub struct WorkSession {
     pub last_used_at: OffsetDateTime,
     pub idle_timeout_s: u64,
     pub ended_at: Option<OffsetDateTime>,
+    /// The template its sandbox is prepared by (sessions that may get one).
+    pub template_id: Option<String>,
 }
 
 /// How often relays write sessions' last-use times to the store.
@@ -154,6 +156,14 @@ impl WorkSession {
         } else {
             SessionState::Open
         }
+    }
+
+    /// Whether the session's calls go to a sandbox started for it: it
+    /// asked for one, or asked for `auto` and got one (sandbox ids are
+    /// `sbx_…`, environment ids never are).
+    pub fn requested_sandbox(&self, locked_id: &str) -> bool {
+        matches!(self.requested, Requested::Sandbox | Requested::Auto)
+            && locked_id.starts_with(crate::sandboxes::ID_PREFIX)
     }
 
     /// Whether `member_id` may call tools through the session: its creator
@@ -192,6 +202,7 @@ mod tests {
             last_used_at: at,
             idle_timeout_s,
             ended_at: None,
+            template_id: None,
         }
     }
 

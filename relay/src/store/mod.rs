@@ -30,6 +30,7 @@ use time::OffsetDateTime;
 use crate::approvals::{ApprovalRecord, Decision};
 use crate::audit::{AuditHead, AuditQuery, AuditRecord, StoredAudit};
 use crate::environment::EnvironmentRecord;
+use crate::sandboxes::SandboxRecord;
 use crate::sessions::{Lock, MemberName, WorkSession};
 
 pub use backend::Backend;
@@ -381,6 +382,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn token_by_hash(&self, token_hash: &str) -> Result<Option<TokenRecord>, StoreError>;
     /// Records a successful use of a token.
     async fn touch_token(&self, id: &str, at: OffsetDateTime) -> Result<(), StoreError>;
+    /// Records the first use of a single-use token: true if this call was
+    /// the first (of any relay sharing the database).
+    async fn claim_token(&self, id: &str, at: OffsetDateTime) -> Result<bool, StoreError>;
     /// Deletes every token of an environment; returns how many.
     async fn revoke_tokens(&self, environment_id: &str) -> Result<u64, StoreError>;
     /// The newest token of an environment that was not replaced.
@@ -463,6 +467,23 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Deletes sessions ended, or idle past their timeout, before `before`;
     /// returns how many.
     async fn prune_work_sessions(&self, before: OffsetDateTime) -> Result<u64, StoreError>;
+
+    /// Inserts a sandbox's record.
+    async fn insert_sandbox(&self, sandbox: &SandboxRecord) -> Result<(), StoreError>;
+    /// Writes a sandbox's state, reason, setup report and times.
+    async fn update_sandbox(&self, sandbox: &SandboxRecord) -> Result<(), StoreError>;
+    /// One sandbox by id.
+    async fn sandbox(&self, id: &str) -> Result<Option<SandboxRecord>, StoreError>;
+    /// A session's sandboxes, newest first.
+    async fn session_sandboxes(&self, session_id: &str) -> Result<Vec<SandboxRecord>, StoreError>;
+    /// An environment's deployments, newest first.
+    async fn deployments(&self, environment_id: &str) -> Result<Vec<SandboxRecord>, StoreError>;
+    /// The newest sandboxes first; those not ended only when `live`.
+    async fn list_sandboxes(
+        &self,
+        live: bool,
+        limit: u32,
+    ) -> Result<Vec<SandboxRecord>, StoreError>;
 
     /// Inserts an approval. With a call id that has one already, inserts
     /// nothing and answers that one (a repeated request of the same call).

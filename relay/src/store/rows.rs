@@ -14,6 +14,7 @@ use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
 use crate::audit::{from_unix_ms, AuditRecord, StoredAudit};
 use crate::clock::from_unix;
 use crate::environment::{EnvironmentRecord, Scope};
+use crate::sandboxes::{self, SandboxRecord};
 use crate::sessions::{Lock, MemberName, Requested, RequestedFrom, WorkSession};
 
 /// A stored value that cannot be read back as what it should be.
@@ -139,12 +140,13 @@ pub struct WorkSessionRow {
     last_used_at: i64,
     idle_timeout_s: i64,
     ended_at: Option<i64>,
+    template_id: Option<String>,
 }
 
 impl WorkSessionRow {
     pub const COLUMNS: &str = "id, created_by, created_by_name, agent_id, agent_name, \
          requested, requested_from, tags, environment_id, environment_name, selection_reason, \
-         locked_at, created_at, last_used_at, idle_timeout_s, ended_at";
+         locked_at, created_at, last_used_at, idle_timeout_s, ended_at, template_id";
 }
 
 impl TryFrom<WorkSessionRow> for WorkSession {
@@ -180,6 +182,58 @@ impl TryFrom<WorkSessionRow> for WorkSession {
             created_at: from_unix(row.created_at),
             last_used_at: from_unix(row.last_used_at),
             idle_timeout_s: u64::try_from(row.idle_timeout_s).unwrap_or(0),
+            ended_at: row.ended_at.map(from_unix),
+            template_id: row.template_id,
+        })
+    }
+}
+
+/// A row of `sandboxes`.
+#[derive(FromRow)]
+pub struct SandboxRow {
+    id: String,
+    session_id: String,
+    deployment_of: Option<String>,
+    host_environment_id: String,
+    host_name: String,
+    template_id: Option<String>,
+    state: String,
+    reason: Option<String>,
+    setup: Option<String>,
+    created_by: String,
+    created_at: i64,
+    ready_at: Option<i64>,
+    ended_at: Option<i64>,
+}
+
+impl SandboxRow {
+    pub const COLUMNS: &str = "id, session_id, deployment_of, host_environment_id, host_name, \
+         template_id, state, reason, setup, created_by, created_at, ready_at, ended_at";
+}
+
+impl TryFrom<SandboxRow> for SandboxRecord {
+    type Error = StoreError;
+
+    fn try_from(row: SandboxRow) -> Result<Self, StoreError> {
+        let table = "sandboxes";
+        Ok(SandboxRecord {
+            state: sandboxes::parse_state(&row.state)
+                .ok_or_else(|| corrupt(table, format!("unknown state {:?}", row.state)))?,
+            setup: row
+                .setup
+                .as_deref()
+                .map(|text| from_json(table, text))
+                .transpose()?,
+            id: row.id,
+            session_id: row.session_id,
+            deployment_of: row.deployment_of,
+            host_environment_id: row.host_environment_id,
+            host_name: row.host_name,
+            template_id: row.template_id,
+            reason: row.reason,
+            created_by: row.created_by,
+            created_at: from_unix(row.created_at),
+            ready_at: row.ready_at.map(from_unix),
             ended_at: row.ended_at.map(from_unix),
         })
     }

@@ -15,7 +15,8 @@ use time::OffsetDateTime;
 use super::backend::{Backend, Column};
 use super::rows::{
     corrupt, count_to_db, epoch_from_db, epoch_to_db, json_text, tier_text, ApprovalRow, AuditRow,
-    EnvironmentRow, InvocationRow, KeyedMemberRow, MemberRow, SessionRow, TokenRow, WorkSessionRow,
+    EnvironmentRow, InvocationRow, KeyedMemberRow, MemberRow, SandboxRow, SessionRow, TokenRow,
+    WorkSessionRow,
 };
 use super::{
     ApiKeyRecord, DecidedApproval, DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh,
@@ -24,6 +25,7 @@ use super::{
 use crate::approvals::ApprovalRecord;
 use crate::audit::{chain, AuditHead, AuditQuery, AuditRecord, StoredAudit};
 use crate::environment::EnvironmentRecord;
+use crate::sandboxes::SandboxRecord;
 use crate::sessions::{Lock, MemberName, WorkSession};
 
 /// Most audit rows one `INSERT` carries: a power of two within SQLite's
@@ -417,7 +419,7 @@ where
         let lock = session.lock.as_ref();
         sqlx::query(&format!(
             "INSERT INTO work_sessions ({}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
             WorkSessionRow::COLUMNS
         ))
         .bind(session.id.as_str())
@@ -436,6 +438,7 @@ where
         .bind(session.last_used_at.unix_timestamp())
         .bind(i64::try_from(session.idle_timeout_s).unwrap_or(i64::MAX))
         .bind(session.ended_at.map(OffsetDateTime::unix_timestamp))
+        .bind(session.template_id.as_deref())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -487,6 +490,108 @@ where
         .execute(&self.pool)
         .await?;
         self.work_session(id).await
+    }
+
+    async fn insert_sandbox(&self, sandbox: &SandboxRecord) -> Result<(), StoreError> {
+        sqlx::query(&format!(
+            "INSERT INTO sandboxes ({}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            SandboxRow::COLUMNS
+        ))
+        .bind(sandbox.id.as_str())
+        .bind(sandbox.session_id.as_str())
+        .bind(sandbox.deployment_of.as_deref())
+        .bind(sandbox.host_environment_id.as_str())
+        .bind(sandbox.host_name.as_str())
+        .bind(sandbox.template_id.as_deref())
+        .bind(sandbox.state.as_str())
+        .bind(sandbox.reason.as_deref())
+        .bind(
+            sandbox
+                .setup
+                .as_ref()
+                .map(|setup| json_text("sandboxes", setup))
+                .transpose()?,
+        )
+        .bind(sandbox.created_by.as_str())
+        .bind(sandbox.created_at.unix_timestamp())
+        .bind(sandbox.ready_at.map(OffsetDateTime::unix_timestamp))
+        .bind(sandbox.ended_at.map(OffsetDateTime::unix_timestamp))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn update_sandbox(&self, sandbox: &SandboxRecord) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE sandboxes SET state = $1, reason = $2, setup = $3, ready_at = $4, \
+             ended_at = $5 WHERE id = $6",
+        )
+        .bind(sandbox.state.as_str())
+        .bind(sandbox.reason.as_deref())
+        .bind(
+            sandbox
+                .setup
+                .as_ref()
+                .map(|setup| json_text("sandboxes", setup))
+                .transpose()?,
+        )
+        .bind(sandbox.ready_at.map(OffsetDateTime::unix_timestamp))
+        .bind(sandbox.ended_at.map(OffsetDateTime::unix_timestamp))
+        .bind(sandbox.id.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn sandbox(&self, id: &str) -> Result<Option<SandboxRecord>, StoreError> {
+        let row: Option<SandboxRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM sandboxes WHERE id = $1",
+            SandboxRow::COLUMNS
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(SandboxRecord::try_from).transpose()
+    }
+
+    async fn session_sandboxes(&self, session_id: &str) -> Result<Vec<SandboxRecord>, StoreError> {
+        let rows: Vec<SandboxRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM sandboxes WHERE session_id = $1 ORDER BY created_at DESC, id",
+            SandboxRow::COLUMNS
+        ))
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(SandboxRecord::try_from).collect()
+    }
+
+    async fn deployments(&self, environment_id: &str) -> Result<Vec<SandboxRecord>, StoreError> {
+        let rows: Vec<SandboxRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM sandboxes WHERE deployment_of = $1 ORDER BY created_at DESC, id",
+            SandboxRow::COLUMNS
+        ))
+        .bind(environment_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(SandboxRecord::try_from).collect()
+    }
+
+    async fn list_sandboxes(
+        &self,
+        live: bool,
+        limit: u32,
+    ) -> Result<Vec<SandboxRecord>, StoreError> {
+        let rows: Vec<SandboxRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM sandboxes WHERE NOT $1 OR ended_at IS NULL \
+             ORDER BY created_at DESC, id LIMIT $2",
+            SandboxRow::COLUMNS
+        ))
+        .bind(live)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(SandboxRecord::try_from).collect()
     }
 
     async fn end_work_session(&self, id: &str, at: OffsetDateTime) -> Result<bool, StoreError> {
@@ -869,6 +974,17 @@ where
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    async fn claim_token(&self, id: &str, at: OffsetDateTime) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE registration_tokens SET last_used_at = $1 WHERE id = $2 AND last_used_at IS NULL",
+        )
+        .bind(at.unix_timestamp())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(B::rows_affected(&done) == 1)
     }
 
     async fn revoke_tokens(&self, environment_id: &str) -> Result<u64, StoreError> {

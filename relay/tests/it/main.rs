@@ -18,6 +18,7 @@ mod journal;
 mod metrics;
 mod openapi;
 mod protocol;
+mod sandboxes;
 mod sessions;
 mod status;
 mod store;

@@ -160,7 +160,7 @@ async fn auto_picks_the_team_runner_or_a_shared_one_and_never_another_teams() {
         error["error"]["message"]
             .as_str()
             .unwrap_or("")
-            .contains("no sandbox provider configured"),
+            .contains("no sandbox host online"),
         "{error}"
     );
     let (_, body) = session(&relay, &web, &id).await;
@@ -289,9 +289,11 @@ async fn a_degraded_environment_is_selectable_with_a_notice_and_a_pending_one_is
     let outsider = relay.member(false, &["web"]).await;
     let (status, _) = create_session(&relay, &outsider, json!({ "environment": ops_box })).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, error) = create_session(&relay, &admin, json!({ "environment": "sandbox" })).await;
+    // A sandbox session is taken; its first call finds no sandbox host.
+    let id = new_session(&relay, &admin, json!({ "environment": "sandbox" })).await;
+    let (status, error) = refused_call(&relay, &admin, &id).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{error}");
-    assert_eq!(error["error"]["code"], "no_sandbox_provider");
+    assert_eq!(error["error"]["code"], "no_sandbox_host");
 }
 
 #[tokio::test]

@@ -6,9 +6,11 @@
 use runner_proto::api::{InvocationState, RunnerInfo, Tier};
 use runner_proto::approvals::{ApprovalOutcome, ApprovalStatus, DeliveryState, Notification};
 use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
+use runner_proto::sandbox::{SandboxState, SetupReport};
 use runner_relay::approvals::{self, ApprovalRecord, Decision};
 use runner_relay::audit::{chain, AuditQuery, AuditRecord};
 use runner_relay::environment::{default_policy, EnvironmentRecord, Scope};
+use runner_relay::sandboxes::SandboxRecord;
 use runner_relay::sessions::{Lock, MemberName, Requested, RequestedFrom, WorkSession};
 use runner_relay::store::{
     self, DecidedApproval, DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh, MemberKind,
@@ -216,6 +218,7 @@ fn work_session(id: &str, created: i64) -> WorkSession {
         last_used_at: at(created),
         idle_timeout_s: 60,
         ended_at: None,
+        template_id: Some("tpl_build".to_owned()),
     }
 }
 
@@ -316,6 +319,71 @@ async fn work_sessions(store: &dyn Store) {
     assert_eq!(
         store.list_work_sessions(None, 10).await.expect("list"),
         vec![]
+    );
+}
+
+/// Sandboxes: records read back as written, a session's newest first, the
+/// live ones only when asked.
+async fn sandboxes(store: &dyn Store) {
+    let record = |id: &str, session: &str, created: i64| SandboxRecord {
+        id: id.to_owned(),
+        session_id: session.to_owned(),
+        deployment_of: None,
+        host_environment_id: "env_host".to_owned(),
+        host_name: "host-1".to_owned(),
+        template_id: None,
+        state: SandboxState::Provisioning,
+        reason: None,
+        setup: None,
+        created_by: "mem_ada".to_owned(),
+        created_at: at(created),
+        ready_at: None,
+        ended_at: None,
+    };
+    let mut first = record("sbx_1", "ses_s", 100);
+    let second = record("sbx_2", "ses_s", 101);
+    let mut other = record("sbx_3", "", 102);
+    other.deployment_of = Some("env_a".to_owned());
+    for sandbox in [&first, &second, &other] {
+        store.insert_sandbox(sandbox).await.expect("insert");
+    }
+    first.state = SandboxState::Failed;
+    first.reason = Some("setup failed".to_owned());
+    first.setup = Some(SetupReport {
+        exit_code: Some(2),
+        duration_ms: 30,
+        log_tail: "no\n".to_owned(),
+    });
+    first.template_id = None;
+    first.ended_at = Some(at(105));
+    store.update_sandbox(&first).await.expect("update");
+    assert_eq!(
+        store.sandbox("sbx_1").await.expect("read"),
+        Some(first.clone())
+    );
+    assert_eq!(store.sandbox("sbx_none").await.expect("read"), None);
+    let ids = |records: Vec<SandboxRecord>| -> Vec<String> {
+        records.into_iter().map(|record| record.id).collect()
+    };
+    assert_eq!(
+        ids(store.session_sandboxes("ses_s").await.expect("list")),
+        ["sbx_2", "sbx_1"]
+    );
+    assert_eq!(
+        ids(store.deployments("env_a").await.expect("deployments")),
+        ["sbx_3"]
+    );
+    assert_eq!(
+        store.deployments("env_a").await.expect("deployments")[0],
+        other
+    );
+    assert_eq!(
+        ids(store.list_sandboxes(true, 10).await.expect("live")),
+        ["sbx_3", "sbx_2"]
+    );
+    assert_eq!(
+        ids(store.list_sandboxes(false, 2).await.expect("all")),
+        ["sbx_3", "sbx_2"]
     );
 }
 
@@ -460,6 +528,22 @@ async fn tokens(store: &dyn Store) {
         .expect("the first token");
     assert_eq!(old.valid_until, Some(at(60)), "stops when told");
     assert_eq!(store.token_by_hash("hash-of-x").await.expect("read"), None);
+
+    // A single-use token is claimed once, by whoever comes first.
+    let single = token("tok_s", "env_b", 50);
+    store.rotate_token(&single, at(60)).await.expect("single");
+    assert!(store.claim_token("tok_s", at(65)).await.expect("claim"));
+    assert!(!store.claim_token("tok_s", at(66)).await.expect("again"));
+    assert_eq!(
+        store
+            .token_by_hash("hash-of-tok_s")
+            .await
+            .expect("read")
+            .expect("token")
+            .last_used_at,
+        Some(at(65))
+    );
+    store.revoke_tokens("env_b").await.expect("revoke");
 
     store.touch_token("tok_0", at(70)).await.expect("touch");
     let used = store
@@ -1020,6 +1104,7 @@ async fn the_store_keeps_its_contract(store: &dyn Store) {
     sessions(store).await;
     invocations(store).await;
     work_sessions(store).await;
+    sandboxes(store).await;
     approvals(store).await;
     deletion_cascades(store).await;
     audit_log(store).await;

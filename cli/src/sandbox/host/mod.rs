@@ -49,6 +49,9 @@ pub struct HostConfig {
     pub base: Base,
     /// This binary (bind-mounted into each sandbox).
     pub exe: PathBuf,
+    /// The relay URL the host dials: a sandbox's when its request names
+    /// none.
+    pub relay_url: String,
 }
 
 /// One sandbox of this host.
@@ -185,7 +188,11 @@ impl Host {
     async fn launch(&self, request: &StartSandbox) -> Result<(Sandbox, tokio::process::Child)> {
         let id = &request.sandbox_id;
         let dirs = self.layout.sandbox(id);
-        let (relay_url, relay_host, relay_port) = relay_address(&request.relay_url)?;
+        let relay_url = match request.relay_url.as_str() {
+            "" => self.config.relay_url.as_str(),
+            url => url,
+        };
+        let (relay_url, relay_host, relay_port) = relay_address(relay_url)?;
         for dir in [dirs.upper(), dirs.work(), dirs.merged(), dirs.io()] {
             fs_err::create_dir_all(&dir)?;
         }
