@@ -155,6 +155,9 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one environment')
             [CompletionResult]::new('update', 'update', [CompletionResultType]::ParameterValue, 'Change an environment''s fields or policy')
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete an environment (cannot be undone; its runner stops)')
+            [CompletionResult]::new('deploy', 'deploy', [CompletionResultType]::ParameterValue, 'Run the environment''s runner on a sandbox host (a managed runner with a new token nobody sees; the previous token keeps working for the grace period). Replaces a runner installed by hand')
+            [CompletionResult]::new('undeploy', 'undeploy', [CompletionResultType]::ParameterValue, 'Stop the environment''s managed runner')
+            [CompletionResult]::new('deployment', 'deployment', [CompletionResultType]::ParameterValue, 'Show the environment''s newest deployment and its state')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -169,6 +172,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--scope', '--scope', [CompletionResultType]::ParameterName, '`shared` or `team:NAME`; fixed at creation')
             [CompletionResult]::new('--tier', '--tier', [CompletionResultType]::ParameterName, 'tier')
             [CompletionResult]::new('--tag', '--tag', [CompletionResultType]::ParameterName, 'Routing tag; repeat for several')
+            [CompletionResult]::new('--type', '--type', [CompletionResultType]::ParameterName, 'Type label (default `Local`). `sandbox-host` makes a sandbox host''s environment (organisation admins, shared scope; its policy is the relay''s): run `runner sandbox-host` with its token')
             [CompletionResult]::new('--allow-tool', '--allow-tool', [CompletionResultType]::ParameterName, 'Allow this tool; repeat for several (replaces the list; `''''` allows none)')
             [CompletionResult]::new('--file-path', '--file-path', [CompletionResultType]::ParameterName, 'Directory under which file tools work (`*` for all); repeat for several (replaces the list; `''''` clears it)')
             [CompletionResult]::new('--require-approval', '--require-approval', [CompletionResultType]::ParameterName, 'Tool that needs a person''s approval; repeat for several (replaces the list; `''''` clears it)')
@@ -247,12 +251,58 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'runner;env;deploy' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--grace-hours', '--grace-hours', [CompletionResultType]::ParameterName, 'Hours the previous token keeps working (0–168)')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;env;undeploy' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;env;deployment' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'runner;env;help' {
             [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create an environment')
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the environments you can see')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one environment')
             [CompletionResult]::new('update', 'update', [CompletionResultType]::ParameterValue, 'Change an environment''s fields or policy')
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete an environment (cannot be undone; its runner stops)')
+            [CompletionResult]::new('deploy', 'deploy', [CompletionResultType]::ParameterValue, 'Run the environment''s runner on a sandbox host (a managed runner with a new token nobody sees; the previous token keeps working for the grace period). Replaces a runner installed by hand')
+            [CompletionResult]::new('undeploy', 'undeploy', [CompletionResultType]::ParameterValue, 'Stop the environment''s managed runner')
+            [CompletionResult]::new('deployment', 'deployment', [CompletionResultType]::ParameterValue, 'Show the environment''s newest deployment and its state')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -269,6 +319,15 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             break
         }
         'runner;env;help;delete' {
+            break
+        }
+        'runner;env;help;deploy' {
+            break
+        }
+        'runner;env;help;undeploy' {
+            break
+        }
+        'runner;env;help;deployment' {
             break
         }
         'runner;env;help;help' {
@@ -400,6 +459,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, '`auto` (an online runner you may use), `sandbox`, or an environment id or name. Default: the agent''s default environment, else its team''s, else `auto`')
             [CompletionResult]::new('--tag', '--tag', [CompletionResultType]::ParameterName, 'Tag `auto` prefers (an environment carrying all of them wins); repeat for several')
             [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'The agent (member id or name) the session works for, whose default environment applies')
+            [CompletionResult]::new('--template', '--template', [CompletionResultType]::ParameterName, 'The template (id or name) that prepares the session''s sandbox (with `--env sandbox`, or `auto` when it gets one)')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
@@ -983,6 +1043,9 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one environment')
             [CompletionResult]::new('update', 'update', [CompletionResultType]::ParameterValue, 'Change an environment''s fields or policy')
             [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete an environment (cannot be undone; its runner stops)')
+            [CompletionResult]::new('deploy', 'deploy', [CompletionResultType]::ParameterValue, 'Run the environment''s runner on a sandbox host (a managed runner with a new token nobody sees; the previous token keeps working for the grace period). Replaces a runner installed by hand')
+            [CompletionResult]::new('undeploy', 'undeploy', [CompletionResultType]::ParameterValue, 'Stop the environment''s managed runner')
+            [CompletionResult]::new('deployment', 'deployment', [CompletionResultType]::ParameterValue, 'Show the environment''s newest deployment and its state')
             break
         }
         'runner;help;env;create' {
@@ -998,6 +1061,15 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             break
         }
         'runner;help;env;delete' {
+            break
+        }
+        'runner;help;env;deploy' {
+            break
+        }
+        'runner;help;env;undeploy' {
+            break
+        }
+        'runner;help;env;deployment' {
             break
         }
         'runner;help;token' {

@@ -118,6 +118,12 @@ _runner() {
             runner__subcmd__env,delete)
                 cmd="runner__subcmd__env__subcmd__delete"
                 ;;
+            runner__subcmd__env,deploy)
+                cmd="runner__subcmd__env__subcmd__deploy"
+                ;;
+            runner__subcmd__env,deployment)
+                cmd="runner__subcmd__env__subcmd__deployment"
+                ;;
             runner__subcmd__env,help)
                 cmd="runner__subcmd__env__subcmd__help"
                 ;;
@@ -126,6 +132,9 @@ _runner() {
                 ;;
             runner__subcmd__env,show)
                 cmd="runner__subcmd__env__subcmd__show"
+                ;;
+            runner__subcmd__env,undeploy)
+                cmd="runner__subcmd__env__subcmd__undeploy"
                 ;;
             runner__subcmd__env,update)
                 cmd="runner__subcmd__env__subcmd__update"
@@ -136,6 +145,12 @@ _runner() {
             runner__subcmd__env__subcmd__help,delete)
                 cmd="runner__subcmd__env__subcmd__help__subcmd__delete"
                 ;;
+            runner__subcmd__env__subcmd__help,deploy)
+                cmd="runner__subcmd__env__subcmd__help__subcmd__deploy"
+                ;;
+            runner__subcmd__env__subcmd__help,deployment)
+                cmd="runner__subcmd__env__subcmd__help__subcmd__deployment"
+                ;;
             runner__subcmd__env__subcmd__help,help)
                 cmd="runner__subcmd__env__subcmd__help__subcmd__help"
                 ;;
@@ -144,6 +159,9 @@ _runner() {
                 ;;
             runner__subcmd__env__subcmd__help,show)
                 cmd="runner__subcmd__env__subcmd__help__subcmd__show"
+                ;;
+            runner__subcmd__env__subcmd__help,undeploy)
+                cmd="runner__subcmd__env__subcmd__help__subcmd__undeploy"
                 ;;
             runner__subcmd__env__subcmd__help,update)
                 cmd="runner__subcmd__env__subcmd__help__subcmd__update"
@@ -232,11 +250,20 @@ _runner() {
             runner__subcmd__help__subcmd__env,delete)
                 cmd="runner__subcmd__help__subcmd__env__subcmd__delete"
                 ;;
+            runner__subcmd__help__subcmd__env,deploy)
+                cmd="runner__subcmd__help__subcmd__env__subcmd__deploy"
+                ;;
+            runner__subcmd__help__subcmd__env,deployment)
+                cmd="runner__subcmd__help__subcmd__env__subcmd__deployment"
+                ;;
             runner__subcmd__help__subcmd__env,list)
                 cmd="runner__subcmd__help__subcmd__env__subcmd__list"
                 ;;
             runner__subcmd__help__subcmd__env,show)
                 cmd="runner__subcmd__help__subcmd__env__subcmd__show"
+                ;;
+            runner__subcmd__help__subcmd__env,undeploy)
+                cmd="runner__subcmd__help__subcmd__env__subcmd__undeploy"
                 ;;
             runner__subcmd__help__subcmd__env,update)
                 cmd="runner__subcmd__help__subcmd__env__subcmd__update"
@@ -854,7 +881,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__env)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version create list show update delete help"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version create list show update delete deploy undeploy deployment help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -888,7 +915,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__env__subcmd__create)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --name --description --scope --tier --tag --allow-all-tools --allow-tool --file-path --require-approval --url --json --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --name --description --scope --tier --tag --type --allow-all-tools --allow-tool --file-path --require-approval --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -931,6 +958,10 @@ _runner() {
                     return 0
                     ;;
                 --tag)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --type)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -995,8 +1026,88 @@ _runner() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        runner__subcmd__env__subcmd__deploy)
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --grace-hours --url --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --insecure-skip-tls-verify)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --grace-hours)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__env__subcmd__deployment)
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --insecure-skip-tls-verify)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         runner__subcmd__env__subcmd__help)
-            opts="create list show update delete help"
+            opts="create list show update delete deploy undeploy deployment help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1024,6 +1135,34 @@ _runner() {
             return 0
             ;;
         runner__subcmd__env__subcmd__help__subcmd__delete)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__env__subcmd__help__subcmd__deploy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__env__subcmd__help__subcmd__deployment)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1066,6 +1205,20 @@ _runner() {
             return 0
             ;;
         runner__subcmd__env__subcmd__help__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__env__subcmd__help__subcmd__undeploy)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1132,6 +1285,44 @@ _runner() {
             return 0
             ;;
         runner__subcmd__env__subcmd__show)
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --insecure-skip-tls-verify)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__env__subcmd__undeploy)
             opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1386,7 +1577,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__help__subcmd__env)
-            opts="create list show update delete"
+            opts="create list show update delete deploy undeploy deployment"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1427,6 +1618,34 @@ _runner() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        runner__subcmd__help__subcmd__env__subcmd__deploy)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__help__subcmd__env__subcmd__deployment)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         runner__subcmd__help__subcmd__env__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -1442,6 +1661,20 @@ _runner() {
             return 0
             ;;
         runner__subcmd__help__subcmd__env__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__help__subcmd__env__subcmd__undeploy)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2914,7 +3147,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__session__subcmd__create)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --env --tag --agent --url --json --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --env --tag --agent --template --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2949,6 +3182,10 @@ _runner() {
                     return 0
                     ;;
                 --agent)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --template)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -132,21 +132,24 @@ json\t''"
 complete -c runner -n "__fish_runner_using_subcommand logout" -l json -d 'Print the result as JSON'
 complete -c runner -n "__fish_runner_using_subcommand logout" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand logout" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
 false\t''"
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -s h -l help -d 'Print help'
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -s V -l version -d 'Print version'
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "create" -d 'Create an environment'
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "list" -d 'List the environments you can see'
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "show" -d 'Show one environment'
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "update" -d 'Change an environment\'s fields or policy'
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "delete" -d 'Delete an environment (cannot be undone; its runner stops)'
-complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -f -a "create" -d 'Create an environment'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -f -a "list" -d 'List the environments you can see'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -f -a "show" -d 'Show one environment'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -f -a "update" -d 'Change an environment\'s fields or policy'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -f -a "delete" -d 'Delete an environment (cannot be undone; its runner stops)'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -f -a "deploy" -d 'Run the environment\'s runner on a sandbox host (a managed runner with a new token nobody sees; the previous token keeps working for the grace period). Replaces a runner installed by hand'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -f -a "undeploy" -d 'Stop the environment\'s managed runner'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -f -a "deployment" -d 'Show the environment\'s newest deployment and its state'
+complete -c runner -n "__fish_runner_using_subcommand env; and not __fish_seen_subcommand_from create list show update delete deploy undeploy deployment help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
@@ -160,6 +163,7 @@ complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subco
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l tier -r -f -a "production\t''
 development\t''"
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l tag -d 'Routing tag; repeat for several' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l type -d 'Type label (default `Local`). `sandbox-host` makes a sandbox host\'s environment (organisation admins, shared scope; its policy is the relay\'s): run `runner sandbox-host` with its token' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l allow-tool -d 'Allow this tool; repeat for several (replaces the list; `\'\'` allows none)' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l file-path -d 'Directory under which file tools work (`*` for all); repeat for several (replaces the list; `\'\'` clears it)' -r
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from create" -l require-approval -d 'Tool that needs a person\'s approval; repeat for several (replaces the list; `\'\'` clears it)' -r
@@ -222,11 +226,48 @@ complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subco
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -s h -l help -d 'Print help'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from delete" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deploy" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deploy" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deploy" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deploy" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deploy" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deploy" -l grace-hours -d 'Hours the previous token keeps working (0–168)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deploy" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deploy" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deploy" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deploy" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from undeploy" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from undeploy" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from undeploy" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from undeploy" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from undeploy" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from undeploy" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from undeploy" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from undeploy" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from undeploy" -s V -l version -d 'Print version'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deployment" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deployment" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deployment" -l ca-file -d 'Also trust the CA certificates in this PEM file for the relay connection (added to the system\'s roots)' -r -F
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deployment" -l insecure-skip-tls-verify -d 'Do not verify the relay\'s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY' -r -f -a "true\t''
+false\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deployment" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
+json\t''"
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deployment" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deployment" -l json -d 'Print machine-readable JSON instead of text'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deployment" -s h -l help -d 'Print help'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from deployment" -s V -l version -d 'Print version'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create an environment'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "list" -d 'List the environments you can see'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "show" -d 'Show one environment'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "update" -d 'Change an environment\'s fields or policy'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "delete" -d 'Delete an environment (cannot be undone; its runner stops)'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "deploy" -d 'Run the environment\'s runner on a sandbox host (a managed runner with a new token nobody sees; the previous token keeps working for the grace period). Replaces a runner installed by hand'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "undeploy" -d 'Stop the environment\'s managed runner'
+complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "deployment" -d 'Show the environment\'s newest deployment and its state'
 complete -c runner -n "__fish_runner_using_subcommand env; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -l config-dir -d 'Directory holding config.yaml and (when no keychain is usable) the credential files' -r -F
 complete -c runner -n "__fish_runner_using_subcommand token; and not __fish_seen_subcommand_from generate rotate status revoke help" -l state-dir -d 'Directory for run-time state: the single-instance lock, the default workspace' -r -F
@@ -319,6 +360,7 @@ json\t''"
 complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l env -d '`auto` (an online runner you may use), `sandbox`, or an environment id or name. Default: the agent\'s default environment, else its team\'s, else `auto`' -r
 complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l tag -d 'Tag `auto` prefers (an environment carrying all of them wins); repeat for several' -r
 complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l agent -d 'The agent (member id or name) the session works for, whose default environment applies' -r
+complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l template -d 'The template (id or name) that prepares the session\'s sandbox (with `--env sandbox`, or `auto` when it gets one)' -r
 complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l url -d 'Relay URL (default: the one stored by `runner login`)' -r
 complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -l json -d 'Print machine-readable JSON instead of text'
 complete -c runner -n "__fish_runner_using_subcommand session; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
@@ -725,6 +767,9 @@ complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subc
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "show" -d 'Show one environment'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "update" -d 'Change an environment\'s fields or policy'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "delete" -d 'Delete an environment (cannot be undone; its runner stops)'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "deploy" -d 'Run the environment\'s runner on a sandbox host (a managed runner with a new token nobody sees; the previous token keeps working for the grace period). Replaces a runner installed by hand'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "undeploy" -d 'Stop the environment\'s managed runner'
+complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from env" -f -a "deployment" -d 'Show the environment\'s newest deployment and its state'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "generate" -d 'Generate a new token (the previous one keeps working for the grace period); `rotate` is the same command'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "status" -d 'Show the token\'s age, last use and days to expiry (never the token)'
 complete -c runner -n "__fish_runner_using_subcommand help; and __fish_seen_subcommand_from token" -f -a "revoke" -d 'Invalidate every token of the environment and disconnect its runner (asks first, as `env delete` does; --yes for scripts)'
