@@ -437,8 +437,8 @@ pub struct SandboxHostArgs {
     #[arg(long, env = env_vars::URL)]
     pub url: Option<String>,
 
-    /// Sandboxes run at once at most (default: two per CPU, at most one per
-    /// 512 MiB of memory, at least one).
+    /// Sandboxes run at once at most (default: eight per CPU, at most one
+    /// per 256 MiB of memory, at least one).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub slots: Option<u32>,
 

@@ -4,9 +4,9 @@ use runner_proto::sandbox::Capacity;
 
 /// MiB of memory a slot is counted for when the default number of slots
 /// is worked out.
-pub const MB_PER_SLOT: u64 = 512;
+pub const MB_PER_SLOT: u64 = 256;
 /// Slots per CPU, by default.
-pub const SLOTS_PER_CPU: u32 = 2;
+pub const SLOTS_PER_CPU: u32 = 8;
 
 /// The capacity now, with `used` sandboxes running.
 pub fn now(total: u32, used: u32) -> Capacity {
@@ -19,7 +19,8 @@ pub fn now(total: u32, used: u32) -> Capacity {
     }
 }
 
-/// The default `--slots`: two per CPU, at most one per 512 MiB of memory,
+/// The default `--slots`: eight per CPU (a sandbox mostly waits for its
+/// next call), at most one per 256 MiB of memory,
 /// at least one.
 pub fn default_slots() -> u32 {
     let cpus = std::thread::available_parallelism()
