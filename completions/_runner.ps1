@@ -948,7 +948,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (with RUNNER_TOKEN in the environment; otherwise the registration''s)')
-            [CompletionResult]::new('--slots', '--slots', [CompletionResultType]::ParameterName, 'Sandboxes run at once at most (default: two per CPU, at most one per 512 MiB of memory, at least one)')
+            [CompletionResult]::new('--slots', '--slots', [CompletionResultType]::ParameterName, 'Sandboxes run at once at most (default: eight per CPU, at most one per 256 MiB of memory, at least one)')
             [CompletionResult]::new('--sandbox-memory-mb', '--sandbox-memory-mb', [CompletionResultType]::ParameterName, 'A sandbox''s memory limit, MiB, unless the relay''s request sets one')
             [CompletionResult]::new('--sandbox-pids', '--sandbox-pids', [CompletionResultType]::ParameterName, 'A sandbox''s limit of processes and threads, unless the request sets one')
             [CompletionResult]::new('--sandbox-cpus', '--sandbox-cpus', [CompletionResultType]::ParameterName, 'A sandbox''s CPU quota in CPUs (1.5: one and a half), unless the request sets one. Default: no quota')

@@ -704,7 +704,7 @@ false\t''"
 complete -c runner -n "__fish_runner_using_subcommand sandbox-host" -l log-format -d 'Log format on stderr' -r -f -a "text\t''
 json\t''"
 complete -c runner -n "__fish_runner_using_subcommand sandbox-host" -l url -d 'Relay URL (with RUNNER_TOKEN in the environment; otherwise the registration\'s)' -r
-complete -c runner -n "__fish_runner_using_subcommand sandbox-host" -l slots -d 'Sandboxes run at once at most (default: two per CPU, at most one per 512 MiB of memory, at least one)' -r
+complete -c runner -n "__fish_runner_using_subcommand sandbox-host" -l slots -d 'Sandboxes run at once at most (default: eight per CPU, at most one per 256 MiB of memory, at least one)' -r
 complete -c runner -n "__fish_runner_using_subcommand sandbox-host" -l sandbox-memory-mb -d 'A sandbox\'s memory limit, MiB, unless the relay\'s request sets one' -r
 complete -c runner -n "__fish_runner_using_subcommand sandbox-host" -l sandbox-pids -d 'A sandbox\'s limit of processes and threads, unless the request sets one' -r
 complete -c runner -n "__fish_runner_using_subcommand sandbox-host" -l sandbox-cpus -d 'A sandbox\'s CPU quota in CPUs (1.5: one and a half), unless the request sets one. Default: no quota' -r
