@@ -75,6 +75,8 @@ async fn handle(mut client: UnixStream, allow: &Allow) -> std::io::Result<()> {
         Ok(Ok(stream)) => stream,
         _ => return answer(&mut client, 502, "cannot connect to the destination").await,
     };
+    // As the runner's own socket: no 40 ms stalls on small frames.
+    upstream.set_nodelay(true)?;
     match target {
         Target::Connect { .. } => {
             client
