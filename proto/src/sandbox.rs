@@ -134,9 +134,10 @@ pub struct StartSandbox {
     /// Bash script run once as root before the runner starts.
     #[serde(default)]
     pub setup_script: Option<String>,
-    /// The sandbox stops after this long without a call.
+    /// The sandbox stops after this long without a call; 0: never (a
+    /// deployment).
     pub idle_timeout_s: u64,
-    /// The sandbox stops after this long whatever it does.
+    /// The sandbox stops after this long whatever it does; 0: never.
     pub max_lifetime_s: u64,
     #[serde(default)]
     pub limits: Limits,

@@ -63,13 +63,18 @@ async fn run(io: &Path) -> Result<u8> {
     runner
         .args(["run", "--url", &config.relay_url, "--workspace", WORKSPACE])
         .args(["--auto-update", "false"])
-        .args(["--idle-exit-s", &config.idle_timeout_s.to_string()])
-        .args(["--max-lifetime-s", &config.max_lifetime_s.to_string()])
         .env_clear()
         .envs(base_env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .env(env_vars::TOKEN, token.trim())
         .current_dir(WORKSPACE)
         .stdin(Stdio::null());
+    // 0: no limit (a deployment's long-lived runner).
+    if config.idle_timeout_s > 0 {
+        runner.args(["--idle-exit-s", &config.idle_timeout_s.to_string()]);
+    }
+    if config.max_lifetime_s > 0 {
+        runner.args(["--max-lifetime-s", &config.max_lifetime_s.to_string()]);
+    }
     if let Some(proxy) = &proxy {
         runner.args(["--relay-proxy", proxy]);
     }

@@ -1061,3 +1061,24 @@ async fn a_sandbox_session_runs_in_a_real_sandbox_and_ending_it_destroys_the_san
     .await;
     host.stop().await;
 }
+
+#[tokio::test]
+async fn a_sandbox_without_limits_of_time_stays_a_deployment() {
+    if !can_sandbox("a_sandbox_without_limits_of_time_stays_a_deployment") {
+        return;
+    }
+    let relay = Relay::spawn().await;
+    let host = Host::start(&relay, &[]).await;
+    let (env, started) = start_sandbox(
+        &relay,
+        &host,
+        json!({"idle_timeout_s": 0, "max_lifetime_s": 0, "network": "allow_all"}),
+    )
+    .await;
+    assert_eq!(started["state"], "ready", "{started}");
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let (code, out, _) = shell(&relay, &env, "echo still here").await;
+    assert_eq!((code, out.as_str()), (0, "still here\n"));
+    assert!(host.sandboxes_dir().join(env.to_lowercase()).exists());
+    host.stop().await;
+}

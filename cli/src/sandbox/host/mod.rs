@@ -61,7 +61,9 @@ struct Sandbox {
     proxy: Option<JoinHandle<()>>,
     /// `sandbox-enter`, then bwrap: its death ends the sandbox.
     pid: Option<u32>,
-    idle_timeout: Duration,
+    /// `None` (0 on the wire): no idle limit, also none for the relay's
+    /// absence (a deployment's runner waits for its relay to come back).
+    idle_timeout: Option<Duration>,
 }
 
 /// The sandbox host.
@@ -158,7 +160,10 @@ impl Host {
             self.destroy(&id).await;
             return failed("destroyed while starting".to_owned(), None);
         }
-        let limit = Duration::from_secs(request.max_lifetime_s).min(START_LIMIT);
+        let limit = match request.max_lifetime_s {
+            0 => START_LIMIT,
+            seconds => Duration::from_secs(seconds).min(START_LIMIT),
+        };
         let verdict = wait_started(&dirs, has_setup, &life, limit).await;
         match verdict {
             Ok(setup) => {
@@ -313,7 +318,8 @@ impl Host {
             dirs,
             proxy,
             pid: child.id(),
-            idle_timeout: Duration::from_secs(request.idle_timeout_s),
+            idle_timeout: (request.idle_timeout_s > 0)
+                .then(|| Duration::from_secs(request.idle_timeout_s)),
         };
         Ok((sandbox, child))
     }
@@ -541,7 +547,8 @@ async fn watch_relay(host: std::sync::Weak<Host>) {
             .iter()
             .filter_map(|(id, sandbox)| {
                 let sandbox = sandbox.as_ref()?;
-                (since.elapsed() > sandbox.idle_timeout).then(|| id.clone())
+                let idle = sandbox.idle_timeout?;
+                (since.elapsed() > idle).then(|| id.clone())
             })
             .collect();
         for id in expired {
