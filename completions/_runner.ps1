@@ -37,6 +37,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('logout', 'logout', [CompletionResultType]::ParameterValue, 'Forget the relay URL and API key `runner login` stored (the key is removed from the keychain and the credentials file). RUNNER_URL and RUNNER_API_KEY are not touched')
             [CompletionResult]::new('env', 'env', [CompletionResultType]::ParameterValue, 'Create, list, show, update and delete execution environments')
             [CompletionResult]::new('token', 'token', [CompletionResultType]::ParameterValue, 'Generate, inspect and revoke an environment''s registration token')
+            [CompletionResult]::new('template', 'template', [CompletionResultType]::ParameterValue, 'Create, list, show, edit and delete sandbox templates')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Start, list, show and end sessions: calls that stay on one machine')
             [CompletionResult]::new('approvals', 'approvals', [CompletionResultType]::ParameterValue, 'List, show, approve and deny calls that wait for a person''s approval')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'Read the relay''s audit log (organisation admins)')
@@ -431,6 +432,139 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             break
         }
         'runner;token;help;help' {
+            break
+        }
+        'runner;template' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create a template')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the templates you can see')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one template (--json: with its variables and setup script)')
+            [CompletionResult]::new('edit', 'edit', [CompletionResultType]::ParameterValue, 'Change a template''s fields (not its scope)')
+            [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete a template (sessions using it keep working; their new sandboxes get the default configuration)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'runner;template;create' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--scope', '--scope', [CompletionResultType]::ParameterName, '`shared` or `team:NAME`; fixed at creation')
+            [CompletionResult]::new('--description', '--description', [CompletionResultType]::ParameterName, 'description')
+            [CompletionResult]::new('--network', '--network', [CompletionResultType]::ParameterName, 'Where sandboxes may connect (default for a new template: none)')
+            [CompletionResult]::new('--allow-domain', '--allow-domain', [CompletionResultType]::ParameterName, 'A domain (and its subdomains) --network allowlist lets through; repeat for several (replaces the list; `''''` clears it)')
+            [CompletionResult]::new('--env-file', '--env-file', [CompletionResultType]::ParameterName, 'Environment variables in `.env` form (KEY=value lines, comments, quoted values; at most 32 KiB); `-` reads standard input')
+            [CompletionResult]::new('--setup-script', '--setup-script', [CompletionResultType]::ParameterName, 'Bash script run as root in each new sandbox before its first call (at most 64 KiB); `-` reads standard input, an empty file removes it')
+            [CompletionResult]::new('--idle-timeout', '--idle-timeout', [CompletionResultType]::ParameterName, 'Stop a sandbox after this long without a call (e.g. 900, 15m, 2h; default for a new template: 15m)')
+            [CompletionResult]::new('--max-lifetime', '--max-lifetime', [CompletionResultType]::ParameterName, 'Stop a sandbox after this long whatever it does (e.g. 8h, 2d; default for a new template: 8h)')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;template;list' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;template;show' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;template;edit' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--name', '--name', [CompletionResultType]::ParameterName, 'A new name')
+            [CompletionResult]::new('--description', '--description', [CompletionResultType]::ParameterName, 'description')
+            [CompletionResult]::new('--network', '--network', [CompletionResultType]::ParameterName, 'Where sandboxes may connect (default for a new template: none)')
+            [CompletionResult]::new('--allow-domain', '--allow-domain', [CompletionResultType]::ParameterName, 'A domain (and its subdomains) --network allowlist lets through; repeat for several (replaces the list; `''''` clears it)')
+            [CompletionResult]::new('--env-file', '--env-file', [CompletionResultType]::ParameterName, 'Environment variables in `.env` form (KEY=value lines, comments, quoted values; at most 32 KiB); `-` reads standard input')
+            [CompletionResult]::new('--setup-script', '--setup-script', [CompletionResultType]::ParameterName, 'Bash script run as root in each new sandbox before its first call (at most 64 KiB); `-` reads standard input, an empty file removes it')
+            [CompletionResult]::new('--idle-timeout', '--idle-timeout', [CompletionResultType]::ParameterName, 'Stop a sandbox after this long without a call (e.g. 900, 15m, 2h; default for a new template: 15m)')
+            [CompletionResult]::new('--max-lifetime', '--max-lifetime', [CompletionResultType]::ParameterName, 'Stop a sandbox after this long whatever it does (e.g. 8h, 2d; default for a new template: 8h)')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;template;delete' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
+            [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Do not ask for confirmation')
+            [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Do not ask for confirmation')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'runner;template;help' {
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create a template')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the templates you can see')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one template (--json: with its variables and setup script)')
+            [CompletionResult]::new('edit', 'edit', [CompletionResultType]::ParameterValue, 'Change a template''s fields (not its scope)')
+            [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete a template (sessions using it keep working; their new sandboxes get the default configuration)')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'runner;template;help;create' {
+            break
+        }
+        'runner;template;help;list' {
+            break
+        }
+        'runner;template;help;show' {
+            break
+        }
+        'runner;template;help;edit' {
+            break
+        }
+        'runner;template;help;delete' {
+            break
+        }
+        'runner;template;help;help' {
             break
         }
         'runner;session' {
@@ -1005,6 +1139,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('logout', 'logout', [CompletionResultType]::ParameterValue, 'Forget the relay URL and API key `runner login` stored (the key is removed from the keychain and the credentials file). RUNNER_URL and RUNNER_API_KEY are not touched')
             [CompletionResult]::new('env', 'env', [CompletionResultType]::ParameterValue, 'Create, list, show, update and delete execution environments')
             [CompletionResult]::new('token', 'token', [CompletionResultType]::ParameterValue, 'Generate, inspect and revoke an environment''s registration token')
+            [CompletionResult]::new('template', 'template', [CompletionResultType]::ParameterValue, 'Create, list, show, edit and delete sandbox templates')
             [CompletionResult]::new('session', 'session', [CompletionResultType]::ParameterValue, 'Start, list, show and end sessions: calls that stay on one machine')
             [CompletionResult]::new('approvals', 'approvals', [CompletionResultType]::ParameterValue, 'List, show, approve and deny calls that wait for a person''s approval')
             [CompletionResult]::new('audit', 'audit', [CompletionResultType]::ParameterValue, 'Read the relay''s audit log (organisation admins)')
@@ -1085,6 +1220,29 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             break
         }
         'runner;help;token;revoke' {
+            break
+        }
+        'runner;help;template' {
+            [CompletionResult]::new('create', 'create', [CompletionResultType]::ParameterValue, 'Create a template')
+            [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List the templates you can see')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one template (--json: with its variables and setup script)')
+            [CompletionResult]::new('edit', 'edit', [CompletionResultType]::ParameterValue, 'Change a template''s fields (not its scope)')
+            [CompletionResult]::new('delete', 'delete', [CompletionResultType]::ParameterValue, 'Delete a template (sessions using it keep working; their new sandboxes get the default configuration)')
+            break
+        }
+        'runner;help;template;create' {
+            break
+        }
+        'runner;help;template;list' {
+            break
+        }
+        'runner;help;template;show' {
+            break
+        }
+        'runner;help;template;edit' {
+            break
+        }
+        'runner;help;template;delete' {
             break
         }
         'runner;help;session' {

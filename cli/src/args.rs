@@ -53,6 +53,17 @@ Examples:
   # for scripts and watchdogs
   runner status --local --json";
 
+    pub const TEMPLATE: &str = "\
+Examples:
+  # variables from a .env file, a setup script, only the package index
+  runner template create py --env-file .env --setup-script setup.sh
+  runner template edit py --network allowlist --allow-domain pypi.org
+  runner template list
+  runner template edit py --idle-timeout 30m --env-file .env
+  # remove the setup script
+  runner template edit py --setup-script /dev/null
+  runner template delete py --yes";
+
     pub const INVOKE: &str = "\
 Examples:
   runner invoke prod-box shell --arg command='df -h'
@@ -162,6 +173,15 @@ pub enum Command {
     /// Generate, inspect and revoke an environment's registration token.
     #[command(subcommand)]
     Token(TokenCommand),
+
+    /// Create, list, show, edit and delete sandbox templates.
+    ///
+    /// A template is the network, environment variables and setup script a
+    /// new sandbox gets. Variables come from a `.env` file and are visible in plain text to
+    /// everyone who may use the template: a value that looks like a secret
+    /// is saved, with a warning on stderr.
+    #[command(subcommand, after_help = examples::TEMPLATE)]
+    Template(TemplateCommand),
 
     /// Start, list, show and end sessions: calls that stay on one machine.
     ///
@@ -777,6 +797,108 @@ pub struct EnvDeleteArgs {
 
 #[derive(Debug, Subcommand)]
 #[command(defer = true)]
+pub enum TemplateCommand {
+    /// Create a template.
+    Create(TemplateCreateArgs),
+    /// List the templates you can see.
+    List(ApiArgs),
+    /// Show one template (--json: with its variables and setup script).
+    Show(TemplateTarget),
+    /// Change a template's fields (not its scope).
+    Edit(TemplateEditArgs),
+    /// Delete a template (sessions using it keep working; their new
+    /// sandboxes get the default configuration).
+    Delete(TemplateDeleteArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NetworkArg {
+    /// No network but loopback.
+    None,
+    /// The host's network, unfiltered.
+    #[value(alias = "allow_all")]
+    AllowAll,
+    /// Only the --allow-domain domains, through a proxy.
+    Allowlist,
+}
+
+#[derive(Debug, Args)]
+pub struct TemplateTarget {
+    /// Template id or name.
+    pub template: String,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+// Fields `template create` and `template edit` share (`//`: see ApiArgs).
+#[derive(Debug, Args)]
+pub struct TemplateFields {
+    #[arg(long)]
+    pub description: Option<String>,
+    /// Where sandboxes may connect (default for a new template: none).
+    #[arg(long, value_enum)]
+    pub network: Option<NetworkArg>,
+    /// A domain (and its subdomains) --network allowlist lets through;
+    /// repeat for several (replaces the list; `''` clears it).
+    #[arg(long = "allow-domain", value_name = "DOMAIN")]
+    pub allow_domain: Vec<String>,
+    /// Environment variables in `.env` form (KEY=value lines, comments,
+    /// quoted values; at most 32 KiB); `-` reads standard input.
+    #[arg(long, value_name = "FILE")]
+    pub env_file: Option<PathBuf>,
+    /// Bash script run as root in each new sandbox before its first call
+    /// (at most 64 KiB); `-` reads standard input, an empty file removes it.
+    #[arg(long, value_name = "FILE")]
+    pub setup_script: Option<PathBuf>,
+    /// Stop a sandbox after this long without a call (e.g. 900, 15m, 2h;
+    /// default for a new template: 15m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_seconds)]
+    pub idle_timeout: Option<u64>,
+    /// Stop a sandbox after this long whatever it does (e.g. 8h, 2d;
+    /// default for a new template: 8h).
+    #[arg(long, value_name = "DURATION", value_parser = parse_seconds)]
+    pub max_lifetime: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct TemplateCreateArgs {
+    /// Unique name (≤128 characters).
+    pub name: String,
+    /// `shared` or `team:NAME`; fixed at creation.
+    #[arg(long)]
+    pub scope: Option<String>,
+    #[command(flatten)]
+    pub fields: TemplateFields,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TemplateEditArgs {
+    /// Template id or name.
+    pub template: String,
+    /// A new name.
+    #[arg(long)]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub fields: TemplateFields,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TemplateDeleteArgs {
+    /// Template id or name.
+    pub template: String,
+    /// Do not ask for confirmation.
+    #[arg(long, short)]
+    pub yes: bool,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+#[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum TokenCommand {
     /// Generate a new token (the previous one keeps working for the grace
     /// period); `rotate` is the same command.
@@ -1016,6 +1138,31 @@ pub struct InvokeArgs {
 }
 
 /// `--wait-approval` and `--wait`: `90`, `90s`, `10m`, `1h` (at most 24 h).
+/// Parses a duration in whole seconds: `900`, `90s`, `15m`, `8h`, `2d`.
+pub fn parse_seconds(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, "s"),
+    };
+    let factor = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => {
+            return Err(format!(
+                "{text:?} is not a duration like 900, 15m, 8h or 2d"
+            ))
+        }
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|value| value.checked_mul(factor))
+        .ok_or_else(|| format!("{text:?} is not a duration like 900, 15m, 8h or 2d"))
+}
+
 pub fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
     let text = text.trim();
     let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {

@@ -110,6 +110,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Approvals(command) => commands::approvals::run(&dirs, command).await?,
         Command::Audit(args) => commands::audit::run(&dirs, args).await?,
         Command::Token(command) => commands::token::run(&dirs, command).await?,
+        Command::Template(command) => commands::template::run(&dirs, command).await?,
         Command::Tools(target) => commands::tools::run(&dirs, target).await?,
         Command::Status(args) => return commands::status::run(&dirs, args).await,
         Command::Doctor(args) => return commands::doctor::run(&dirs, args).await,

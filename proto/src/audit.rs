@@ -89,11 +89,20 @@ pub enum AuditAction {
     /// An approval approved, denied or expired.
     #[serde(rename = "approval.decide")]
     ApprovalDecide,
+    /// A sandbox template created; `target` is its id.
+    #[serde(rename = "template.create")]
+    TemplateCreate,
+    /// A sandbox template changed; `target` is its id.
+    #[serde(rename = "template.update")]
+    TemplateUpdate,
+    /// A sandbox template deleted; `target` is its id.
+    #[serde(rename = "template.delete")]
+    TemplateDelete,
 }
 
 impl AuditAction {
     /// Every action, for help texts and filters.
-    pub const ALL: [AuditAction; 26] = [
+    pub const ALL: [AuditAction; 29] = [
         Self::ToolInvoke,
         Self::TokenGenerate,
         Self::TokenRotate,
@@ -120,6 +129,9 @@ impl AuditAction {
         Self::RunnerRecovered,
         Self::ApprovalRequest,
         Self::ApprovalDecide,
+        Self::TemplateCreate,
+        Self::TemplateUpdate,
+        Self::TemplateDelete,
     ];
 
     /// The wire name, e.g. `tool.invoke`.
@@ -151,6 +163,9 @@ impl AuditAction {
             Self::RunnerRecovered => "runner.recovered",
             Self::ApprovalRequest => "approval.request",
             Self::ApprovalDecide => "approval.decide",
+            Self::TemplateCreate => "template.create",
+            Self::TemplateUpdate => "template.update",
+            Self::TemplateDelete => "template.delete",
         }
     }
 

@@ -220,6 +220,57 @@ pub const MEMBER_NAME: Text = Text {
     ..Text::label(128)
 };
 
+/// A template's name: the rule of environment names.
+pub const TEMPLATE_NAME: Text = ENVIRONMENT_NAME;
+/// A template's `.env` text: free text. Its limit is in bytes
+/// ([`crate::templates::MAX_ENV_TEXT_BYTES`]), which the relay checks; the
+/// character count here is implied by it.
+pub const ENV_TEXT: Text = Text {
+    max_chars: Some(crate::templates::MAX_ENV_TEXT_BYTES),
+    ..DESCRIPTION
+};
+/// A template's setup script, limited like [`ENV_TEXT`]
+/// ([`crate::templates::MAX_SETUP_SCRIPT_BYTES`]).
+pub const SETUP_SCRIPT: Text = Text {
+    max_chars: Some(crate::templates::MAX_SETUP_SCRIPT_BYTES),
+    ..DESCRIPTION
+};
+/// Longest domain name.
+pub const MAX_DOMAIN_CHARS: usize = 253;
+/// One label of a domain name: letters, digits and inner hyphens, 1–63.
+const DOMAIN_LABEL: &str = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+
+/// The pattern of a domain in an allowlist: dot-separated labels, no
+/// trailing dot, no wildcard (a domain covers its subdomains).
+pub fn domain_pattern() -> String {
+    format!("^(?:{DOMAIN_LABEL}\\.)*{DOMAIN_LABEL}$")
+}
+
+/// Checks a domain of an allowlist against [`domain_pattern`] and
+/// [`MAX_DOMAIN_CHARS`].
+pub fn check_domain(domain: &str) -> Result<(), &'static str> {
+    if domain.is_empty() {
+        return Err("must not be empty");
+    }
+    if domain.len() > MAX_DOMAIN_CHARS {
+        return Err("must be at most 253 characters");
+    }
+    let label_ok = |label: &str| {
+        let bytes = label.as_bytes();
+        (1..=63).contains(&bytes.len())
+            && bytes
+                .iter()
+                .all(|byte| byte.is_ascii_alphanumeric() || *byte == b'-')
+            && bytes.first() != Some(&b'-')
+            && bytes.last() != Some(&b'-')
+    };
+    if domain.split('.').all(label_ok) {
+        Ok(())
+    } else {
+        Err("must be a domain name: labels of letters, digits and inner hyphens, separated by dots")
+    }
+}
+
 /// The pattern of an environment's `scope`: `shared` or `team:<name>`
 /// with a [`MEMBER_NAME`] (teams are named by the same rule).
 pub fn scope_pattern() -> String {
@@ -263,6 +314,40 @@ pub mod schema {
     pub fn member_name(_: &mut SchemaGenerator) -> Schema {
         MEMBER_NAME.schema()
     }
+    pub fn template_name(_: &mut SchemaGenerator) -> Schema {
+        TEMPLATE_NAME.schema()
+    }
+    pub fn nullable_template_name(_: &mut SchemaGenerator) -> Schema {
+        TEMPLATE_NAME.nullable_schema()
+    }
+    pub fn env_text(_: &mut SchemaGenerator) -> Schema {
+        ENV_TEXT.schema()
+    }
+    pub fn nullable_env_text(_: &mut SchemaGenerator) -> Schema {
+        ENV_TEXT.nullable_schema()
+    }
+    pub fn setup_script(_: &mut SchemaGenerator) -> Schema {
+        SETUP_SCRIPT.schema()
+    }
+    pub fn nullable_setup_script(_: &mut SchemaGenerator) -> Schema {
+        SETUP_SCRIPT.nullable_schema()
+    }
+    fn domain_list() -> Value {
+        json!({
+            "type": "array",
+            "maxItems": crate::templates::MAX_ALLOWED_DOMAINS,
+            "items": { "type": "string", "maxLength": MAX_DOMAIN_CHARS, "pattern": domain_pattern() }
+        })
+    }
+    pub fn domains(_: &mut SchemaGenerator) -> Schema {
+        Schema::from(match domain_list() {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        })
+    }
+    pub fn nullable_domains(_: &mut SchemaGenerator) -> Schema {
+        nullable(domain_list())
+    }
 }
 
 #[cfg(test)]
@@ -290,6 +375,38 @@ mod tests {
         assert_eq!(MEMBER_NAME.check("a b"), Err(TextError::Space));
         assert_eq!(MEMBER_NAME.check("a\u{85}b"), Err(TextError::Control));
         assert!(TOOL_NAME.check(&"t".repeat(10_000)).is_ok());
+    }
+
+    #[test]
+    fn domains_check_as_their_pattern_says() {
+        let pattern = regex::Regex::new(&domain_pattern()).expect("pattern compiles");
+        for (domain, ok) in [
+            ("pypi.org", true),
+            ("files.pythonhosted.org", true),
+            ("localhost", true),
+            ("a-b.c0", true),
+            ("xn--bcher-kva.example", true),
+            ("", false),
+            ("-a.org", false),
+            ("a-.org", false),
+            ("a..org", false),
+            ("pypi.org.", false),
+            ("*.pypi.org", false),
+            ("pypi.org:443", false),
+            ("https://pypi.org", false),
+            ("a b.org", false),
+            ("bücher.example", false),
+        ] {
+            assert_eq!(check_domain(domain).is_ok(), ok, "{domain:?}");
+            assert_eq!(pattern.is_match(domain), ok, "{domain:?} by pattern");
+        }
+        let label = "a".repeat(63);
+        assert!(check_domain(&label).is_ok());
+        assert!(check_domain(&"a".repeat(64)).is_err());
+        assert!(!pattern.is_match(&"a".repeat(64)));
+        let long = [label.as_str(); 4].join(".");
+        assert_eq!(long.len(), 255);
+        assert!(check_domain(&long).is_err(), "over 253 characters");
     }
 
     /// The pattern and the check agree on every character, alone, among

@@ -14,7 +14,7 @@
 //! * [`sessions`], [`members`] and [`audit`]: the bodies of the session,
 //!   member, team and audit routes of the same API.
 //! * [`sandbox`]: sandbox hosts, their capacity and the tools the relay
-//!   calls on them.
+//!   calls on them; [`templates`]: the templates that prepare a sandbox.
 //! * [`tools`] and [`version`]: names and rules both sides must agree on
 //!   (built-in tool names, the default allow-list, release version order).
 //!
@@ -29,6 +29,7 @@ pub mod fields;
 pub mod members;
 pub mod sandbox;
 pub mod sessions;
+pub mod templates;
 pub mod tools;
 pub mod version;
 pub mod ws;

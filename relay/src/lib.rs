@@ -43,6 +43,7 @@ pub mod sign_in_links;
 pub mod state;
 pub mod status;
 pub mod store;
+pub mod templates;
 pub mod tls;
 pub mod webhook;
 

@@ -13,6 +13,7 @@ pub mod sandbox_host;
 pub mod service;
 pub mod session;
 pub mod status;
+pub mod template;
 pub mod token;
 pub mod tools;
 pub mod update;

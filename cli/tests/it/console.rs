@@ -1,7 +1,7 @@
 //! The web console in a real headless Chromium: sign-in, create, the setup
 //! guide's commands run for real, live status, tool access, rotate and
 //! revoke, the playground against `runner policy check`, team isolation,
-//! approvals, audit, sessions and a cross-site form
+//! sandbox templates, approvals, audit, sessions and a cross-site form
 //! (tests/fixtures/console_browser.py). Screenshots of every page are kept
 //! in `target/console-screenshots/`.
 
@@ -54,7 +54,13 @@ async fn a_person_runs_the_console_in_a_real_browser() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     println!("{stdout}");
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    for page in ["01-sign-in", "04-environments", "06-playground", "10-audit"] {
+    for page in [
+        "01-sign-in",
+        "04-environments",
+        "06-playground",
+        "10-audit",
+        "13-template",
+    ] {
         let file = shots.join(format!("{page}.png"));
         assert!(file.exists(), "screenshot {} is missing", file.display());
     }

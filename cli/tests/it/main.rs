@@ -25,6 +25,7 @@ mod runner;
 mod sandbox_host;
 mod service;
 mod snapshots;
+mod template;
 mod tls;
 mod tool_secrets;
 mod tools_argv;

@@ -106,6 +106,7 @@ fn examples_stay_one_command_a_line_in_help_and_man_pages() {
         (&["audit"][..], "runner-audit.1", examples::AUDIT),
         (&["status"][..], "runner-status.1", examples::STATUS),
         (&["invoke"][..], "runner-invoke.1", examples::INVOKE),
+        (&["template"][..], "runner-template.1", examples::TEMPLATE),
     ] {
         let (mut command, _dir) = bare();
         let output = command

@@ -1,6 +1,6 @@
 // The console's only script besides htmx: sign-in links, copy buttons,
-// the setup guide's tabs and its RUN_AS field. Pages work without it,
-// except the copy buttons.
+// the setup guide's tabs and its RUN_AS field, and the byte counters of
+// the template forms. Pages work without it, except the copy buttons.
 "use strict";
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -55,5 +55,21 @@ document.addEventListener("DOMContentLoaded", () => {
         line.textContent = line.textContent.replace(/RUN_AS=\S+/, "RUN_AS=" + user);
       }
     });
+  }
+
+  // A template's .env text and setup script are limited in bytes (UTF-8,
+  // line breaks sent as one byte, as the relay stores them).
+  const encoder = new TextEncoder();
+  for (const area of document.querySelectorAll("textarea[data-max-bytes]")) {
+    const counter = document.querySelector('[data-bytes-for="' + area.id + '"]');
+    if (!counter) continue;
+    const max = Number(area.dataset.maxBytes);
+    const count = () => {
+      const bytes = encoder.encode(area.value.replace(/\r\n/g, "\n")).length;
+      counter.textContent = bytes + " / " + max + " bytes";
+      counter.classList.toggle("over", bytes > max);
+    };
+    area.addEventListener("input", count);
+    count();
   }
 });

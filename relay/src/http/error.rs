@@ -84,7 +84,7 @@ impl crate::metrics::ErrorCode for ApiError {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match error {
-            StoreError::NameTaken(_) => {
+            StoreError::NameTaken(_) | StoreError::TemplateNameTaken(_) => {
                 Self::new(StatusCode::CONFLICT, "conflict", error.to_string())
             }
             StoreError::NotFound => Self::new(StatusCode::NOT_FOUND, "not_found", "not found"),

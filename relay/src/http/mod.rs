@@ -20,6 +20,7 @@ pub mod sandboxes;
 #[cfg(test)]
 mod self_wake;
 mod sessions;
+mod templates;
 mod tokens;
 pub mod websocket;
 
@@ -69,6 +70,8 @@ pub const READYZ: &str = "/readyz";
 pub const OPENAPI: &str = "/openapi.json";
 pub const METRICS: &str = "/metrics";
 pub const AUDIT: &str = "/audit";
+pub const TEMPLATES: &str = "/templates";
+pub const TEMPLATE: &str = "/templates/{id}";
 
 /// Every (method, path) the router serves; [`router`] is built from the
 /// same constants, and a test checks each one against the router and the
@@ -117,6 +120,11 @@ pub const ROUTES: &[(Method, &str)] = &[
     (Method::GET, OPENAPI),
     (Method::GET, METRICS),
     (Method::GET, AUDIT),
+    (Method::POST, TEMPLATES),
+    (Method::GET, TEMPLATES),
+    (Method::GET, TEMPLATE),
+    (Method::PATCH, TEMPLATE),
+    (Method::DELETE, TEMPLATE),
     (Method::POST, mcp::MCP),
     (Method::POST, mcp::MCP_SESSION),
 ];
@@ -175,6 +183,13 @@ pub fn router(state: AppState) -> Router {
         .route(OPENAPI, get(openapi_document))
         .route(METRICS, get(metrics::scrape))
         .route(AUDIT, get(audit::list))
+        .route(TEMPLATES, post(templates::create).get(templates::list))
+        .route(
+            TEMPLATE,
+            get(templates::get)
+                .patch(templates::update)
+                .delete(templates::delete),
+        )
         .merge(mcp)
         .merge(console)
         .fallback(not_found)

@@ -9,6 +9,7 @@ use runner_proto::audit::AuditPage;
 use runner_proto::fields;
 use runner_proto::members::{AddTeamMember, MemberView, SetDefaultEnvironment, TeamList, TeamView};
 use runner_proto::sessions::{CreateSession, Session, SessionList};
+use runner_proto::templates::{CreateTemplate, Template, TemplateList, UpdateTemplate};
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
@@ -38,6 +39,10 @@ fn generated_schemas() -> Map<String, Value> {
     generator.subschema_for::<CreateEnvironment>();
     generator.subschema_for::<UpdateEnvironment>();
     generator.subschema_for::<Policy>();
+    generator.subschema_for::<Template>();
+    generator.subschema_for::<TemplateList>();
+    generator.subschema_for::<CreateTemplate>();
+    generator.subschema_for::<UpdateTemplate>();
     generator.take_definitions(true)
 }
 
@@ -270,6 +275,62 @@ fn audit_paths(unauthorized: &Value) -> Value {
     })
 }
 
+/// What every template answer says about the variables' values.
+const TEMPLATE_VALUES_ARE_VISIBLE: &str = "The values of env_text are stored and shown in plain text to every member who may use the template (and to organisation admins): they are configuration, not a place for secrets. Answers carry `warnings` for variables that look like secrets (a name containing TOKEN, SECRET, PASSWORD or KEY, or a value shaped like a known credential); the template is saved anyway.";
+
+/// `/templates` and `/templates/{id}`.
+fn template_paths(unauthorized: &Value) -> Value {
+    let not_found =
+        error_response("template_not_found: no such template, or not visible to the caller");
+    let forbidden = error_response(
+        "shared templates are managed by organisation admins, a team's by its members",
+    );
+    json!({
+        "/templates": {
+            "get": {
+                "summary": "Sandbox templates the caller may see: shared ones and their teams' (every one for organisation admins), by name",
+                "description": TEMPLATE_VALUES_ARE_VISIBLE,
+                "responses": { "200": json_response("the templates", "TemplateList"), "401": unauthorized }
+            },
+            "post": {
+                "summary": "Create a sandbox template: network, environment variables in .env form (at most 32 KiB; a parse error names the line), a bash setup script (at most 64 KiB), idle timeout and lifetime",
+                "description": TEMPLATE_VALUES_ARE_VISIBLE,
+                "requestBody": json_body("CreateTemplate"),
+                "responses": {
+                    "201": json_response("created, with warnings for secret-looking values", "Template"),
+                    "400": error_response("invalid field, .env parse error (`env_text: line N: …`) or size over the limit"),
+                    "401": unauthorized,
+                    "403": error_response("shared scope needs an admin; team scope needs membership"),
+                    "409": error_response("name taken")
+                }
+            }
+        },
+        "/templates/{id}": {
+            "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" }, "description": "the template's id or name" }],
+            "get": {
+                "summary": "Read a template",
+                "description": TEMPLATE_VALUES_ARE_VISIBLE,
+                "responses": { "200": json_response("the template", "Template"), "401": unauthorized, "403": forbidden.clone(), "404": not_found.clone() }
+            },
+            "patch": {
+                "summary": "Update a template (not its scope); sandboxes started later use the new settings",
+                "description": TEMPLATE_VALUES_ARE_VISIBLE,
+                "requestBody": json_body("UpdateTemplate"),
+                "responses": {
+                    "200": json_response("updated, with warnings for secret-looking values", "Template"),
+                    "400": error_response("invalid field or .env parse error"),
+                    "401": unauthorized, "403": forbidden.clone(), "404": not_found.clone(),
+                    "409": error_response("name taken")
+                }
+            },
+            "delete": {
+                "summary": "Delete a template; sessions that named it keep working, their new sandboxes use the default configuration",
+                "responses": { "204": { "description": "deleted" }, "401": unauthorized, "403": forbidden, "404": not_found }
+            }
+        }
+    })
+}
+
 /// `POST /mcp` and `/mcp/sessions/{id}`: MCP's own protocol (JSON-RPC
 /// over streamable HTTP), described by the MCP specification, not here.
 fn mcp_paths(unauthorized: &Value) -> Value {
@@ -304,7 +365,11 @@ pub fn document() -> Value {
             into.extend(paths);
         }
     }
-    for extra in [audit_paths(&unauthorized), mcp_paths(&unauthorized)] {
+    for extra in [
+        audit_paths(&unauthorized),
+        template_paths(&unauthorized),
+        mcp_paths(&unauthorized),
+    ] {
         if let Value::Object(paths) = extra {
             if let Some(Value::Object(into)) = document.get_mut("paths") {
                 into.extend(paths);

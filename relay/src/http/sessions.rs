@@ -37,6 +37,7 @@ use crate::sessions::{new_session_id, Lock, MemberName, Requested, RequestedFrom
 use crate::state::AppState;
 use crate::status;
 use crate::store::{Member, MemberKind};
+use crate::templates;
 use runner_proto::audit::AuditAction;
 
 /// Most sessions one `GET /sessions` lists.
@@ -179,11 +180,13 @@ pub async fn create(
                  or \"auto\"",
             ))
         }
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "templates are not available on this relay yet",
-            ))
-        }
+        // Checked now (404, or 403 for an admin outside its team), kept by
+        // id: a template deleted later leaves the session the defaults.
+        Some(name_or_id) => Some(
+            templates::for_session(&state, &caller, name_or_id)
+                .await?
+                .id,
+        ),
         None => None,
     };
     let now = state.clock.now();
@@ -553,11 +556,21 @@ async fn sandbox_for(
     caller: &Member,
     session: &WorkSession,
 ) -> Result<Arc<EnvironmentRecord>, ApiError> {
+    let settings = match &session.template_id {
+        // A template deleted since the session began: the defaults.
+        Some(id) => state
+            .store
+            .template(id)
+            .await?
+            .map(|template| template.sandbox_settings())
+            .unwrap_or_default(),
+        None => SandboxSettings::default(),
+    };
     sandboxes::provision(
         state,
         caller,
         sandboxes::Purpose::Session(session),
-        SandboxSettings::default(),
+        settings,
     )
     .await
 }

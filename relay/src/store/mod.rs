@@ -32,6 +32,7 @@ use crate::audit::{AuditHead, AuditQuery, AuditRecord, StoredAudit};
 use crate::environment::EnvironmentRecord;
 use crate::sandboxes::SandboxRecord;
 use crate::sessions::{Lock, MemberName, WorkSession};
+use crate::templates::TemplateRecord;
 
 pub use backend::Backend;
 pub use postgres::{PostgresBackend, PostgresStore};
@@ -44,6 +45,9 @@ pub enum StoreError {
     /// Another environment already has this name.
     #[error("an environment named {0:?} already exists")]
     NameTaken(String),
+    /// Another template already has this name.
+    #[error("a template named {0:?} already exists")]
+    TemplateNameTaken(String),
     /// The row to change does not exist.
     #[error("not found")]
     NotFound,
@@ -369,6 +373,21 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<(), StoreError>;
     /// [`Store::record_seen`] for many environments in one transaction.
     async fn record_seen_batch(&self, seen: &[SeenRecord]) -> Result<(), StoreError>;
+
+    /// Inserts a template; [`StoreError::TemplateNameTaken`] on a name
+    /// clash.
+    async fn insert_template(&self, template: &TemplateRecord) -> Result<(), StoreError>;
+    /// One template by id.
+    async fn template(&self, id: &str) -> Result<Option<TemplateRecord>, StoreError>;
+    /// One template by name.
+    async fn template_by_name(&self, name: &str) -> Result<Option<TemplateRecord>, StoreError>;
+    /// Every template, by name.
+    async fn list_templates(&self) -> Result<Vec<TemplateRecord>, StoreError>;
+    /// Replaces every field of an existing template but its id, scope and
+    /// creation; [`StoreError::NotFound`] if it is gone.
+    async fn update_template(&self, template: &TemplateRecord) -> Result<(), StoreError>;
+    /// Deletes a template; false if it did not exist.
+    async fn delete_template(&self, id: &str) -> Result<bool, StoreError>;
 
     /// Adds a new token to an environment; every older token still valid
     /// after `previous_valid_until` now stops then. Returns whether there was

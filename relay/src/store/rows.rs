@@ -5,6 +5,7 @@
 
 use runner_proto::api::{InvocationState, Tier};
 use runner_proto::approvals::ApprovalStatus;
+use runner_proto::sandbox::Network;
 use sqlx::FromRow;
 
 use super::{InvocationRecord, Member, MemberKind, SessionRecord, StoreError, TokenRecord};
@@ -16,6 +17,7 @@ use crate::clock::from_unix;
 use crate::environment::{EnvironmentRecord, Scope};
 use crate::sandboxes::{self, SandboxRecord};
 use crate::sessions::{Lock, MemberName, Requested, RequestedFrom, WorkSession};
+use crate::templates::TemplateRecord;
 
 /// A stored value that cannot be read back as what it should be.
 pub fn corrupt(table: &'static str, message: impl std::fmt::Display) -> StoreError {
@@ -283,6 +285,70 @@ impl TryFrom<EnvironmentRow> for EnvironmentRecord {
             created_at: from_unix(row.created_at),
             last_seen: row.last_seen.map(from_unix),
             runner: row.runner.map(|text| from_json(table, &text)).transpose()?,
+        })
+    }
+}
+
+/// A row of `templates`.
+#[derive(FromRow)]
+pub struct TemplateRow {
+    id: String,
+    name: String,
+    description: String,
+    scope: String,
+    network: String,
+    allowed_domains: String,
+    env_text: String,
+    setup_script: String,
+    idle_timeout_s: i64,
+    max_lifetime_s: i64,
+    created_by: String,
+    created_by_name: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl TemplateRow {
+    /// In the order the insert binds them.
+    pub const COLUMNS: &str = "id, name, description, scope, network, allowed_domains, \
+         env_text, setup_script, idle_timeout_s, max_lifetime_s, created_by, created_by_name, \
+         created_at, updated_at";
+}
+
+/// A network setting as its column stores it.
+pub fn network_text(network: Network) -> &'static str {
+    network.as_str()
+}
+
+impl TryFrom<TemplateRow> for TemplateRecord {
+    type Error = StoreError;
+
+    fn try_from(row: TemplateRow) -> Result<Self, StoreError> {
+        let table = "templates";
+        let network = [Network::None, Network::AllowAll, Network::Allowlist]
+            .into_iter()
+            .find(|network| network.as_str() == row.network)
+            .ok_or_else(|| corrupt(table, format!("unknown network {:?}", row.network)))?;
+        let entries = crate::templates::dotenv::parse_entries(&row.env_text)
+            .map_err(|error| corrupt(table, format!("env_text of {}: {error}", row.id)))?;
+        Ok(TemplateRecord {
+            id: row.id,
+            name: row.name,
+            description: row.description,
+            scope: Scope::parse(&row.scope).map_err(|e| corrupt(table, e))?,
+            network,
+            allowed_domains: from_json(table, &row.allowed_domains)?,
+            env_text: row.env_text,
+            entries,
+            setup_script: row.setup_script,
+            idle_timeout_s: u64::try_from(row.idle_timeout_s).map_err(|e| corrupt(table, e))?,
+            max_lifetime_s: u64::try_from(row.max_lifetime_s).map_err(|e| corrupt(table, e))?,
+            created_by: MemberName {
+                id: row.created_by,
+                name: row.created_by_name,
+            },
+            created_at: from_unix(row.created_at),
+            updated_at: from_unix(row.updated_at),
         })
     }
 }

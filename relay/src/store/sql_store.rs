@@ -14,9 +14,9 @@ use time::OffsetDateTime;
 
 use super::backend::{Backend, Column};
 use super::rows::{
-    corrupt, count_to_db, epoch_from_db, epoch_to_db, json_text, tier_text, ApprovalRow, AuditRow,
-    EnvironmentRow, InvocationRow, KeyedMemberRow, MemberRow, SandboxRow, SessionRow, TokenRow,
-    WorkSessionRow,
+    corrupt, count_to_db, epoch_from_db, epoch_to_db, json_text, network_text, tier_text,
+    ApprovalRow, AuditRow, EnvironmentRow, InvocationRow, KeyedMemberRow, MemberRow, SandboxRow,
+    SessionRow, TemplateRow, TokenRow, WorkSessionRow,
 };
 use super::{
     ApiKeyRecord, DecidedApproval, DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh,
@@ -27,6 +27,7 @@ use crate::audit::{chain, AuditHead, AuditQuery, AuditRecord, StoredAudit};
 use crate::environment::EnvironmentRecord;
 use crate::sandboxes::SandboxRecord;
 use crate::sessions::{Lock, MemberName, WorkSession};
+use crate::templates::TemplateRecord;
 
 /// Most audit rows one `INSERT` carries: a power of two within SQLite's
 /// 32 766 and PostgreSQL's 65 535 bound parameters.
@@ -91,6 +92,22 @@ pub struct SqlStore<B: Backend> {
 
 fn is_unique_violation(error: &sqlx::Error) -> bool {
     matches!(error, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+/// An insert or update that may clash with a unique template name.
+fn template_name_taken<T>(result: Result<T, sqlx::Error>, name: &str) -> Result<T, StoreError> {
+    result.map_err(|error| {
+        if is_unique_violation(&error) {
+            StoreError::TemplateNameTaken(name.to_owned())
+        } else {
+            error.into()
+        }
+    })
+}
+
+/// Seconds as stored (the checks bound them far below the limit).
+fn seconds_to_db(seconds: u64) -> i64 {
+    i64::try_from(seconds).unwrap_or(i64::MAX)
 }
 
 /// An insert or update that may clash with a unique environment name.
@@ -776,6 +793,96 @@ where
             .execute(&self.pool)
             .await?;
         Ok(B::rows_affected(&done))
+    }
+
+    async fn insert_template(&self, template: &TemplateRecord) -> Result<(), StoreError> {
+        let result = sqlx::query(&format!(
+            "INSERT INTO templates ({}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+            TemplateRow::COLUMNS
+        ))
+        .bind(template.id.as_str())
+        .bind(template.name.as_str())
+        .bind(template.description.as_str())
+        .bind(template.scope.to_string())
+        .bind(network_text(template.network))
+        .bind(json_text("templates", &template.allowed_domains)?)
+        .bind(template.env_text.as_str())
+        .bind(template.setup_script.as_str())
+        .bind(seconds_to_db(template.idle_timeout_s))
+        .bind(seconds_to_db(template.max_lifetime_s))
+        .bind(template.created_by.id.as_str())
+        .bind(template.created_by.name.as_str())
+        .bind(template.created_at.unix_timestamp())
+        .bind(template.updated_at.unix_timestamp())
+        .execute(&self.pool)
+        .await;
+        template_name_taken(result, &template.name).map(drop)
+    }
+
+    async fn template(&self, id: &str) -> Result<Option<TemplateRecord>, StoreError> {
+        let row: Option<TemplateRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM templates WHERE id = $1",
+            TemplateRow::COLUMNS
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(TemplateRecord::try_from).transpose()
+    }
+
+    async fn template_by_name(&self, name: &str) -> Result<Option<TemplateRecord>, StoreError> {
+        let row: Option<TemplateRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM templates WHERE name = $1",
+            TemplateRow::COLUMNS
+        ))
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(TemplateRecord::try_from).transpose()
+    }
+
+    async fn list_templates(&self) -> Result<Vec<TemplateRecord>, StoreError> {
+        let rows: Vec<TemplateRow> = sqlx::query_as(&format!(
+            "SELECT {} FROM templates ORDER BY name, id",
+            TemplateRow::COLUMNS
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(TemplateRecord::try_from).collect()
+    }
+
+    async fn update_template(&self, template: &TemplateRecord) -> Result<(), StoreError> {
+        let result = sqlx::query(
+            "UPDATE templates SET name = $1, description = $2, network = $3, \
+             allowed_domains = $4, env_text = $5, setup_script = $6, idle_timeout_s = $7, \
+             max_lifetime_s = $8, updated_at = $9 WHERE id = $10",
+        )
+        .bind(template.name.as_str())
+        .bind(template.description.as_str())
+        .bind(network_text(template.network))
+        .bind(json_text("templates", &template.allowed_domains)?)
+        .bind(template.env_text.as_str())
+        .bind(template.setup_script.as_str())
+        .bind(seconds_to_db(template.idle_timeout_s))
+        .bind(seconds_to_db(template.max_lifetime_s))
+        .bind(template.updated_at.unix_timestamp())
+        .bind(template.id.as_str())
+        .execute(&self.pool)
+        .await;
+        let done = template_name_taken(result, &template.name)?;
+        if B::rows_affected(&done) == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    async fn delete_template(&self, id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM templates WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(B::rows_affected(&done) > 0)
     }
 
     async fn insert_environment(&self, env: &EnvironmentRecord) -> Result<(), StoreError> {

@@ -351,3 +351,229 @@ async fn a_link_followed_before_signing_in_is_where_the_sign_in_lands() {
         .expect("answered");
     assert_eq!(answer.headers()[LOCATION], "/console/environments");
 }
+
+/// Posts a console form with the page's token.
+async fn post_form(
+    relay: &TestRelay,
+    cookie: &str,
+    key: &str,
+    path: &str,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    let token = csrf(key);
+    let mut form: Vec<(&str, &str)> = vec![("csrf", token.as_str())];
+    form.extend_from_slice(fields);
+    client()
+        .post(format!("{}{path}", relay.url))
+        .header(COOKIE, cookie)
+        .form(&form)
+        .send()
+        .await
+        .expect("answered")
+}
+
+#[tokio::test]
+async fn templates_are_created_edited_and_deleted_from_the_console() {
+    let relay = spawn_relay().await;
+    let admin = relay.admin_key.clone();
+    let cookie = sign_in(&relay, &admin).await;
+    let (status, body) = page(&relay, &cookie, "/console/templates").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("No templates yet."), "{body}");
+    assert!(body.contains("0 / 32768 bytes"), "{body}");
+    assert!(body.contains(r#"aria-current="page">Templates"#), "{body}");
+
+    // A refused form comes back as typed, with the line at fault.
+    let answer = post_form(
+        &relay,
+        &cookie,
+        &admin,
+        "/console/templates",
+        &[
+            ("name", "python"),
+            ("scope", "shared"),
+            ("network", "none"),
+            ("env_text", "A=1\r\nnot a line\r\n"),
+        ],
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
+    let body = answer.text().await.expect("body");
+    assert!(
+        body.contains("env_text: line 2: expected `=` after not"),
+        "{body}"
+    );
+    assert!(body.contains("not a line"), "kept as typed: {body}");
+
+    // Browsers send CRLF; the template keeps LF, so bash reads the script.
+    let answer = post_form(
+        &relay,
+        &cookie,
+        &admin,
+        "/console/templates",
+        &[
+            ("name", "python"),
+            ("scope", "shared"),
+            ("network", "allowlist"),
+            ("allowed_domains", "pypi.org\r\nfiles.pythonhosted.org"),
+            ("env_text", "MOTD=\"two\r\nlines\"\r\nGITHUB_TOKEN=abc\r\n"),
+            ("setup_script", "set -e\r\necho ready\r\n"),
+            ("idle_minutes", "30"),
+            ("lifetime_minutes", "120"),
+        ],
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    let location = answer.headers()[LOCATION]
+        .to_str()
+        .expect("ASCII")
+        .to_owned();
+    assert!(
+        location.starts_with("/console/templates/tpl_"),
+        "{location}"
+    );
+    let (_, template) = relay.get("/templates/python").await;
+    assert_eq!(
+        template["env_text"],
+        "MOTD=\"two\nlines\"\nGITHUB_TOKEN=abc\n"
+    );
+    assert_eq!(template["setup_script"], "set -e\necho ready\n");
+    assert_eq!(template["idle_timeout_s"], 1800);
+    assert_eq!(template["max_lifetime_s"], 7200);
+    assert_eq!(
+        template["allowed_domains"],
+        json!(["pypi.org", "files.pythonhosted.org"])
+    );
+    let id = template["id"].as_str().expect("id").to_owned();
+
+    let (status, body) = page(&relay, &cookie, &location).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("Template created."), "{body}");
+    assert!(body.contains("Values that look like secrets"), "{body}");
+    assert!(
+        body.contains("<code>GITHUB_TOKEN</code> (line 3)"),
+        "{body}"
+    );
+    let (_, list) = page(&relay, &cookie, "/console/templates").await;
+    assert!(list.contains("1 flagged"), "{list}");
+
+    // Edit: a wrong delete confirmation changes nothing; a save does.
+    let path = format!("/console/templates/{id}");
+    let answer = post_form(
+        &relay,
+        &cookie,
+        &admin,
+        &path,
+        &[
+            ("name", "py"),
+            ("network", "none"),
+            ("env_text", "LANG=C.UTF-8"),
+            ("setup_script", ""),
+            ("idle_minutes", "15"),
+            ("lifetime_minutes", "480"),
+        ],
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    let (_, template) = relay.get(&format!("/templates/{id}")).await;
+    assert_eq!(template["name"], "py");
+    assert_eq!(template["network"], "none");
+    assert_eq!(template["allowed_domains"], json!([]));
+    assert_eq!(template["setup_script"], "");
+    let answer = post_form(
+        &relay,
+        &cookie,
+        &admin,
+        &format!("{path}/delete"),
+        &[("confirm_name", "python")],
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
+    let (status, _) = relay.get(&format!("/templates/{id}")).await;
+    assert_eq!(status, StatusCode::OK, "still there");
+    // Without the page's token: refused.
+    let answer = client()
+        .post(format!("{}{path}/delete", relay.url))
+        .header(COOKIE, &cookie)
+        .form(&[("confirm_name", "py")])
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(answer.status(), StatusCode::FORBIDDEN);
+    let answer = post_form(
+        &relay,
+        &cookie,
+        &admin,
+        &format!("{path}/delete"),
+        &[("confirm_name", "py")],
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    let (status, _) = relay.get(&format!("/templates/{id}")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+/// The pages apply the API's rules: a member sees shared templates and
+/// their team's, may change only their team's, and never another team's.
+#[tokio::test]
+async fn members_see_and_change_only_the_templates_the_api_lets_them() {
+    let relay = spawn_relay().await;
+    for body in [json!({"name": "base"})] {
+        let (status, answer) = relay.post("/templates", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+    let ops = relay.member(false, &["ops"]).await;
+    let web = relay.member(false, &["web"]).await;
+    let ops_cookie = sign_in(&relay, &ops).await;
+    let web_cookie = sign_in(&relay, &web).await;
+    let answer = post_form(
+        &relay,
+        &ops_cookie,
+        &ops,
+        "/console/templates",
+        &[
+            ("name", "ops-tools"),
+            ("scope", "team:ops"),
+            ("network", "none"),
+        ],
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    let (_, ops_tools) = relay.get("/templates/ops-tools").await;
+    let ops_id = ops_tools["id"].as_str().expect("id").to_owned();
+
+    let (_, list) = page(&relay, &web_cookie, "/console/templates").await;
+    assert!(list.contains("base"), "{list}");
+    assert!(!list.contains("ops-tools"), "{list}");
+    assert!(list.contains("team:web"), "may create for its team: {list}");
+    assert!(!list.contains(r#"<option value="shared""#), "{list}");
+    let (status, _) = page(&relay, &web_cookie, &format!("/console/templates/{ops_id}")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let answer = post_form(
+        &relay,
+        &web_cookie,
+        &web,
+        &format!("/console/templates/{ops_id}/delete"),
+        &[("confirm_name", "ops-tools")],
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::NOT_FOUND);
+
+    // A shared template: read-only for a member.
+    let (status, body) = page(&relay, &ops_cookie, "/console/templates/base").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        body.contains("Only organisation admins may change"),
+        "{body}"
+    );
+    assert!(!body.contains("Delete template"), "{body}");
+    let answer = post_form(
+        &relay,
+        &ops_cookie,
+        &ops,
+        "/console/templates/base",
+        &[("name", "mine"), ("network", "none")],
+    )
+    .await;
+    assert_eq!(answer.status(), StatusCode::FORBIDDEN);
+}

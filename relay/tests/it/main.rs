@@ -23,5 +23,6 @@ mod sessions;
 mod status;
 mod store;
 mod streaming;
+mod templates;
 mod tokens;
 mod validation;

@@ -6,7 +6,7 @@
 use runner_proto::api::{InvocationState, RunnerInfo, Tier};
 use runner_proto::approvals::{ApprovalOutcome, ApprovalStatus, DeliveryState, Notification};
 use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
-use runner_proto::sandbox::{SandboxState, SetupReport};
+use runner_proto::sandbox::{Network, SandboxState, SetupReport};
 use runner_relay::approvals::{self, ApprovalRecord, Decision};
 use runner_relay::audit::{chain, AuditQuery, AuditRecord};
 use runner_relay::environment::{default_policy, EnvironmentRecord, Scope};
@@ -16,6 +16,7 @@ use runner_relay::store::{
     self, DecidedApproval, DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh, MemberKind,
     NewMember, SeenRecord, Store, StoreError, TokenRecord,
 };
+use runner_relay::templates::TemplateRecord;
 use serde_json::json;
 use time::OffsetDateTime;
 
@@ -1097,8 +1098,79 @@ async fn audit_log(store: &dyn Store) {
     assert_eq!(store.audit_head().await.expect("head").seq, 5);
 }
 
+async fn templates(store: &dyn Store) {
+    let mut python = TemplateRecord {
+        id: "tpl_1".into(),
+        name: "python".into(),
+        description: "with pip".into(),
+        scope: Scope::Team("ops".into()),
+        network: Network::Allowlist,
+        allowed_domains: vec!["pypi.org".into()],
+        env_text: "A=1\nB=\"two\nlines\"\n".into(),
+        entries: Vec::new(),
+        setup_script: "pip install x\n".into(),
+        idle_timeout_s: 900,
+        max_lifetime_s: 28_800,
+        created_by: MemberName {
+            id: "mem_1".into(),
+            name: "ada".into(),
+        },
+        created_at: at(10),
+        updated_at: at(10),
+    };
+    python.check().expect("valid");
+    store.insert_template(&python).await.expect("insert");
+    let read = store.template("tpl_1").await.expect("read").expect("there");
+    assert_eq!(read, python);
+    assert_eq!(read.env()[1].value, "two\nlines");
+    assert_eq!(
+        store.template_by_name("python").await.expect("read"),
+        Some(python.clone())
+    );
+    assert_eq!(store.template("python").await.expect("read"), None);
+    let mut clash = python.clone();
+    clash.id = "tpl_2".into();
+    assert!(matches!(
+        store.insert_template(&clash).await,
+        Err(StoreError::TemplateNameTaken(name)) if name == "python"
+    ));
+    clash.name = "base".into();
+    clash.scope = Scope::Shared;
+    store.insert_template(&clash).await.expect("another");
+    let names: Vec<String> = store
+        .list_templates()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|template| template.name)
+        .collect();
+    assert_eq!(names, ["base", "python"]);
+    python.name = "base".into();
+    assert!(matches!(
+        store.update_template(&python).await,
+        Err(StoreError::TemplateNameTaken(_))
+    ));
+    python.name = "py".into();
+    python.network = Network::None;
+    python.allowed_domains.clear();
+    python.updated_at = at(20);
+    store.update_template(&python).await.expect("update");
+    assert_eq!(
+        store.template("tpl_1").await.expect("read"),
+        Some(python.clone())
+    );
+    assert!(store.delete_template("tpl_1").await.expect("delete"));
+    assert!(!store.delete_template("tpl_1").await.expect("again"));
+    assert!(matches!(
+        store.update_template(&python).await,
+        Err(StoreError::NotFound)
+    ));
+    assert!(store.delete_template("tpl_2").await.expect("delete"));
+}
+
 async fn the_store_keeps_its_contract(store: &dyn Store) {
     members_and_teams(store).await;
+    templates(store).await;
     environments(store).await;
     tokens(store).await;
     sessions(store).await;

@@ -49,9 +49,15 @@ async fn bodies_that_are_not_objects_are_refused() {
         let (status, answer) = raw(&relay, Method::PATCH, &path, body).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body:?}: {answer}");
     }
-    for path in ["/sessions", "/teams", "/members"] {
+    for path in ["/sessions", "/teams", "/members", "/templates"] {
         let (status, answer) = raw(&relay, Method::POST, path, "[]").await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {answer}");
+    }
+    let (status, _) = relay.post("/templates", json!({"name": "kept"})).await;
+    assert_eq!(status, StatusCode::CREATED);
+    for body in ["[null,null]", "[]", "[\"renamed\"]"] {
+        let (status, answer) = raw(&relay, Method::PATCH, "/templates/kept", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body:?}: {answer}");
     }
     // An object with whitespace before it is still an object.
     let (status, answer) = raw(&relay, Method::PATCH, &path, "\n\t {\"description\":\"d\"}").await;

@@ -27,6 +27,7 @@ mod playground;
 mod sessions;
 mod setup;
 mod signin;
+mod templates;
 mod view;
 
 use axum::middleware;
@@ -96,6 +97,15 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/console/audit", get(audit::page))
         .route("/console/audit/entries", get(audit::entries))
         .route("/console/sessions", get(sessions::page))
+        .route(
+            "/console/templates",
+            get(templates::page).post(templates::create),
+        )
+        .route(
+            "/console/templates/{id}",
+            get(templates::show).post(templates::save),
+        )
+        .route("/console/templates/{id}/delete", post(templates::delete))
         .route("/console/sign-out", post(signin::sign_out))
         .layer(middleware::from_fn(guard::refuse_cross_site))
         .layer(middleware::from_fn(cookie::key_from_cookie));

@@ -84,6 +84,7 @@ impl FromRequestParts<AppState> for Signed {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
     Environments,
+    Templates,
     Sessions,
     Approvals,
     Audit,
@@ -103,6 +104,7 @@ impl Section {
     pub fn name(self) -> &'static str {
         match self {
             Self::Environments => "environments",
+            Self::Templates => "templates",
             Self::Sessions => "sessions",
             Self::Approvals => "approvals",
             Self::Audit => "audit",
@@ -219,6 +221,10 @@ impl Failure {
 
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.status
     }
 }
 
