@@ -996,8 +996,9 @@ async fn a_relay_behind_a_private_ca_is_trusted_by_the_sandboxes_of_a_host_that_
 }
 
 /// The whole path: the relay's own placement starts the sandbox of a
-/// session asking for one on this real host, the session's calls run in
-/// it, and ending the session destroys it.
+/// session asking for one (with a template: its variables and setup) on
+/// this real host, the session's calls run in it, and ending the session
+/// destroys it.
 #[tokio::test]
 async fn a_sandbox_session_runs_in_a_real_sandbox_and_ending_it_destroys_the_sandbox() {
     if !can_sandbox("a_sandbox_session_runs_in_a_real_sandbox_and_ending_it_destroys_the_sandbox") {
@@ -1018,11 +1019,24 @@ async fn a_sandbox_session_runs_in_a_real_sandbox_and_ending_it_destroys_the_san
     relay.wait_status(&env, "online").await;
     let host = Host { env, runner };
 
+    let (status, template) = relay
+        .api(
+            reqwest::Method::POST,
+            "/templates",
+            Some(json!({
+                "name": "real",
+                "network": "none",
+                "env_text": "GREETING=from the template\n",
+                "setup_script": "echo prepared > /root/prepared; id -u\n",
+            })),
+        )
+        .await;
+    assert_eq!(status, 201, "{template}");
     let (status, session) = relay
         .api(
             reqwest::Method::POST,
             "/sessions",
-            Some(json!({"environment": "sandbox"})),
+            Some(json!({"environment": "sandbox", "template": "real"})),
         )
         .await;
     assert_eq!(status, 201, "{session}");
@@ -1032,9 +1046,13 @@ async fn a_sandbox_session_runs_in_a_real_sandbox_and_ending_it_destroys_the_san
         let body = json!({"tool_name": "shell", "args": {"command": command}, "timeout_s": 60});
         relay.api(reqwest::Method::POST, &path, Some(body))
     };
-    let (status, body) = invoke("id -u; hostname; echo kept > /root/note").await;
+    let (status, body) =
+        invoke("id -u; hostname; echo $GREETING; cat /root/prepared; echo kept > /root/note").await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["result"]["stdout"], "0\nsandbox\n", "{body}");
+    assert_eq!(
+        body["result"]["stdout"], "0\nsandbox\nfrom the template\nprepared\n",
+        "{body}"
+    );
     let (_, body) = invoke("cat /root/note").await;
     assert_eq!(
         body["result"]["stdout"], "kept\n",
