@@ -11,6 +11,8 @@ need systemd-analyze systemd
 need git git
 need curl curl
 need keyctl keyutils
+# The sandbox host's tests isolate with bubblewrap (cli/tests/it/sandbox_host.rs).
+need bwrap bubblewrap
 # The browser tool's test drives a real headless Chromium.
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
 python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml)

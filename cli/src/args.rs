@@ -278,6 +278,31 @@ pub enum Command {
     #[command(subcommand)]
     Policy(PolicyCommand),
 
+    /// Make this machine a sandbox host: start isolated, temporary runners
+    /// (sandboxes) when the relay asks.
+    ///
+    /// Connects like `runner run` (RUNNER_TOKEN with --url, or the
+    /// registration), with the token of an environment of type
+    /// `sandbox-host`, and serves only the relay's `sandbox_start` and
+    /// `sandbox_destroy`. Each sandbox is bubblewrap (user, PID, mount,
+    /// IPC, UTS and network namespaces) over an overlay root, with cgroup
+    /// limits; see docs/sandboxes.md. Refuses to start (exit 15) when this
+    /// machine cannot isolate: `runner doctor --sandbox-host` says what is
+    /// missing.
+    SandboxHost(SandboxHostArgs),
+
+    /// Become bubblewrap in a private mount namespace with the sandbox's
+    /// root mounted (started by the sandbox host).
+    #[command(hide = true)]
+    SandboxEnter {
+        #[arg(long, value_name = "FILE")]
+        plan: PathBuf,
+    },
+
+    /// A sandbox's first process (started by bubblewrap).
+    #[command(hide = true)]
+    SandboxInit,
+
     /// Regenerate completions/ and man/ from these definitions (for developers).
     #[command(hide = true)]
     GenerateAssets {
@@ -409,10 +434,61 @@ pub struct RunArgs {
     /// `false` keeps to the process group and the RUNNER_CALL_ID marker.
     #[arg(long, env = env_vars::CALL_CGROUPS, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub call_cgroups: bool,
+
+    /// Exit (0) after this many seconds without a call: a sandbox's runner,
+    /// whose host then destroys the sandbox.
+    #[arg(long, hide = true, value_name = "SECONDS")]
+    pub idle_exit_s: Option<u64>,
+
+    /// Exit (0) this many seconds after start, whatever it is doing.
+    #[arg(long, hide = true, value_name = "SECONDS")]
+    pub max_lifetime_s: Option<u64>,
+
+    /// HTTP proxy for the relay connection only, not passed to tools (a
+    /// sandbox's way out to its relay).
+    #[arg(long, hide = true, value_name = "URL")]
+    pub relay_proxy: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxHostArgs {
+    /// Relay URL (with RUNNER_TOKEN in the environment; otherwise the
+    /// registration's).
+    #[arg(long, env = env_vars::URL)]
+    pub url: Option<String>,
+
+    /// Sandboxes run at once at most (default: eight per CPU, at most one
+    /// per 256 MiB of memory, at least one).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub slots: Option<u32>,
+
+    /// A sandbox's memory limit, MiB, unless the relay's request sets one.
+    #[arg(long, default_value_t = 2048, value_name = "MIB",
+          value_parser = clap::value_parser!(u64).range(16..))]
+    pub sandbox_memory_mb: u64,
+
+    /// A sandbox's limit of processes and threads, unless the request sets one.
+    #[arg(long, default_value_t = 1024, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(8..))]
+    pub sandbox_pids: u32,
+
+    /// A sandbox's CPU quota in CPUs (1.5: one and a half), unless the
+    /// request sets one. Default: no quota.
+    #[arg(long, value_name = "CPUS")]
+    pub sandbox_cpus: Option<f64>,
+
+    /// A full root file system (made by mmdebstrap or debootstrap) to use
+    /// as every sandbox's read-only lower layer, instead of the
+    /// host-derived base (the host's /usr and a filtered copy of /etc).
+    #[arg(long, value_name = "DIR")]
+    pub base_image: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
+    /// Also check that this machine can run sandboxes (`runner sandbox-host`).
+    #[arg(long)]
+    pub sandbox_host: bool,
     /// Permission file to validate (as `runner run` would load it).
     #[arg(long, env = env_vars::PERMISSION_CONFIG, value_name = "FILE")]
     pub permission_config: Option<PathBuf>,

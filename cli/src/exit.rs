@@ -31,6 +31,11 @@ pub const RESTART_FOR_UPDATE: u8 = 13;
 /// `update`: self-update is off because this build trusts no release key
 /// (it was built without `RUNNER_RELEASE_PUBKEY`); nothing was downloaded.
 pub const UPDATE_OFF: u8 = 14;
+/// `sandbox-host`: this machine cannot isolate sandboxes (bubblewrap,
+/// user namespaces, overlay, cgroups or root missing; `runner doctor
+/// --sandbox-host` names each); the host refused to start rather than run
+/// sandboxes without isolation.
+pub const CANNOT_SANDBOX: u8 = 15;
 /// The relay refused the request as malformed (HTTP 400).
 pub const BAD_REQUEST: u8 = 64;
 /// No or a bad API key / token (HTTP 401).
@@ -95,6 +100,7 @@ pub const TABLE: &[(u8, &str)] = &[
     (UPDATE_FAILED, "`update`: the release failed verification or could not be installed; the installed binary is unchanged"),
     (RESTART_FOR_UPDATE, "`run` under a service manager: a verified update is ready; exits to be restarted into it (`run` started by hand re-executes itself instead)"),
     (UPDATE_OFF, "`update`: self-update is off: this build trusts no release key (built without RUNNER_RELEASE_PUBKEY); update with the install script or a package instead"),
+    (CANNOT_SANDBOX, "`sandbox-host`: this machine cannot isolate sandboxes (bubblewrap, user namespaces, overlay, cgroups or root missing; `doctor --sandbox-host` names each); it refused to start rather than run sandboxes without isolation"),
     (BAD_REQUEST, "the relay refused the request as malformed (HTTP 400)"),
     (UNAUTHORIZED, "missing or bad API key or token (HTTP 401)"),
     (FORBIDDEN, "refused by the environment's policy or the runner's permission file, or the approval was denied or expired (HTTP 403)"),

@@ -17,6 +17,7 @@ pub mod exec;
 pub mod exit;
 pub mod gate;
 pub mod output;
+pub mod sandbox;
 pub mod secret;
 pub mod service;
 pub mod tls;
@@ -35,6 +36,19 @@ use config::Dirs;
 /// exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Before any runtime: `sandbox-enter` unshares its mount namespace,
+    // which a process with more than one thread cannot.
+    match &cli.command {
+        Command::SandboxEnter { plan } => {
+            init_tracing(cli.global.log_format, false);
+            return report(&sandbox::isolation::enter::enter(plan));
+        }
+        Command::SandboxInit => {
+            init_tracing(cli.global.log_format, false);
+            return sandbox::init::main();
+        }
+        _ => {}
+    }
     let call_log = matches!(&cli.command, Command::Run(args) if args.call_log);
     init_tracing(cli.global.log_format, call_log);
     // `policy` is synchronous and must not pay for a runtime.
@@ -103,13 +117,14 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Service(command) => commands::service::run(&dirs, command).await?,
         Command::Invoke(args) => return commands::invoke::run(&dirs, args).await,
         Command::Update(args) => return commands::update::run(&dirs, args).await,
+        Command::SandboxHost(args) => commands::sandbox_host::run(&dirs, args).await?,
         Command::GenerateAssets { out } => {
             for path in assets::generate(&out)? {
                 output::note(&format!("wrote {}", path.display()));
             }
         }
         // Handled in `main` before the runtime starts.
-        Command::Policy(_) => {}
+        Command::Policy(_) | Command::SandboxEnter { .. } | Command::SandboxInit => {}
     }
     Ok(exit::OK)
 }

@@ -50,7 +50,7 @@ impl Capacity {
 }
 
 /// Where a sandbox's programs may connect.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Network {
     /// No route out: a network namespace with loopback only.
@@ -75,14 +75,14 @@ impl Network {
 }
 
 /// One environment variable of a sandbox.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EnvVar {
     pub name: String,
     pub value: String,
 }
 
 /// Resource limits of one sandbox; `None` is the host's default.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Limits {
     /// Memory, MiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,7 +97,7 @@ pub struct Limits {
 
 /// A registration token handed to a sandbox's runner: used once, by that
 /// runner's first connection. Never printed.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct SandboxToken(pub String);
 
@@ -108,7 +108,7 @@ impl fmt::Debug for SandboxToken {
 }
 
 /// Arguments of [`START_TOOL`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartSandbox {
     /// The sandbox's id (also its environment's id), `[a-z0-9_-]{1,64}`.
@@ -134,9 +134,10 @@ pub struct StartSandbox {
     /// Bash script run once as root before the runner starts.
     #[serde(default)]
     pub setup_script: Option<String>,
-    /// The sandbox stops after this long without a call.
+    /// The sandbox stops after this long without a call; 0: never (a
+    /// deployment).
     pub idle_timeout_s: u64,
-    /// The sandbox stops after this long whatever it does.
+    /// The sandbox stops after this long whatever it does; 0: never.
     pub max_lifetime_s: u64,
     #[serde(default)]
     pub limits: Limits,
@@ -204,7 +205,7 @@ pub struct Started {
 }
 
 /// Arguments of [`DESTROY_TOOL`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DestroySandbox {
     pub sandbox_id: String,

@@ -5,7 +5,8 @@
 //! tokio-tungstenite does not read proxy variables, so the tunnel is made
 //! here: `HTTPS_PROXY` for `wss://`, `HTTP_PROXY` for `ws://` (either case),
 //! `ALL_PROXY` as a fallback, and `NO_PROXY` (comma-separated host suffixes,
-//! or `*`) to bypass.
+//! or `*`) to bypass. A sandbox's runner is given its proxy with
+//! [`set_relay_proxy`] instead, so its tools do not inherit it.
 
 use std::time::Duration;
 
@@ -33,8 +34,21 @@ pub struct Proxy {
     pub credentials: Option<String>,
 }
 
-/// The proxy for `scheme://host`, from the environment.
+/// The proxy for the relay connection only (`run --relay-proxy`).
+static RELAY_PROXY: std::sync::OnceLock<Proxy> = std::sync::OnceLock::new();
+
+/// Tunnels every relay connection of this process through `proxy`,
+/// whatever the environment says; the first call wins.
+pub fn set_relay_proxy(proxy: Proxy) {
+    let _ = RELAY_PROXY.set(proxy);
+}
+
+/// The proxy for `scheme://host`: [`set_relay_proxy`]'s, else from the
+/// environment.
 pub fn proxy_for(scheme: &str, host: &str) -> Option<Proxy> {
+    if let Some(proxy) = RELAY_PROXY.get() {
+        return Some(proxy.clone());
+    }
     let lookup = |name: &str| {
         std::env::var(name)
             .ok()

@@ -117,6 +117,8 @@ pub struct Health {
     pub in_flight: Arc<AtomicU32>,
     /// Calls waiting for a slot.
     pub backlog: Arc<AtomicU32>,
+    /// Calls received since start (what `run --idle-exit-s` watches).
+    pub received: Arc<std::sync::atomic::AtomicU64>,
     /// The executor health probe's last verdict ([`super::probe`]).
     pub executor: Arc<super::probe::Verdict>,
     /// Calls by tool and outcome, update state: `/metrics`.
@@ -143,9 +145,19 @@ impl Health {
             }),
             in_flight: Arc::default(),
             backlog: Arc::default(),
+            received: Arc::default(),
             executor: Arc::default(),
             metrics: Arc::default(),
         }
+    }
+
+    /// Whether the runner is connected to the relay now.
+    pub fn is_connected(&self) -> bool {
+        self.connection
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .state
+            .is_up()
     }
 
     fn with(&self, change: impl FnOnce(&mut Connection)) {

@@ -11,6 +11,7 @@ pub mod backoff;
 pub mod dial;
 pub mod health;
 pub mod leftovers;
+pub mod lifetime;
 pub mod lock;
 pub mod metrics;
 pub mod notify;

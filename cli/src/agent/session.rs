@@ -214,6 +214,7 @@ pub async fn run(
     config.toolbox.refresh();
     let mut hello = config.hello.clone();
     hello.tools = config.toolbox.catalogue();
+    hello.sandbox_capacity = sandbox_capacity(config);
     let mut announced = hello.tools.clone();
     let hello = RunnerMessage::Hello(hello);
     if let Err(error) = send(&mut sink, &hello).await {
@@ -353,7 +354,10 @@ pub async fn run(
                 if last_heard.elapsed() > silence_limit {
                     break retry(true, format!("no word from the relay for {}s", silence_limit.as_secs()));
                 }
-                let beat = RunnerMessage::Heartbeat(calls.heartbeat());
+                let beat = RunnerMessage::Heartbeat(Heartbeat {
+                    sandbox_capacity: sandbox_capacity(config),
+                    ..calls.heartbeat()
+                });
                 if let Err(error) = send(&mut sink, &beat).await {
                     break retry(true, format!("sending heartbeat: {error}"));
                 }
@@ -396,6 +400,14 @@ pub async fn run(
         calls.cancel_all();
     }
     end
+}
+
+/// A sandbox host's capacity now (`None` for any other runner).
+fn sandbox_capacity(config: &SessionConfig) -> Option<runner_proto::sandbox::Capacity> {
+    config
+        .toolbox
+        .hosted()
+        .and_then(|hosted| hosted.sandbox_capacity())
 }
 
 /// The version to restart into: an update is ready and no call is running
@@ -594,6 +606,7 @@ struct Calls {
     slots: Arc<Semaphore>,
     in_flight: Arc<AtomicU32>,
     backlog: Arc<AtomicU32>,
+    received: Arc<std::sync::atomic::AtomicU64>,
     executor: Arc<super::probe::Verdict>,
     metrics: Arc<super::metrics::RunnerMetrics>,
 }
@@ -606,6 +619,7 @@ impl Calls {
             slots: Arc::new(Semaphore::new(max_concurrent.max(1))),
             in_flight: Arc::clone(&health.in_flight),
             backlog: Arc::clone(&health.backlog),
+            received: Arc::clone(&health.received),
             executor: Arc::clone(&health.executor),
             metrics: Arc::clone(&health.metrics),
         }
@@ -618,6 +632,7 @@ impl Calls {
     }
 
     fn start(&self, call: Call, context: &ToolContext, out: OutboundQueue, binary_output: bool) {
+        self.received.fetch_add(1, Ordering::Relaxed);
         let cancel = CancellationToken::new();
         {
             let mut running = self.lock();

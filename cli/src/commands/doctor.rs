@@ -618,6 +618,9 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
     }
     let names: Vec<String> = tools::catalogue().into_iter().map(|t| t.name).collect();
     doctor.ok("tools", machine, names.join(", "));
+    if args.sandbox_host {
+        sandbox_host_checks(&mut doctor);
+    }
 
     let first_failure = doctor.checks.iter().find(|c| c.outcome == Outcome::Fail);
     let summary = match first_failure {
@@ -1070,6 +1073,17 @@ fn self_update_check(doctor: &mut Doctor) {
     }
 }
 
+/// What `runner sandbox-host` needs of this machine (it refuses to start
+/// without any of it).
+fn sandbox_host_checks(doctor: &mut Doctor) {
+    for requirement in crate::sandbox::isolation::checks::requirements() {
+        match requirement.fix {
+            None => doctor.ok(requirement.name, "sandbox host", requirement.detail),
+            Some(fix) => doctor.fail(requirement.name, "sandbox host", requirement.detail, fix),
+        }
+    }
+}
+
 fn print(report: &Report) -> Result<()> {
     let colour = crate::use_colour_on_stdout();
     let mut stdout = std::io::stdout().lock();
@@ -1080,6 +1094,7 @@ fn print(report: &Report) -> Result<()> {
             let title = match group {
                 "reachability" => "Reaching the relay",
                 "relay" => "The relay and this runner",
+                "sandbox host" => "Running sandboxes (runner sandbox-host)",
                 _ => "This machine",
             };
             writeln!(stdout, "{title}")?;

@@ -9,6 +9,7 @@ pub mod login;
 pub mod policy;
 pub mod register;
 pub mod run;
+pub mod sandbox_host;
 pub mod service;
 pub mod session;
 pub mod status;

@@ -24,7 +24,16 @@ use crate::update;
 pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
     // Before any secret is read: nothing a tool runs can read it back.
     agent::process_secrecy::hide_from_tools();
-    let (url, token_source) = connection_settings(dirs, &args)?;
+    let (url, token_source) = connection_settings(dirs, args.url.as_deref())?;
+    if let Some(proxy) = &args.relay_proxy {
+        let proxy = agent::dial::parse_proxy(proxy).ok_or_else(|| {
+            ExitError::new(
+                exit::CONFIG,
+                format!("--relay-proxy {proxy:?} is not a proxy URL"),
+            )
+        })?;
+        agent::dial::set_relay_proxy(proxy);
+    }
 
     // Fail closed: a configured permission file that can't be loaded stops
     // the runner before it ever connects.
@@ -141,6 +150,16 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
     }
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
+    if args.idle_exit_s.is_some() || args.max_lifetime_s.is_some() {
+        tokio::spawn(agent::lifetime::stop_when_done(
+            agent::lifetime::Lifetime {
+                idle: args.idle_exit_s.map(std::time::Duration::from_secs),
+                max: args.max_lifetime_s.map(std::time::Duration::from_secs),
+            },
+            Arc::clone(&session.health),
+            shutdown.clone(),
+        ));
+    }
     agent::run_forever(session, shutdown, probation).await
 }
 
@@ -200,7 +219,7 @@ fn self_update(
 }
 
 /// Where the token comes from.
-enum TokenSource {
+pub(crate) enum TokenSource {
     /// RUNNER_TOKEN (service `EnvironmentFile`, container): never stored.
     Environment(Secret),
     /// Stored by `runner register`.
@@ -209,15 +228,15 @@ enum TokenSource {
 
 /// URL and token: RUNNER_URL/--url with RUNNER_TOKEN win over the
 /// registration, so a service or container needs no `register` step.
-fn connection_settings(dirs: &Dirs, args: &RunArgs) -> Result<(String, TokenSource)> {
+pub(crate) fn connection_settings(dirs: &Dirs, url: Option<&str>) -> Result<(String, TokenSource)> {
     let env_token = std::env::var(env_vars::TOKEN)
         .ok()
         .map(|t| t.trim().to_owned())
         .filter(|t| !t.is_empty());
     let config = ConfigFile::load(dirs)?;
     if let Some(token) = env_token {
-        let url = match (&args.url, &config.registration) {
-            (Some(url), _) => url.clone(),
+        let url = match (url, &config.registration) {
+            (Some(url), _) => url.to_owned(),
             (None, Some(registration)) => registration.url.clone(),
             (None, None) => {
                 return Err(
@@ -233,7 +252,7 @@ fn connection_settings(dirs: &Dirs, args: &RunArgs) -> Result<(String, TokenSour
         ));
     }
     let registration = config.registration()?;
-    let url = args.url.as_deref().unwrap_or(&registration.url);
+    let url = url.unwrap_or(&registration.url);
     Ok((
         client::normalise_base_url(url)?,
         TokenSource::Stored(registration.token_location),

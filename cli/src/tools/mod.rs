@@ -15,6 +15,7 @@ pub mod claude;
 pub mod command;
 pub mod context;
 pub mod files;
+pub mod hosted;
 pub mod http;
 pub mod link_local;
 pub mod mcp;
@@ -61,15 +62,16 @@ pub async fn dispatch(
     // Each tool's future is boxed on its own ([`Running`]): the call task
     // holds this future, so it must not be as large as the largest tool's
     // state for every call, a `ping` included.
-    let work: Running<'_> = match registry::find(tool) {
-        Some(entry) => entry.call(args, context, scope),
-        None if tool.contains(mcp::SEPARATOR) => match context.toolbox.mcp() {
+    let work: Running<'_> = match (context.toolbox.hosted(), registry::find(tool)) {
+        (Some(hosted), _) => hosted.call(tool, args, scope),
+        (None, Some(entry)) => entry.call(args, context, scope),
+        (None, None) if tool.contains(mcp::SEPARATOR) => match context.toolbox.mcp() {
             Some(manager) => Box::pin(manager.call(tool, args, scope)),
             None => Box::pin(std::future::ready(ToolOutcome::error(format!(
                 "this runner has no tool {tool:?}"
             )))),
         },
-        None => Box::pin(std::future::ready(ToolOutcome::error(format!(
+        (None, None) => Box::pin(std::future::ready(ToolOutcome::error(format!(
             "this runner has no tool {tool:?}"
         )))),
     };

@@ -44,8 +44,12 @@ pub fn find(name: &str) -> Option<&'static dyn Entry> {
 
 impl Toolbox {
     /// The catalogue to announce now: every built-in tool this machine
-    /// offers, then the MCP servers' tools.
+    /// offers, then the MCP servers' tools; or only a runner variant's own
+    /// ([`Toolbox::hosting`]).
     pub fn catalogue(&self) -> Vec<ToolSpec> {
+        if let Some(hosted) = self.hosted() {
+            return hosted.catalogue();
+        }
         let mut tools: Vec<ToolSpec> = TOOLS
             .iter()
             .filter(|tool| tool.offered(self))

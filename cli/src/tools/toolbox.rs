@@ -16,6 +16,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::browser::session::Session;
+use super::hosted::HostedTools;
 use super::mcp;
 use crate::exec::program::find_on_path;
 use runner_proto::tools::ARGV_TOOLS;
@@ -38,6 +39,8 @@ pub struct Toolbox {
     mcp: Option<Arc<mcp::Manager>>,
     browser: Session,
     changed: Arc<Notify>,
+    /// A runner variant's own tools, announced instead of all others.
+    hosted: Option<Arc<dyn HostedTools>>,
 }
 
 impl std::fmt::Debug for Toolbox {
@@ -63,8 +66,25 @@ impl Toolbox {
             mcp,
             browser: Session::default(),
             changed,
+            hosted: None,
         };
         Ok(Arc::new(toolbox))
+    }
+
+    /// Only `hosted`'s tools: no binary on PATH, no MCP server.
+    pub fn hosting(hosted: Arc<dyn HostedTools>) -> Arc<Toolbox> {
+        Arc::new(Toolbox {
+            found: Mutex::default(),
+            mcp: None,
+            browser: Session::default(),
+            changed: Arc::new(Notify::new()),
+            hosted: Some(hosted),
+        })
+    }
+
+    /// The variant's own tools, when this runner serves only those.
+    pub fn hosted(&self) -> Option<&Arc<dyn HostedTools>> {
+        self.hosted.as_ref()
     }
 
     /// The binaries on PATH now, no MCP servers. Found once, not
@@ -83,6 +103,7 @@ impl Toolbox {
             mcp: None,
             browser: Session::default(),
             changed: Arc::new(Notify::new()),
+            hosted: None,
         })
     }
 
@@ -95,6 +116,9 @@ impl Toolbox {
 
     /// Searches PATH again; true when what was found changed.
     pub fn refresh(&self) -> bool {
+        if self.hosted.is_some() {
+            return false;
+        }
         let now = discover();
         let mut found = self.lock();
         if *found == now {

@@ -22,6 +22,7 @@ mod readme_tour;
 mod reboot;
 mod relay_mcp;
 mod runner;
+mod sandbox_host;
 mod service;
 mod snapshots;
 mod template;
