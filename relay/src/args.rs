@@ -411,6 +411,11 @@ pub struct DevArgs {
     /// The `runner` binary (default: next to this binary, else on PATH).
     #[arg(long, value_name = "PATH")]
     pub runner_bin: Option<PathBuf>,
+    /// Do not start a local sandbox host (by default one is started where
+    /// this machine can isolate sandboxes, so sessions asking for
+    /// `sandbox` work).
+    #[arg(long)]
+    pub no_sandbox_host: bool,
 }
 
 /// `--max-handshakes`: a positive count.

@@ -3,6 +3,7 @@
 
 use runner_proto::api::{self, RunnerInfo, Tier};
 use runner_proto::fields::{self, Text};
+use runner_proto::sandbox::{DESTROY_TOOL, START_TOOL};
 use runner_proto::ws::{Policy, ToolAccess};
 use time::OffsetDateTime;
 
@@ -134,6 +135,18 @@ pub fn default_policy(tier: Tier) -> Policy {
             file_paths: vec!["*".to_owned()],
             approval_required: Vec::new(),
         },
+    }
+}
+
+/// The policy of a sandbox host: the relay calls its two tools, nobody
+/// else calls anything.
+pub fn host_policy() -> Policy {
+    Policy {
+        tools: ToolAccess::List {
+            tools: vec![START_TOOL.to_owned(), DESTROY_TOOL.to_owned()],
+        },
+        file_paths: Vec::new(),
+        approval_required: Vec::new(),
     }
 }
 

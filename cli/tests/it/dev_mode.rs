@@ -23,11 +23,19 @@ fn runner_pid(state_dir: &Path) -> Option<i32> {
     std::fs::read_to_string(&path).ok()?.trim().parse().ok()
 }
 
-#[tokio::test]
-async fn dev_mode_restarts_a_crashed_runner_and_keeps_the_relay_up_when_it_is_revoked() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("dev");
-    let log_path = dir.path().join("dev.log");
+/// `runner-relay dev` started and ready: the process, its log's path, and
+/// the URL, API key and environment it printed.
+struct Dev {
+    relay: tokio::process::Child,
+    log_path: std::path::PathBuf,
+    url: String,
+    key: String,
+    env: String,
+}
+
+async fn start_dev(dir: &Path) -> Dev {
+    let data = dir.join("dev");
+    let log_path = dir.join("dev.log");
     let log = std::fs::File::create(&log_path).expect("log");
     let mut relay = Command::new(relay_bin())
         .args(["dev", "--listen", "127.0.0.1:0", "--data-dir"])
@@ -64,6 +72,76 @@ async fn dev_mode_restarts_a_crashed_runner_and_keeps_the_relay_up_when_it_is_re
     .await
     .expect("dev mode is ready in time");
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Dev {
+        relay,
+        log_path,
+        url,
+        key,
+        env,
+    }
+}
+
+#[tokio::test]
+async fn dev_mode_starts_a_sandbox_host_so_a_sandbox_session_works() {
+    if !crate::sandbox_host::can_sandbox("dev_mode_starts_a_sandbox_host") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dev = start_dev(dir.path()).await;
+    let logged = std::fs::read_to_string(&dev.log_path).expect("log");
+    assert!(logged.contains("local sandbox host online"), "{logged}");
+    let http = reqwest::Client::new();
+    let session: serde_json::Value = http
+        .post(format!("{}/sessions", dev.url))
+        .bearer_auth(&dev.key)
+        .json(&serde_json::json!({ "environment": "sandbox" }))
+        .send()
+        .await
+        .expect("session")
+        .json()
+        .await
+        .expect("JSON");
+    let id = session["id"].as_str().expect("session id");
+    let answer: serde_json::Value = http
+        .post(format!("{}/sessions/{id}/invoke-tool", dev.url))
+        .bearer_auth(&dev.key)
+        .json(
+            &serde_json::json!({ "tool_name": "shell", "args": { "command": "id -u; hostname" } }),
+        )
+        .send()
+        .await
+        .expect("call")
+        .json()
+        .await
+        .expect("JSON");
+    let stdout = answer["result"]["stdout"].as_str().unwrap_or("");
+    assert!(
+        stdout.starts_with("0\n"),
+        "root in its own user namespace: {answer}"
+    );
+    assert_ne!(
+        stdout.lines().nth(1),
+        Some(
+            nix::unistd::gethostname()
+                .expect("hostname")
+                .to_str()
+                .expect("UTF-8")
+        ),
+        "its own UTS namespace: {answer}"
+    );
+}
+
+#[tokio::test]
+async fn dev_mode_restarts_a_crashed_runner_and_keeps_the_relay_up_when_it_is_revoked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("dev");
+    let Dev {
+        mut relay,
+        log_path,
+        url,
+        key,
+        env,
+    } = start_dev(dir.path()).await;
     let http = reqwest::Client::new();
     let status = || async {
         let response = http

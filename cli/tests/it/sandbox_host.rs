@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::support::{dev_env, wait_until, Relay, Runner};
 
 /// Whether this machine can run the tests; says why not.
-fn can_sandbox(test: &str) -> bool {
+pub fn can_sandbox(test: &str) -> bool {
     let root = nix::unistd::geteuid().is_root();
     let bwrap = std::env::var_os("PATH")
         .map(|path| std::env::split_paths(&path).any(|dir| dir.join("bwrap").is_file()))

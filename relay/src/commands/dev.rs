@@ -110,6 +110,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         relay_shutdown.clone(),
     ));
 
+    let sandbox_host = if args.no_sandbox_host {
+        None
+    } else {
+        start_sandbox_host(&state, &runner_bin, &dir, &url).await
+    };
     let outcome = supervise(
         &state,
         &stop,
@@ -121,6 +126,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         &environment,
     )
     .await;
+    if let Some(mut host) = sandbox_host {
+        stop_child(&mut host).await;
+    }
     relay_shutdown.cancel();
     match server.await {
         Ok(Ok(())) => {}
@@ -399,6 +407,118 @@ async fn dev_environment(
         .await
         .context("creating the dev environment")?;
     Ok(record)
+}
+
+/// Name of the local sandbox host's environment.
+const SANDBOX_HOST_NAME: &str = "dev-sandbox-host";
+/// `runner sandbox-host`'s exit code when this machine cannot isolate.
+const CANNOT_SANDBOX: i32 = 15;
+
+/// Starts `runner sandbox-host` for this relay where the machine can
+/// isolate sandboxes, and says which: sessions asking for `sandbox` then
+/// work out of the box. Nothing here stops the relay: without a host,
+/// those sessions answer `503 no_sandbox_host`.
+async fn start_sandbox_host(
+    state: &AppState,
+    runner_bin: &Path,
+    dir: &Path,
+    url: &str,
+) -> Option<Child> {
+    match try_sandbox_host(state, runner_bin, dir, url).await {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!("runner-relay dev: no local sandbox host: {error:#}");
+            None
+        }
+    }
+}
+
+async fn try_sandbox_host(
+    state: &AppState,
+    runner_bin: &Path,
+    dir: &Path,
+    url: &str,
+) -> anyhow::Result<Option<Child>> {
+    let store = state.store.as_ref();
+    let environment = match store.environment_by_name(SANDBOX_HOST_NAME).await? {
+        Some(existing) => existing,
+        None => {
+            let record = EnvironmentRecord {
+                id: new_environment_id(),
+                name: SANDBOX_HOST_NAME.to_owned(),
+                description: "this machine's sandbox host, started by runner-relay dev".to_owned(),
+                env_type: runner_proto::sandbox::HOST_ROLE.to_owned(),
+                tags: Vec::new(),
+                scope: Scope::Shared,
+                tier: Tier::Production,
+                install_browser_tools: false,
+                policy: crate::environment::host_policy(),
+                created_at: state.clock.now(),
+                last_seen: None,
+                runner: None,
+            };
+            store.insert_environment(&record).await?;
+            record
+        }
+    };
+    let (token, _) = registration::generate(store, &environment.id, 0, state.clock.now())
+        .await
+        .context("generating the sandbox host's token")?;
+    let home = dir.join("sandbox-host");
+    let log_path = home.join("sandbox-host.log");
+    fs_err::create_dir_all(&home)?;
+    let log = fs_err::File::create(&log_path)?;
+    let mut child = Command::new(runner_bin)
+        .args(["sandbox-host", "--url", url])
+        .env("RUNNER_TOKEN", token.expose())
+        .env("RUNNER_CONFIG_DIR", home.join("config"))
+        .env("RUNNER_STATE_DIR", home.join("state"))
+        .env("RUNNER_CREDENTIAL_STORE", "file")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log.into_parts().0))
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {} sandbox-host", runner_bin.display()))?;
+    let deadline = tokio::time::Instant::now() + ONLINE_TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            if status.code() == Some(CANNOT_SANDBOX) {
+                eprintln!(
+                    "runner-relay dev: this machine cannot isolate sandboxes, so sessions \
+                     asking for \"sandbox\" answer 503 (`runner doctor --sandbox-host` says \
+                     what is missing; log: {})",
+                    log_path.display()
+                );
+                return Ok(None);
+            }
+            bail!(
+                "it exited ({}); log: {}",
+                describe(status),
+                log_path.display()
+            );
+        }
+        if crate::routing::CallRouter::presence(state.router.as_ref(), &environment.id)
+            .await
+            .is_some()
+        {
+            eprintln!(
+                "runner-relay dev: local sandbox host online: `runner session create --env \
+                 sandbox` gets a fresh isolated sandbox (log: {})",
+                log_path.display()
+            );
+            return Ok(Some(child));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            stop_child(&mut child).await;
+            bail!(
+                "it did not connect within {} s; log: {}",
+                ONLINE_TIMEOUT.as_secs(),
+                log_path.display()
+            );
+        }
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
 }
 
 /// How to start the runner binary for this dev directory.

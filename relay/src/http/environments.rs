@@ -11,7 +11,6 @@ use runner_proto::api::{
 };
 use runner_proto::audit::AuditAction;
 use runner_proto::sandbox::{DESTROY_TOOL, HOST_ROLE, SANDBOX_ROLE, START_TOOL};
-use runner_proto::ws::{Policy, ToolAccess};
 
 use super::auth::{environment_for, Caller, Intent};
 use super::error::{ApiError, ApiJson};
@@ -19,24 +18,12 @@ use super::origin::{entry, Origin};
 use crate::access;
 use crate::enforcement;
 use crate::environment::{
-    default_policy, new_environment_id, validate_labels, validate_name, validate_policy,
-    EnvironmentRecord, Scope,
+    default_policy, host_policy, new_environment_id, validate_labels, validate_name,
+    validate_policy, EnvironmentRecord, Scope,
 };
 use crate::routing::{announced_tools, CallRouter, Catalogue};
 use crate::state::AppState;
 use crate::status;
-
-/// The policy of a sandbox host: the relay calls its two tools, nobody
-/// else calls anything.
-fn host_policy() -> Policy {
-    Policy {
-        tools: ToolAccess::List {
-            tools: vec![START_TOOL.to_owned(), DESTROY_TOOL.to_owned()],
-        },
-        file_paths: Vec::new(),
-        approval_required: Vec::new(),
-    }
-}
 
 fn invalid(error: crate::environment::InvalidField) -> ApiError {
     ApiError::bad_request(error.message)
