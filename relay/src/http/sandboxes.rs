@@ -65,15 +65,24 @@ fn no_host(why: &str) -> ApiError {
     )
 }
 
-/// The online sandbox hosts, most suitable first.
+/// The online sandbox hosts, most suitable first. A host's slots in use
+/// are the more of what its last heartbeat said and the live sandboxes
+/// the store records on it: heartbeats are seconds apart, and every relay
+/// of a cluster records the sandboxes it places at once.
 async fn hosts_by_preference(state: &AppState) -> Result<Vec<EnvironmentRecord>, ApiError> {
+    let mut placed: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    for record in state.store.list_sandboxes(true, LIST_LIMIT).await? {
+        *placed.entry(record.host_environment_id).or_default() += 1;
+    }
     let mut online = Vec::new();
     for environment in state.store.list_environments().await? {
         if environment.env_type != HOST_ROLE {
             continue;
         }
         if let Some(presence) = state.router.presence(&environment.id).await {
-            if let Some(capacity) = presence.heartbeat.sandbox_capacity {
+            if let Some(mut capacity) = presence.heartbeat.sandbox_capacity {
+                let recorded = placed.get(&environment.id).copied().unwrap_or(0);
+                capacity.slots_used = capacity.slots_used.max(recorded);
                 online.push((environment, capacity));
             }
         }

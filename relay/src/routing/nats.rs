@@ -216,6 +216,10 @@ struct Announcement {
     /// Absent in announcements of older relays.
     #[serde(default)]
     token_hash: String,
+    /// A sandbox host's capacity from its hello, so that other relays can
+    /// place sandboxes on it before its first heartbeat is stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sandbox_capacity: Option<runner_proto::sandbox::Capacity>,
 }
 
 impl Announcement {
@@ -228,6 +232,7 @@ impl Announcement {
             tools: presence.tools.to_vec(),
             connected_at: presence.connected_at.unix_timestamp(),
             token_hash: presence.token_hash.clone(),
+            sandbox_capacity: presence.heartbeat.sandbox_capacity,
         }
     }
 }
@@ -945,7 +950,10 @@ impl NatsRouter {
             tracing::warn!(environment_id, "corrupt stored presence");
             return Lookup::Gone;
         };
-        let heartbeat: Heartbeat = serde_json::from_str(&record.heartbeat).unwrap_or_default();
+        let mut heartbeat: Heartbeat = serde_json::from_str(&record.heartbeat).unwrap_or_default();
+        if heartbeat.sandbox_capacity.is_none() {
+            heartbeat.sandbox_capacity = announcement.sandbox_capacity;
+        }
         let presence = Presence {
             session_id: announcement.session_id,
             instance_id: announcement.instance_id,

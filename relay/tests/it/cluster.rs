@@ -1489,3 +1489,111 @@ async fn an_approval_decided_through_one_relay_releases_a_caller_waiting_on_anot
     assert_eq!(entry["tool_name"], "shell", "{entry}");
     assert_eq!(runner.ledger_lines(), vec!["approved"], "exactly once");
 }
+
+/// A real `runner sandbox-host` connected to `url` with a new host
+/// environment's token. Needs root and bubblewrap: `None` (the test says it
+/// is skipped) without them.
+async fn sandbox_host(cluster: &Cluster, name: &str, url: &str) -> Option<(String, RealRunner)> {
+    // /proc/self belongs to the process's effective user.
+    let root =
+        std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").expect("/proc/self"))
+            == 0;
+    let bwrap = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("bwrap").is_file()));
+    if !(root && bwrap) {
+        eprintln!("SKIPPED sandboxes across relays: needs root and bubblewrap (root: {root}, bwrap: {bwrap})");
+        return None;
+    }
+    let (status, env) = cluster
+        .post(
+            cluster.url(0),
+            "/execution-environments",
+            json!({ "name": name, "type": "sandbox-host" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{env}");
+    let id = env["id"].as_str().expect("id").to_owned();
+    let (status, token) = cluster
+        .post(
+            cluster.url(0),
+            &format!("/execution-environments/{id}/generate-token"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{token}");
+    let token = token["token"].as_str().expect("token");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let child = Command::new(binary("runner"))
+        .args(["sandbox-host", "--url", url])
+        .env("RUNNER_TOKEN", token)
+        .env("RUNNER_CONFIG_DIR", dir.path().join("config"))
+        .env("RUNNER_STATE_DIR", dir.path().join("state"))
+        .env("RUNNER_CREDENTIAL_STORE", "file")
+        .env_remove("RUNNER_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("runner sandbox-host starts");
+    cluster.wait_status(cluster.url(1), &id, connected).await;
+    Some((id, RealRunner { child, dir }))
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
+async fn sandboxes_spread_over_hosts_and_serve_sessions_through_any_relay() {
+    let _ = IGNORE;
+    let cluster = Cluster::start().await;
+    let Some((host_a, _host_on_a)) = sandbox_host(&cluster, "host-on-a", cluster.url(0)).await
+    else {
+        return;
+    };
+    let Some((host_b, _host_on_b)) = sandbox_host(&cluster, "host-on-b", cluster.url(1)).await
+    else {
+        return;
+    };
+    // Four sessions, each created and called through another relay than
+    // its neighbour's, all holding their sandbox.
+    let mut placed = Vec::new();
+    for n in 0..4 {
+        let relay = cluster.url(n % 3);
+        let (status, session) = cluster
+            .post(relay, "/sessions", json!({ "environment": "sandbox" }))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{session}");
+        let id = session["id"].as_str().expect("id").to_owned();
+        let (status, answer) = cluster
+            .post(
+                relay,
+                &format!("/sessions/{id}/invoke-tool"),
+                json!({ "tool_name": "shell", "args": { "command": "id -u; echo $RUNNER_CALL_ID >/dev/null" } }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["result"]["stdout"], "0\n", "{answer}");
+        // The next call through yet another relay reaches the same sandbox.
+        let other = cluster.url((n + 1) % 3);
+        let (status, again) = cluster
+            .post(
+                other,
+                &format!("/sessions/{id}/invoke-tool"),
+                json!({ "tool_name": "shell", "args": { "command": "touch /workspace/mark && ls /workspace" } }),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{again}");
+        let (_, view) = cluster.get(other, &format!("/sessions/{id}")).await;
+        placed.push(
+            view["sandbox"]["host_id"]
+                .as_str()
+                .expect("host")
+                .to_owned(),
+        );
+    }
+    let on_a = placed.iter().filter(|host| **host == host_a).count();
+    let on_b = placed.iter().filter(|host| **host == host_b).count();
+    assert_eq!(
+        (on_a, on_b),
+        (2, 2),
+        "the least loaded host takes each: {placed:?}"
+    );
+}
