@@ -675,7 +675,7 @@ _runner__relay() {
             return 0
             ;;
         runner__subcmd__relay__subcmd__dev)
-            opts="-h -V --listen --data-dir --runner-bin --log-format --access-log --worker-threads --help --version"
+            opts="-h -V --listen --data-dir --runner-bin --no-sandbox-host --log-format --access-log --worker-threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

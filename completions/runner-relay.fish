@@ -187,6 +187,7 @@ complete -c runner-relay -n "__fish_runner_relay_using_subcommand dev" -l runner
 complete -c runner-relay -n "__fish_runner_relay_using_subcommand dev" -l log-format -d 'Log format on stderr' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line'"
 complete -c runner-relay -n "__fish_runner_relay_using_subcommand dev" -l worker-threads -d 'Threads that serve the API and the runners\' sockets (default: one per CPU). Fewer leave more of a small host to other processes' -r
+complete -c runner-relay -n "__fish_runner_relay_using_subcommand dev" -l no-sandbox-host -d 'Do not start a local sandbox host (by default one is started where this machine can isolate sandboxes, so sessions asking for `sandbox` work)'
 complete -c runner-relay -n "__fish_runner_relay_using_subcommand dev" -l access-log -d 'Log every API request ("answered": method, path, status, ms) and every tool call ("call finished": environment, call id, tool, member, exit code, ms) at info, target `runner_relay::access`. Off by default: every call is in the relay\'s journal already (`GET /invocations/{call_id}`), and these lines would cost a busy relay a sixth of its instructions per call and run into journald\'s rate limit, which then drops the warnings that matter'
 complete -c runner-relay -n "__fish_runner_relay_using_subcommand dev" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c runner-relay -n "__fish_runner_relay_using_subcommand dev" -s V -l version -d 'Print version'

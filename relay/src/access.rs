@@ -10,6 +10,7 @@
 
 use crate::environment::{EnvironmentRecord, Scope};
 use crate::store::{Member, MemberKind};
+use crate::templates::TemplateRecord;
 
 /// Whether the member may see and use environments of this scope.
 pub fn can_use(member: &Member, scope: &Scope) -> bool {
@@ -33,6 +34,12 @@ pub fn can_manage(member: &Member, scope: &Scope) -> bool {
 /// them; a member reaches a sandbox through the session it serves.
 pub fn can_see(member: &Member, environment: &EnvironmentRecord) -> bool {
     member.is_admin || (can_use(member, &environment.scope) && !is_machinery(environment))
+}
+
+/// Whether the template exists as far as this member is concerned (as
+/// [`can_see`] for environments).
+pub fn can_see_template(member: &Member, template: &TemplateRecord) -> bool {
+    member.is_admin || can_use(member, &template.scope)
 }
 
 /// Whether the environment is a sandbox host or a sandbox.

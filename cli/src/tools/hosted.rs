@@ -3,12 +3,18 @@
 //! them itself. Defined here, implemented elsewhere ([`crate::sandbox`]),
 //! so the toolbox and the dispatch do not depend on what serves them.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use runner_proto::sandbox::Capacity;
 use runner_proto::ws::ToolSpec;
 use serde_json::Value;
 
-use super::tool::Running;
-use crate::call::CallScope;
+use crate::call::{CallScope, ToolOutcome};
+
+/// A hosted call on its way (the same shape as a built-in tool's, spelt
+/// out here so this module stays below the toolbox).
+pub type Running<'a> = Pin<Box<dyn Future<Output = ToolOutcome> + Send + 'a>>;
 
 /// A runner variant's whole catalogue and its calls.
 pub trait HostedTools: Send + Sync {

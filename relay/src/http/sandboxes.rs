@@ -150,18 +150,12 @@ async fn call_host(
     }
 }
 
-/// The output of a host's tool as `T`.
+/// The output of a host's tool as `T`: the call's JSON result.
 fn host_output<T: serde::de::DeserializeOwned>(result: &CallResult) -> Result<T, String> {
     if let Some(error) = &result.error {
         return Err(error.clone());
     }
-    let text = result
-        .result
-        .get("stdout")
-        .and_then(|value| value.as_str())
-        .map(str::to_owned)
-        .unwrap_or_else(|| result.result.to_string());
-    serde_json::from_str(&text).map_err(|error| format!("unreadable answer: {error}"))
+    T::deserialize(&result.result).map_err(|error| format!("unreadable answer: {error}"))
 }
 
 /// What a sandbox is started for.
@@ -713,7 +707,10 @@ pub fn sweep_periodically(
     shutdown: tokio_util::sync::CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(SWEEP_INTERVAL);
+        // The first sweep waits an interval: a relay that just started has
+        // its hosts and sandboxes still reconnecting.
+        let mut tick =
+            tokio::time::interval_at(tokio::time::Instant::now() + SWEEP_INTERVAL, SWEEP_INTERVAL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {

@@ -224,7 +224,7 @@ pub async fn template_for(
         None => state.store.template_by_name(name_or_id).await?,
     };
     let template = found
-        .filter(|template| templates::can_see(caller, template))
+        .filter(|template| access::can_see_template(caller, template))
         .ok_or_else(|| not_found(name_or_id))?;
     let allowed = match intent {
         Intent::Read => true,
@@ -258,6 +258,6 @@ pub async fn visible(state: &AppState, caller: &Member) -> Result<Vec<TemplateRe
         .list_templates()
         .await?
         .into_iter()
-        .filter(|template| templates::can_see(caller, template))
+        .filter(|template| access::can_see_template(caller, template))
         .collect())
 }

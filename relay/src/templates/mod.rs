@@ -20,12 +20,10 @@ use runner_proto::templates::{
 };
 use time::OffsetDateTime;
 
-use crate::access;
 use crate::clock::rfc3339;
 use crate::environment::Scope;
 use crate::sandboxes::SandboxSettings;
 use crate::sessions::MemberName;
-use crate::store::Member;
 
 pub use dotenv::DotenvError;
 
@@ -225,12 +223,6 @@ pub enum Intent {
     Use,
     /// Change or delete it.
     Manage,
-}
-
-/// Whether the template exists as far as this member is concerned (as
-/// [`access::can_see`] for environments).
-pub fn can_see(member: &Member, template: &TemplateRecord) -> bool {
-    member.is_admin || access::can_use(member, &template.scope)
 }
 
 #[cfg(test)]

@@ -40,11 +40,11 @@ async fn host(relay: &TestRelay, name: &str, used: u32, total: u32) -> (String, 
     (id, runner)
 }
 
-/// Answers a host call with `output` as its stdout, as the runner does.
+/// Answers a host call with `output` as its JSON result, as the host does.
 async fn answer(host: &mut FakeRunner, call: &Call, output: &impl serde::Serialize) {
     host.send(&RunnerMessage::Result(CallResult {
         call_id: call.call_id.clone(),
-        result: json!({ "stdout": serde_json::to_string(output).expect("encodes"), "stderr": "" }),
+        result: serde_json::to_value(output).expect("encodes"),
         exit_code: Some(0),
         error: None,
         error_code: None,

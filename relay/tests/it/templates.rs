@@ -585,7 +585,7 @@ async fn a_sandbox_session_starts_its_sandbox_with_the_templates_settings() {
         };
         host.send(&RunnerMessage::Result(CallResult {
             call_id: start_call.call_id.clone(),
-            result: json!({ "stdout": serde_json::to_string(&started).expect("encodes"), "stderr": "" }),
+            result: serde_json::to_value(&started).expect("encodes"),
             exit_code: Some(0),
             error: None,
             error_code: None,
