@@ -57,6 +57,8 @@ pub const ENV_MCP_ALLOWED_ORIGINS: &str = "RUNNER_RELAY_MCP_ALLOWED_ORIGINS";
 pub const ENV_NO_AUDIT: &str = "RUNNER_RELAY_NO_AUDIT";
 pub const ENV_AUDIT_ARGUMENTS: &str = "RUNNER_RELAY_AUDIT_ARGUMENTS";
 pub const ENV_AUDIT_RETENTION_DAYS: &str = "RUNNER_RELAY_AUDIT_RETENTION_DAYS";
+pub const ENV_JOURNAL_RESULT_MAX_KB: &str = "RUNNER_RELAY_JOURNAL_RESULT_MAX_KB";
+pub const ENV_JOURNAL_MAX_MB: &str = "RUNNER_RELAY_JOURNAL_MAX_MB";
 /// `--log-format`.
 pub const ENV_LOG_FORMAT: &str = "RUNNER_RELAY_LOG_FORMAT";
 /// `--access-log`.
@@ -234,6 +236,17 @@ pub struct ServeArgs {
     #[arg(long, env = ENV_AUDIT_RETENTION_DAYS, default_value_t = 400,
           value_parser = retention_days, value_name = "DAYS")]
     pub audit_retention_days: u32,
+    /// KiB of each call's result the call journal keeps (what `GET
+    /// /invocations/{call_id}` and a repeated `call_id` get); the end of
+    /// longer output is kept, marked. The caller that waited got it all.
+    #[arg(long, env = ENV_JOURNAL_RESULT_MAX_KB, default_value_t = 256,
+          value_parser = clap::value_parser!(u64).range(1..=16_384), value_name = "KIB")]
+    pub journal_result_max_kb: u64,
+    /// MiB of results the call journal holds at most: past it, the oldest
+    /// finished calls are pruned (checked every 5 min) before their 7 days.
+    #[arg(long, env = ENV_JOURNAL_MAX_MB, default_value_t = 1024,
+          value_parser = clap::value_parser!(u64).range(1..=1_048_576), value_name = "MIB")]
+    pub journal_max_mb: u64,
     /// Boxed: it would make `Command` too large to move around cheaply.
     #[command(flatten)]
     pub metrics: Box<MetricsArgs>,

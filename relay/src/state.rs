@@ -204,7 +204,9 @@ impl AppState {
     /// State for a relay; [`crate::serve`] ties it to its shutdown token.
     pub fn new(config: RelayConfig) -> Self {
         let local = Arc::new(LocalRouter::with_output_stall(config.streams.output_stall));
+        let metrics = Metrics::new();
         let journal = Arc::new(JournalWriter::new(config.store.clone()));
+        journal.use_metrics(metrics.clone());
         let reads = Arc::new(ReadCache::new(!config.store.shared()));
         let sessions = Arc::new(SessionUsage::new(!config.store.shared()));
         let approvals = Arc::new(ApprovalWaiters::new(config.store.shared()));
@@ -244,7 +246,7 @@ impl AppState {
             ),
             webhook: None,
             public_url: None,
-            metrics: Metrics::new(),
+            metrics,
             audit,
             mcp: Arc::default(),
             console: Arc::default(),
@@ -262,6 +264,7 @@ impl AppState {
         if let Some(cluster) = &self.cluster {
             cluster.use_metrics(metrics.clone());
         }
+        self.journal.use_metrics(metrics.clone());
         self.metrics = metrics;
         self
     }
@@ -287,6 +290,13 @@ impl AppState {
     /// Announce new approvals to `webhook`.
     pub fn with_approval_webhook(mut self, webhook: Arc<Webhook>) -> Self {
         self.webhook = Some(webhook);
+        self
+    }
+
+    /// The call journal keeps at most `max_bytes` of each result
+    /// (`serve --journal-result-max-kb`).
+    pub fn with_journal_result_max_bytes(self, max_bytes: usize) -> Self {
+        self.journal.set_result_max_bytes(max_bytes);
         self
     }
 

@@ -92,6 +92,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_session_idle_timeout(args.session_idle_timeout)
         .with_approval_ttl(Duration::from_secs(args.approval_ttl))
         .with_metrics(metrics)
+        .with_journal_result_max_bytes(
+            usize::try_from(args.journal_result_max_kb * 1024).unwrap_or(usize::MAX),
+        )
         .with_audit(AuditSettings {
             enabled: !args.no_audit,
             arguments: args.audit_arguments,
@@ -153,6 +156,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         state = state.with_cluster(router);
     }
     prune_journal(config.store.clone(), config.clock.clone(), shutdown.clone());
+    cap_journal(
+        config.store.clone(),
+        state.metrics.clone(),
+        args.journal_max_mb * 1024 * 1024,
+        shutdown.clone(),
+    );
     prune_audit(
         config.store.clone(),
         config.clock.clone(),
@@ -330,6 +339,51 @@ fn prune_journal(store: Arc<dyn Store>, clock: Arc<dyn Clock>, shutdown: Cancell
                 Ok(Ok(pruned)) => tracing::info!(pruned, "pruned old approvals"),
                 Ok(Err(error)) => tracing::warn!(%error, "could not prune approvals"),
                 Err(_elapsed) => tracing::warn!("pruning approvals timed out"),
+            }
+        }
+    });
+}
+
+/// How often the journal's size is measured against `--journal-max-mb`.
+const JOURNAL_SIZE_INTERVAL: Duration = Duration::from_secs(300);
+
+/// Keeps the results the journal holds under `max_bytes`: every
+/// [`JOURNAL_SIZE_INTERVAL`], the oldest finished calls go first, whatever
+/// their age. Pending and dispatched ones stay (they are idempotency keys).
+fn cap_journal(
+    store: Arc<dyn Store>,
+    metrics: Metrics,
+    max_bytes: u64,
+    shutdown: CancellationToken,
+) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(JOURNAL_SIZE_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            match tokio::time::timeout(
+                JOURNAL_PRUNE_TIMEOUT,
+                crate::routing::shrink_journal(store.as_ref(), &metrics, max_bytes),
+            )
+            .await
+            {
+                Ok(Ok(0)) => {}
+                Ok(Ok(pruned)) => {
+                    tracing::info!(
+                        pruned,
+                        max_bytes,
+                        "pruned the oldest calls: the journal was over its size"
+                    )
+                }
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "could not measure or prune the call journal")
+                }
+                Err(_elapsed) => {
+                    tracing::warn!("keeping the call journal under its size timed out")
+                }
             }
         }
     });

@@ -81,6 +81,8 @@ struct Families {
     sandbox_starts: Family<SandboxStartLabel, Counter>,
     sandbox_start_duration: Histogram,
     sandboxes_live: Gauge,
+    journal_results_truncated: Counter,
+    journal_bytes: Gauge,
     /// When `environments` was last read from the store.
     environments_read_at: Mutex<Option<Instant>>,
 }
@@ -205,6 +207,19 @@ impl Metrics {
             "Sandboxes not ended (the whole organisation, counted every 10 s)",
             sandboxes_live.clone(),
         );
+        let journal_results_truncated = Counter::default();
+        registry.register(
+            "journal_results_truncated",
+            "Call results the journal kept only the end of (serve --journal-result-max-kb)",
+            journal_results_truncated.clone(),
+        );
+        let journal_bytes = Gauge::default();
+        registry.register_with_unit(
+            "journal",
+            "Bytes of results the call journal holds (measured every 5 min; serve --journal-max-mb)",
+            Unit::Bytes,
+            journal_bytes.clone(),
+        );
         for outcome in SANDBOX_START_OUTCOMES {
             sandbox_starts
                 .get_or_create(&SandboxStartLabel { outcome })
@@ -254,6 +269,8 @@ impl Metrics {
                 sandbox_starts,
                 sandbox_start_duration,
                 sandboxes_live,
+                journal_results_truncated,
+                journal_bytes,
                 environments_read_at: Mutex::new(None),
             })),
             scrape_token_hash: None,
@@ -438,6 +455,24 @@ impl Metrics {
             families
                 .sandboxes_live
                 .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// The journal kept only the end of `count` results.
+    pub fn journal_results_truncated(&self, count: usize) {
+        if let Some(families) = &self.families {
+            families
+                .journal_results_truncated
+                .inc_by(u64::try_from(count).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// Bytes of results the journal holds, as measured.
+    pub fn set_journal_bytes(&self, bytes: u64) {
+        if let Some(families) = &self.families {
+            families
+                .journal_bytes
+                .set(i64::try_from(bytes).unwrap_or(i64::MAX));
         }
     }
 

@@ -22,7 +22,7 @@
 //! store at that moment, so the late result can be fetched.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,9 +33,10 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use super::{CallHandle, CallRouter, Presence, RouteError};
+use super::{stored_result, CallHandle, CallRouter, Presence, RouteError};
 use crate::clock::Clock;
-use crate::store::{state_rank, InvocationRecord, JournalWrite, Settled, Store};
+use crate::metrics::Metrics;
+use crate::store::{state_rank, InvocationRecord, JournalWrite, Settled, Store, StoreError};
 
 /// What a caller is told when the runner's session ends before the call's
 /// answer: the message of the 503 `runner_disconnected`, and the `error`
@@ -87,6 +88,17 @@ pub struct JournalWriter {
     /// Cuts the writer's linger short: a flush is someone waiting.
     flush_now: Arc<Notify>,
     linger: Duration,
+    /// What the writer task keeps of results, and where it counts cuts.
+    limits: Arc<ResultLimits>,
+}
+
+/// The bound on a stored result ([`stored_result`]) and the metrics that
+/// count the results cut to it; set after the writer is made (`serve`
+/// flags, the state's metrics), read by its task at every batch.
+#[derive(Debug)]
+struct ResultLimits {
+    max_bytes: AtomicUsize,
+    metrics: Mutex<Metrics>,
 }
 
 impl std::fmt::Debug for Step {
@@ -113,7 +125,26 @@ impl JournalWriter {
             started: AtomicBool::new(false),
             flush_now: Arc::new(Notify::new()),
             linger: LINGER,
+            limits: Arc::new(ResultLimits {
+                max_bytes: AtomicUsize::new(stored_result::DEFAULT_RESULT_MAX_BYTES),
+                metrics: Mutex::new(Metrics::disabled()),
+            }),
         }
+    }
+
+    /// Keeps at most `max_bytes` of JSON of each result
+    /// (`serve --journal-result-max-kb`).
+    pub fn set_result_max_bytes(&self, max_bytes: usize) {
+        self.limits.max_bytes.store(max_bytes, Ordering::Relaxed);
+    }
+
+    /// Counts the results cut to the bound in `metrics`.
+    pub fn use_metrics(&self, metrics: Metrics) {
+        *self
+            .limits
+            .metrics
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = metrics;
     }
 
     /// The same writer gathering for `linger` instead of [`LINGER`].
@@ -140,6 +171,7 @@ impl JournalWriter {
                 idle,
                 self.flush_now.clone(),
                 self.linger,
+                self.limits.clone(),
             ));
         }
     }
@@ -288,6 +320,7 @@ async fn write_batches(
     mut queue: mpsc::Receiver<Step>,
     flush_now: Arc<Notify>,
     linger: Duration,
+    limits: Arc<ResultLimits>,
 ) {
     let mut steps = Vec::with_capacity(MAX_BATCH);
     loop {
@@ -323,12 +356,31 @@ async fn write_batches(
                 Step::Flush(done) => flushes.push(done),
             }
         }
-        let writes: Vec<JournalWrite> = folded.into_values().collect();
+        let mut writes: Vec<JournalWrite> = folded.into_values().collect();
+        cap_results(&mut writes, &limits);
         write_logged(store.as_ref(), &writes).await;
         for done in flushes {
             // The flusher may have given up waiting.
             let _ = done.send(());
         }
+    }
+}
+
+/// Cuts every result of the batch to the bound, counting the cuts.
+fn cap_results(writes: &mut [JournalWrite], limits: &ResultLimits) {
+    let max_bytes = limits.max_bytes.load(Ordering::Relaxed);
+    let mut cut = 0;
+    for write in writes.iter_mut() {
+        if stored_result::cap(&mut write.entry.result, max_bytes) {
+            cut += 1;
+        }
+    }
+    if cut > 0 {
+        limits
+            .metrics
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .journal_results_truncated(cut);
     }
 }
 
@@ -367,6 +419,41 @@ async fn write_logged(store: &dyn Store, writes: &[JournalWrite]) {
         }
         Err(_elapsed) => tracing::warn!(steps = writes.len(), "writing the call journal timed out"),
     }
+}
+
+/// Finished calls pruned at once while the journal is over its size.
+const JOURNAL_PRUNE_CHUNK: u32 = 500;
+/// Chunks pruned at most per check (the next check goes on).
+const JOURNAL_PRUNE_CHUNKS: usize = 200;
+
+/// Prunes the oldest finished calls until the journal's results fit in
+/// `max_bytes`; how many were pruned.
+pub async fn shrink_journal(
+    store: &dyn Store,
+    metrics: &Metrics,
+    max_bytes: u64,
+) -> Result<u64, StoreError> {
+    let mut pruned = 0;
+    let (mut bytes, mut finished) = store.journal_size().await?;
+    for _ in 0..JOURNAL_PRUNE_CHUNKS {
+        if bytes <= max_bytes || finished == 0 {
+            break;
+        }
+        // As many of the oldest as the excess needs at their average size
+        // (a small journal loses one entry, not a chunk of them).
+        let average = (bytes / finished).max(1);
+        let needed = (bytes - max_bytes).div_ceil(average);
+        let count = u32::try_from(needed.clamp(1, u64::from(JOURNAL_PRUNE_CHUNK)))
+            .unwrap_or(JOURNAL_PRUNE_CHUNK);
+        let removed = store.prune_oldest_invocations(count).await?;
+        if removed == 0 {
+            break;
+        }
+        pruned += removed;
+        (bytes, finished) = store.journal_size().await?;
+    }
+    metrics.set_journal_bytes(bytes);
+    Ok(pruned)
 }
 
 /// Journals calls around another router.

@@ -18,6 +18,7 @@ mod catalogue;
 mod journal;
 mod local;
 mod nats;
+pub mod stored_result;
 
 use std::sync::Arc;
 
@@ -30,7 +31,7 @@ use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 
 pub use catalogue::{Catalogue, CatalogueInterner};
-pub use journal::{JournalWriter, JournaledRouter, DISCONNECTED_MESSAGE};
+pub use journal::{shrink_journal, JournalWriter, JournaledRouter, DISCONNECTED_MESSAGE};
 pub use local::{Attachment, Delivery, Kick, LocalRouter};
 pub use nats::{
     announced_tools, announcement_json, ClusterConfig, NatsRouter, ServingGuard,

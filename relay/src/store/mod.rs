@@ -455,6 +455,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn invocation(&self, call_id: &str) -> Result<Option<InvocationRecord>, StoreError>;
     /// Deletes entries done before `before`; returns how many.
     async fn prune_invocations(&self, before: OffsetDateTime) -> Result<u64, StoreError>;
+    /// Bytes of results the journal holds (characters of their JSON), and
+    /// how many finished entries it holds.
+    async fn journal_size(&self) -> Result<(u64, u64), StoreError>;
+    /// Deletes the `count` finished calls that finished first; how many.
+    async fn prune_oldest_invocations(&self, count: u32) -> Result<u64, StoreError>;
 
     /// Records a new work session.
     async fn insert_work_session(&self, session: &WorkSession) -> Result<(), StoreError>;

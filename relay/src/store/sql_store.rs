@@ -1248,6 +1248,30 @@ where
         Ok(B::rows_affected(&done))
     }
 
+    async fn journal_size(&self) -> Result<(u64, u64), StoreError> {
+        let (bytes, finished): (i64, i64) = sqlx::query_as(
+            "SELECT CAST(COALESCE(SUM(LENGTH(result)), 0) AS BIGINT), \
+             CAST(COUNT(finished_at) AS BIGINT) FROM invocations",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((
+            u64::try_from(bytes).unwrap_or(0),
+            u64::try_from(finished).unwrap_or(0),
+        ))
+    }
+
+    async fn prune_oldest_invocations(&self, count: u32) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "DELETE FROM invocations WHERE call_id IN (SELECT call_id FROM invocations \
+             WHERE finished_at IS NOT NULL ORDER BY finished_at, call_id LIMIT $1)",
+        )
+        .bind(i64::from(count))
+        .execute(&self.pool)
+        .await?;
+        Ok(B::rows_affected(&done))
+    }
+
     async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError> {
         if records.is_empty() {
             return Ok(());

@@ -372,3 +372,88 @@ async fn a_repeated_call_id_gets_the_runner_policy_refusal_again() {
     assert_eq!(status, StatusCode::FORBIDDEN, "{again}");
     assert_eq!(again, answer);
 }
+
+/// A result longer than `--journal-result-max-kb`: the caller that waited
+/// gets all of it; the journal keeps its end, marked, within the bound,
+/// and counts the cut. Then the journal's total size: past the bound, the
+/// oldest finished calls go.
+#[tokio::test]
+async fn the_journal_keeps_the_end_of_long_results_and_stays_under_its_size() {
+    const MAX: usize = 8 * 1024;
+    let relay = Arc::new(
+        crate::support::spawn_relay_with(|state| state.with_journal_result_max_bytes(MAX)).await,
+    );
+    let (env, token) = relay.dev_env("loud").await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("h", "i1", &["shell"])).await;
+    let stdout: String = (0..20_000).map(|n| format!("line {n}\n")).collect();
+    let waiting = call_in_background(
+        &relay,
+        &env,
+        json!({"tool_name": "shell", "call_id": "loud-1"}),
+    );
+    let call = runner.next_call().await;
+    runner
+        .send(&RunnerMessage::Result(CallResult {
+            call_id: call.call_id.clone(),
+            result: json!({ "stdout": stdout, "stderr": "" }),
+            exit_code: Some(0),
+            error: None,
+            error_code: None,
+        }))
+        .await;
+    let (status, answer) = waiting.await.expect("the caller");
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(
+        answer["result"]["stdout"],
+        json!(stdout),
+        "the caller got it all"
+    );
+
+    let (entry, _) = entry_once(&relay, "loud-1", "done").await;
+    let kept = entry["result"]["stdout"].as_str().expect("stdout kept");
+    assert!(kept.ends_with("line 19999\n"), "the end is kept");
+    assert!(
+        kept.contains("not kept by the relay's call journal"),
+        "marked"
+    );
+    assert!(
+        entry["result"]["journal_truncated"]["original_bytes"]
+            .as_u64()
+            .is_some_and(|bytes| bytes as usize > stdout.len()),
+        "{}",
+        entry["result"]["journal_truncated"]
+    );
+    let stored = serde_json::to_vec(&entry["result"]).expect("encodes").len();
+    assert!(stored <= MAX, "{stored} bytes kept");
+
+    // The total: two finished calls of ~8 KiB; a bound of 10 KiB keeps the
+    // newer one only.
+    runner
+        .send(&RunnerMessage::Heartbeat(Default::default()))
+        .await;
+    let second = call_in_background(
+        &relay,
+        &env,
+        json!({"tool_name": "shell", "call_id": "loud-2"}),
+    );
+    let call = runner.next_call().await;
+    runner
+        .send(&RunnerMessage::Result(CallResult {
+            call_id: call.call_id.clone(),
+            result: json!({ "stdout": stdout }),
+            exit_code: Some(0),
+            error: None,
+            error_code: None,
+        }))
+        .await;
+    assert_eq!(second.await.expect("second").0, StatusCode::OK);
+    entry_once(&relay, "loud-2", "done").await;
+    let metrics = runner_relay::metrics::Metrics::disabled();
+    let pruned = runner_relay::routing::shrink_journal(relay.store.as_ref(), &metrics, 10 * 1024)
+        .await
+        .expect("shrunk");
+    assert_eq!(pruned, 1, "the older call went");
+    let (status, _) = relay.get("/invocations/loud-1").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    entry_once(&relay, "loud-2", "done").await;
+}

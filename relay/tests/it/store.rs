@@ -789,6 +789,46 @@ async fn invocations(store: &dyn Store) {
         "another environment's step is not applied"
     );
 
+    // The journal's size counts results; the oldest finished go first.
+    let (before, finished) = store.journal_size().await.expect("size");
+    assert!(finished >= 1, "{finished}");
+    assert!(before >= r#"{"stdout":"hi"}"#.len() as u64, "{before}");
+    let mut later = expected.clone();
+    later.call_id = "call-9".to_owned();
+    later.finished_at = Some(at(430));
+    later.result = json!({ "stdout": "x".repeat(1000) });
+    store
+        .write_journal(&[JournalWrite {
+            entry: later,
+            create: true,
+        }])
+        .await
+        .expect("a later call");
+    assert!(store.journal_size().await.expect("size").0 >= before + 1000);
+    assert_eq!(store.prune_oldest_invocations(1).await.expect("oldest"), 1);
+    assert_eq!(
+        store.invocation("call-1").await.expect("read"),
+        None,
+        "the first to finish went first"
+    );
+    assert!(store.invocation("call-9").await.expect("read").is_some());
+    assert!(
+        store.invocation("call-2").await.expect("read").is_some(),
+        "an unfinished call is never pruned for size"
+    );
+    assert_eq!(
+        store.prune_oldest_invocations(10).await.expect("the rest"),
+        1
+    );
+    assert_eq!(store.prune_oldest_invocations(10).await.expect("none"), 0);
+    store
+        .write_journal(&[JournalWrite {
+            entry: expected.clone(),
+            create: true,
+        }])
+        .await
+        .expect("call-1 again");
+
     assert_eq!(store.prune_invocations(at(410)).await.expect("prune"), 0);
     assert_eq!(store.prune_invocations(at(411)).await.expect("prune"), 1);
     assert_eq!(store.invocation("call-1").await.expect("read"), None);
