@@ -278,6 +278,47 @@ pub fn scope_pattern() -> String {
 }
 
 /// The schemas of the request types' fields, for `schema_with`.
+/// Whole numbers as JSON Schema's `integer` has them: `60` and `60.0`
+/// alike (a client that writes every number as a float is still valid),
+/// anything with a fraction refused.
+pub mod whole {
+    use serde::{Deserialize, Deserializer};
+
+    fn whole<E: serde::de::Error>(value: serde_json::Number) -> Result<i128, E> {
+        if let Some(n) = value.as_i64() {
+            return Ok(i128::from(n));
+        }
+        if let Some(n) = value.as_u64() {
+            return Ok(i128::from(n));
+        }
+        match value.as_f64() {
+            // Exact up to 2^53; larger floats are not whole seconds anyway.
+            Some(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => Ok(n as i128),
+            _ => Err(E::custom(format!("expected a whole number, got {value}"))),
+        }
+    }
+
+    /// An optional `u64`.
+    pub fn option_u64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+        match Option::<serde_json::Number>::deserialize(deserializer)? {
+            None => Ok(None),
+            Some(number) => u64::try_from(whole::<D::Error>(number)?)
+                .map(Some)
+                .map_err(|_| serde::de::Error::custom("expected a whole number ≥ 0")),
+        }
+    }
+
+    /// An optional `i64`.
+    pub fn option_i64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+        match Option::<serde_json::Number>::deserialize(deserializer)? {
+            None => Ok(None),
+            Some(number) => i64::try_from(whole::<D::Error>(number)?)
+                .map(Some)
+                .map_err(|_| serde::de::Error::custom("whole number out of range")),
+        }
+    }
+}
+
 pub mod schema {
     use super::*;
 
@@ -347,6 +388,27 @@ pub mod schema {
     }
     pub fn nullable_domains(_: &mut SchemaGenerator) -> Schema {
         nullable(domain_list())
+    }
+}
+
+#[cfg(test)]
+mod whole_tests {
+    #[derive(Debug, serde::Deserialize)]
+    struct Seconds {
+        #[serde(default, deserialize_with = "super::whole::option_u64")]
+        s: Option<u64>,
+    }
+
+    #[test]
+    fn whole_numbers_read_as_integers_and_fractions_do_not() {
+        let read = |text: &str| serde_json::from_str::<Seconds>(text).map(|seconds| seconds.s);
+        assert_eq!(read(r#"{"s": 60}"#).ok(), Some(Some(60)));
+        assert_eq!(read(r#"{"s": 60.0}"#).ok(), Some(Some(60)));
+        assert_eq!(read(r#"{"s": null}"#).ok(), Some(None));
+        assert_eq!(read(r#"{}"#).ok(), Some(None));
+        assert!(read(r#"{"s": 60.5}"#).is_err());
+        assert!(read(r#"{"s": -1}"#).is_err());
+        assert!(read(r#"{"s": "60"}"#).is_err());
     }
 }
 

@@ -254,7 +254,12 @@ pub struct SandboxInfo {
 pub struct Deploy {
     /// Hours the environment's previous token keeps working (0–168,
     /// default 24).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::fields::whole::option_i64"
+    )]
+    #[schemars(range(min = 0, max = 168))]
     pub grace_hours: Option<i64>,
 }
 

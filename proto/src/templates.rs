@@ -100,7 +100,8 @@ pub struct CreateTemplate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "nullable_network_schema")]
     pub network: Option<Network>,
-    /// Only with `network: allowlist`, which needs at least one.
+    /// Used only with `network: allowlist` (empty: the relay only); kept
+    /// with the other modes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::fields::schema::domains")]
     pub allowed_domains: Vec<String>,
@@ -114,11 +115,19 @@ pub struct CreateTemplate {
     #[schemars(schema_with = "crate::fields::schema::setup_script")]
     pub setup_script: String,
     /// Default [`DEFAULT_IDLE_TIMEOUT_S`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::fields::whole::option_u64"
+    )]
     #[schemars(schema_with = "idle_timeout_schema")]
     pub idle_timeout_s: Option<u64>,
     /// Default [`DEFAULT_MAX_LIFETIME_S`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::fields::whole::option_u64"
+    )]
     #[schemars(schema_with = "lifetime_schema")]
     pub max_lifetime_s: Option<u64>,
 }
@@ -148,10 +157,18 @@ pub struct UpdateTemplate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::fields::schema::nullable_setup_script")]
     pub setup_script: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::fields::whole::option_u64"
+    )]
     #[schemars(schema_with = "idle_timeout_schema")]
     pub idle_timeout_s: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::fields::whole::option_u64"
+    )]
     #[schemars(schema_with = "lifetime_schema")]
     pub max_lifetime_s: Option<u64>,
     /// Present only so that a PATCH naming it gets a clear 400; the

@@ -72,7 +72,11 @@ impl TemplateRecord {
         SandboxSettings {
             template_id: Some(self.id.clone()),
             network: self.network,
-            allowed_domains: self.allowed_domains.clone(),
+            allowed_domains: if self.network == Network::Allowlist {
+                self.allowed_domains.clone()
+            } else {
+                Vec::new()
+            },
             env: self.env(),
             setup_script: self.setup().map(str::to_owned),
             idle_timeout_s: self.idle_timeout_s,
@@ -113,16 +117,12 @@ impl TemplateRecord {
         self.check_network()?;
         check_seconds("idle_timeout_s", self.idle_timeout_s, MAX_IDLE_TIMEOUT_S)?;
         check_seconds("max_lifetime_s", self.max_lifetime_s, MAX_LIFETIME_S)?;
-        if self.idle_timeout_s > self.max_lifetime_s {
-            return Err(InvalidTemplate(format!(
-                "idle_timeout_s ({}) must not exceed max_lifetime_s ({})",
-                self.idle_timeout_s, self.max_lifetime_s
-            )));
-        }
+        // An idle timeout past the lifetime never fires; allowed (the
+        // rule would tie two fields a PATCH may change one at a time).
         Ok(())
     }
 
-    /// Domains only with `allowlist`, which needs one at least.
+    /// The domains: valid names, lowercase, without repeats.
     fn check_network(&mut self) -> Result<(), InvalidTemplate> {
         if self.allowed_domains.len() > MAX_ALLOWED_DOMAINS {
             return Err(InvalidTemplate(format!(
@@ -139,16 +139,10 @@ impl TemplateRecord {
             }
         }
         self.allowed_domains = domains;
-        match (self.network, self.allowed_domains.is_empty()) {
-            (Network::Allowlist, true) => Err(InvalidTemplate(
-                "network allowlist needs at least one domain in allowed_domains".to_owned(),
-            )),
-            (Network::None | Network::AllowAll, false) => Err(InvalidTemplate(format!(
-                "allowed_domains apply only with network allowlist (network is {})",
-                self.network.as_str()
-            ))),
-            _ => Ok(()),
-        }
+        // Domains are kept whatever the network; only `allowlist` uses
+        // them (an empty list reaches the relay only). Refusing either
+        // case would tie two fields a PATCH may change one at a time.
+        Ok(())
     }
 
     /// The variables whose values look like secrets.
@@ -267,15 +261,12 @@ mod tests {
     }
 
     #[test]
-    fn domains_go_with_allowlist_only() {
+    fn domains_are_names_stored_once_in_lowercase() {
         let mut template = record();
-        template.allowed_domains = vec!["PyPI.org".into(), "pypi.org".into()];
-        assert!(template.check().is_err(), "domains without allowlist");
         template.network = Network::Allowlist;
+        template.allowed_domains = vec!["PyPI.org".into(), "pypi.org".into()];
         template.check().expect("accepted");
         assert_eq!(template.allowed_domains, ["pypi.org"]);
-        template.allowed_domains.clear();
-        assert!(template.check().is_err(), "allowlist without domains");
         template.allowed_domains = vec!["https://pypi.org".into()];
         let error = template.check().expect_err("refused");
         assert!(error.0.contains("https://pypi.org"), "{error}");
@@ -300,13 +291,23 @@ mod tests {
         let mut template = record();
         template.idle_timeout_s = 10;
         assert!(template.check().is_err());
+        // An idle timeout past the lifetime never fires, and is allowed;
+        // so are domains kept while the network is not the allowlist, and
+        // an allowlist of none (the relay only).
         let mut template = record();
         template.idle_timeout_s = 7200;
         template.max_lifetime_s = 3600;
-        assert!(template
-            .check()
-            .expect_err("refused")
-            .0
-            .contains("must not exceed"));
+        template.network = Network::None;
+        template.allowed_domains = vec!["PyPI.org".into()];
+        assert_eq!(template.check(), Ok(()));
+        assert_eq!(template.allowed_domains, ["pypi.org"]);
+        assert!(
+            template.sandbox_settings().allowed_domains.is_empty(),
+            "only the allowlist uses them"
+        );
+        template.network = Network::Allowlist;
+        assert_eq!(template.sandbox_settings().allowed_domains, ["pypi.org"]);
+        template.allowed_domains.clear();
+        assert_eq!(template.check(), Ok(()));
     }
 }
