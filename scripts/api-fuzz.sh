@@ -98,7 +98,7 @@ enabled = false
 [checks.not_a_server_error]
 expected-statuses = ["1xx", "2xx", "3xx", "4xx", 503, 504]
 
-# A template's `.env` text is a format JSON Schema cannot state (names,
+# A template's .env text is a format JSON Schema cannot state (names,
 # quotes, escapes, line by line): a body the document allows may still be
 # refused with 400 naming the line. Only there is a 400 an accepted answer.
 [[operations]]
