@@ -129,6 +129,28 @@ async fn dev_mode_starts_a_sandbox_host_so_a_sandbox_session_works() {
         ),
         "its own UTS namespace: {answer}"
     );
+    stop_dev(dev).await;
+}
+
+/// Stops dev mode as Ctrl-C does, so that it stops its runner and its
+/// sandbox host (a killed one would leave them running).
+async fn stop_dev(mut dev: Dev) {
+    let pid = dev.relay.id().expect("pid") as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let exited = tokio::time::timeout(support::READY_DEADLINE, dev.relay.wait())
+        .await
+        .expect("dev mode stops in time")
+        .expect("wait");
+    assert_eq!(
+        exited.code(),
+        Some(0),
+        "{}",
+        std::fs::read_to_string(&dev.log_path).unwrap_or_default()
+    );
 }
 
 #[tokio::test]
