@@ -449,7 +449,7 @@ pub(super) fn directory_of(path: &str) -> Option<PathBuf> {
 /// The directory of our cgroup: the cgroup2 mount point joined with the
 /// `0::` path of `/proc/self/cgroup`, made relative to the mount's root
 /// (inside a cgroup namespace the two differ).
-fn locate(mountinfo: &str, membership: &str) -> Option<PathBuf> {
+pub(crate) fn locate(mountinfo: &str, membership: &str) -> Option<PathBuf> {
     let path = membership
         .lines()
         .find_map(|line| line.strip_prefix("0::"))?

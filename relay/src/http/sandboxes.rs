@@ -87,23 +87,25 @@ async fn hosts_by_preference(state: &AppState) -> Result<Vec<EnvironmentRecord>,
             }
         }
     }
-    let mut ordered = Vec::with_capacity(online.len());
-    while !online.is_empty() {
-        let candidates: Vec<HostCandidate<'_>> = online
+    let candidates: Vec<HostCandidate<'_>> = online
+        .iter()
+        .map(|(environment, capacity)| HostCandidate {
+            environment_id: &environment.id,
+            capacity: *capacity,
+        })
+        .collect();
+    let order: Vec<String> = placement::by_preference(&candidates)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let mut ordered = Vec::with_capacity(order.len());
+    for id in order {
+        if let Some(index) = online
             .iter()
-            .map(|(environment, capacity)| HostCandidate {
-                environment_id: &environment.id,
-                capacity: *capacity,
-            })
-            .collect();
-        let Some(chosen) = placement::choose(&candidates).map(str::to_owned) else {
-            break;
-        };
-        let index = online
-            .iter()
-            .position(|(environment, _)| environment.id == chosen)
-            .unwrap_or(0);
-        ordered.push(online.swap_remove(index).0);
+            .position(|(environment, _)| environment.id == id)
+        {
+            ordered.push(online.swap_remove(index).0);
+        }
     }
     Ok(ordered)
 }
@@ -518,27 +520,60 @@ async fn destroy_on_host(state: &AppState, record: &SandboxRecord) {
     }
 }
 
+/// Ends a live sandbox: its host destroys it (when `host_online`; a host
+/// that is gone took it with it), a session's sandbox loses its
+/// environment (a deployment's environment is the user's and stays), the
+/// record says how and why, and the audit log records the stop.
+async fn end(
+    state: &AppState,
+    record: &mut SandboxRecord,
+    ended: SandboxState,
+    reason: String,
+    code: &str,
+    by: AuditActor,
+    host_online: bool,
+) {
+    if host_online {
+        destroy_on_host(state, record).await;
+    }
+    if record.deployment_of.is_none() {
+        forget_environment(state, &record.id).await;
+    }
+    finish(state, record, ended, Some(reason)).await;
+    let mut entry = AuditRecord::new(state.clock.now(), by, AuditAction::SandboxStop)
+        .environment(record.deployment_of.as_deref().unwrap_or(&record.id))
+        .target(&record.host_name)
+        .decided(AuditDecision::Allowed, code);
+    if !record.session_id.is_empty() {
+        entry = entry.session(&record.session_id);
+    }
+    state.audit.record(entry);
+}
+
+/// The audit actor of a stop nobody asked for: the sandbox's creator's.
+fn on_behalf_of_creator(record: &SandboxRecord) -> AuditActor {
+    AuditActor {
+        member_id: Some(record.created_by.clone()),
+        ..AuditActor::default()
+    }
+}
+
 /// Destroys a sandbox nobody will use (it lost a race for its session).
 pub async fn discard(state: &AppState, caller: &Member, sandbox_id: &str) {
     let Ok(Some(mut record)) = state.store.sandbox(sandbox_id).await else {
         return;
     };
-    destroy_on_host(state, &record).await;
-    forget_environment(state, sandbox_id).await;
-    finish(
+    let reason = "another first call of its session got a sandbox first".to_owned();
+    end(
         state,
         &mut record,
         SandboxState::Stopped,
-        Some("another first call of its session got a sandbox first".to_owned()),
+        reason,
+        "unused",
+        actor(caller),
+        true,
     )
     .await;
-    state.audit.record(
-        AuditRecord::new(state.clock.now(), actor(caller), AuditAction::SandboxStop)
-            .environment(sandbox_id)
-            .session(&record.session_id)
-            .target(&record.host_name)
-            .decided(AuditDecision::Allowed, "unused"),
-    );
 }
 
 /// Destroys the sandboxes of a session that ended.
@@ -554,22 +589,18 @@ pub async fn session_ended(state: &AppState, caller: &Member, session_id: &str) 
         if record.state.is_final() {
             continue;
         }
-        destroy_on_host(state, &record).await;
-        forget_environment(state, &record.id).await;
-        finish(
+        let reason = "its session ended".to_owned();
+        let by = actor(caller);
+        end(
             state,
             &mut record,
             SandboxState::Stopped,
-            Some("its session ended".to_owned()),
+            reason,
+            "session_ended",
+            by,
+            true,
         )
         .await;
-        state.audit.record(
-            AuditRecord::new(state.clock.now(), actor(caller), AuditAction::SandboxStop)
-                .environment(&record.id)
-                .session(session_id)
-                .target(&record.host_name)
-                .decided(AuditDecision::Allowed, "session_ended"),
-        );
     }
 }
 
@@ -601,10 +632,17 @@ pub async fn reconcile(state: &AppState, record: &mut SandboxRecord) -> Option<S
         Err(_) => None,
     };
     if let Some(why) = session_open {
-        destroy_on_host(state, record).await;
-        forget_environment(state, &record.id).await;
-        finish(state, record, SandboxState::Stopped, Some(why.clone())).await;
-        audit_stop(state, record, "session_closed");
+        let by = on_behalf_of_creator(record);
+        end(
+            state,
+            record,
+            SandboxState::Stopped,
+            why.clone(),
+            "session_closed",
+            by,
+            true,
+        )
+        .await;
         return Some(why);
     }
     let starting = matches!(
@@ -618,9 +656,17 @@ pub async fn reconcile(state: &AppState, record: &mut SandboxRecord) -> Option<S
             return None;
         }
         let why = "its start was abandoned (the relay starting it went away)".to_owned();
-        destroy_on_host(state, record).await;
-        forget_environment(state, &record.id).await;
-        finish(state, record, SandboxState::Failed, Some(why.clone())).await;
+        let by = on_behalf_of_creator(record);
+        end(
+            state,
+            record,
+            SandboxState::Failed,
+            why.clone(),
+            "abandoned",
+            by,
+            true,
+        )
+        .await;
         return Some(why);
     }
     if state.router.presence(&record.id).await.is_some() {
@@ -631,7 +677,7 @@ pub async fn reconcile(state: &AppState, record: &mut SandboxRecord) -> Option<S
         .presence(&record.host_environment_id)
         .await
         .is_some();
-    let (end, why, code) = if host_online {
+    let (ended, why, code) = if host_online {
         (
             SandboxState::Stopped,
             "it stopped on its host (idle timeout or maximum lifetime), or its runner exited"
@@ -648,12 +694,8 @@ pub async fn reconcile(state: &AppState, record: &mut SandboxRecord) -> Option<S
             "host_lost",
         )
     };
-    if host_online {
-        destroy_on_host(state, record).await;
-    }
-    forget_environment(state, &record.id).await;
-    finish(state, record, end, Some(why.clone())).await;
-    audit_stop(state, record, code);
+    let by = on_behalf_of_creator(record);
+    end(state, record, ended, why.clone(), code, by, host_online).await;
     Some(why)
 }
 
@@ -675,23 +717,18 @@ async fn reconcile_deployment(state: &AppState, record: &mut SandboxRecord) -> O
         "its sandbox host {:?} went away, and the managed runner with it",
         record.host_name
     );
-    finish(state, record, SandboxState::Failed, Some(why.clone())).await;
-    audit_stop(state, record, "host_lost");
+    let by = on_behalf_of_creator(record);
+    end(
+        state,
+        record,
+        SandboxState::Failed,
+        why.clone(),
+        "host_lost",
+        by,
+        false,
+    )
+    .await;
     Some(why)
-}
-
-fn audit_stop(state: &AppState, record: &SandboxRecord, code: &str) {
-    let actor = AuditActor {
-        member_id: Some(record.created_by.clone()),
-        ..AuditActor::default()
-    };
-    state.audit.record(
-        AuditRecord::new(state.clock.now(), actor, AuditAction::SandboxStop)
-            .environment(record.deployment_of.as_deref().unwrap_or(&record.id))
-            .session(&record.session_id)
-            .target(&record.host_name)
-            .decided(AuditDecision::Allowed, code),
-    );
 }
 
 /// How often every relay checks the live sandboxes' records.
@@ -937,20 +974,17 @@ pub async fn undeploy(
 }
 
 async fn undeploy_record(state: &AppState, caller: &Member, record: &mut SandboxRecord) {
-    destroy_on_host(state, record).await;
-    finish(
+    let reason = "undeployed".to_owned();
+    end(
         state,
         record,
         SandboxState::Stopped,
-        Some("undeployed".to_owned()),
+        reason,
+        "undeployed",
+        actor(caller),
+        true,
     )
     .await;
-    state.audit.record(
-        AuditRecord::new(state.clock.now(), actor(caller), AuditAction::SandboxStop)
-            .environment(record.deployment_of.as_deref().unwrap_or(&record.id))
-            .target(&record.host_name)
-            .decided(AuditDecision::Allowed, "undeployed"),
-    );
 }
 
 /// Undeploys an environment that is being deleted.

@@ -15,11 +15,31 @@ pub const DEFAULT_RESULT_MAX_BYTES: usize = 256 * 1024;
 /// had.
 pub const TRUNCATED_FIELD: &str = "journal_truncated";
 
+/// Bytes of `value`'s JSON, counted as it is written (nothing is kept:
+/// every call's result is measured in the journal's writer).
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail; a value that cannot be written
+    // (never, for a `Value`) counts as too big.
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
+    }
+}
+
 /// Caps `result` to about `max_bytes` of JSON; whether it had to.
 pub fn cap(result: &mut Value, max_bytes: usize) -> bool {
-    let Ok(size) = serde_json::to_vec(result).map(|bytes| bytes.len()) else {
-        return false;
-    };
+    let size = json_len(result);
     if size <= max_bytes {
         return false;
     }
@@ -44,7 +64,7 @@ pub fn cap(result: &mut Value, max_bytes: usize) -> bool {
                 for (name, text) in &long {
                     fields.insert(name.clone(), Value::String(tail(text, each)));
                 }
-                let now = serde_json::to_vec(&*fields).map_or(usize::MAX, |bytes| bytes.len());
+                let now = json_len(&*fields);
                 if now <= max_bytes {
                     return true;
                 }

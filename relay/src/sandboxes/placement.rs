@@ -14,34 +14,40 @@ pub struct HostCandidate<'a> {
 /// Memory a host must have available to take one more sandbox, MiB.
 pub const MIN_AVAILABLE_MB: u64 = 256;
 
-/// The host to use, or `None` when every host is full. Least loaded is the
+/// The hosts with room, most suitable first: the least loaded is the
 /// smallest share of slots in use (so a big host takes more than a small
-/// one), then the most memory available, then the id (stable choice).
-pub fn choose<'a>(hosts: &[HostCandidate<'a>]) -> Option<&'a str> {
-    hosts
+/// one), then the most memory available, then the id (a stable order).
+pub fn by_preference<'a>(hosts: &[HostCandidate<'a>]) -> Vec<&'a str> {
+    let mut room: Vec<&HostCandidate<'a>> = hosts
         .iter()
         .filter(|host| {
             host.capacity.free_slots() > 0 && host.capacity.memory_available_mb >= MIN_AVAILABLE_MB
         })
-        .min_by(|a, b| {
-            // used_a / total_a < used_b / total_b, without division.
-            let load_a = u64::from(a.capacity.slots_used) * u64::from(b.capacity.slots_total);
-            let load_b = u64::from(b.capacity.slots_used) * u64::from(a.capacity.slots_total);
-            load_a
-                .cmp(&load_b)
-                .then(
-                    b.capacity
-                        .memory_available_mb
-                        .cmp(&a.capacity.memory_available_mb),
-                )
-                .then(a.environment_id.cmp(b.environment_id))
-        })
-        .map(|host| host.environment_id)
+        .collect();
+    room.sort_by(|a, b| {
+        // used_a / total_a < used_b / total_b, without division.
+        let load_a = u64::from(a.capacity.slots_used) * u64::from(b.capacity.slots_total);
+        let load_b = u64::from(b.capacity.slots_used) * u64::from(a.capacity.slots_total);
+        load_a
+            .cmp(&load_b)
+            .then(
+                b.capacity
+                    .memory_available_mb
+                    .cmp(&a.capacity.memory_available_mb),
+            )
+            .then(a.environment_id.cmp(b.environment_id))
+    });
+    room.into_iter().map(|host| host.environment_id).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The host to use, or `None` when every host is full.
+    fn choose<'a>(hosts: &[HostCandidate<'a>]) -> Option<&'a str> {
+        by_preference(hosts).first().copied()
+    }
 
     fn host(id: &str, used: u32, total: u32, available_mb: u64) -> HostCandidate<'_> {
         HostCandidate {
@@ -71,6 +77,17 @@ mod tests {
         assert_eq!(choose(&hosts), Some("y"));
         let hosts = [host("y", 0, 4, 4096), host("x", 0, 4, 4096)];
         assert_eq!(choose(&hosts), Some("x"));
+    }
+
+    #[test]
+    fn the_order_puts_every_host_with_room_by_load_and_leaves_full_ones_out() {
+        let hosts = [
+            host("a", 3, 4, 4096),
+            host("full", 4, 4, 4096),
+            host("b", 1, 4, 4096),
+            host("c", 2, 4, 4096),
+        ];
+        assert_eq!(by_preference(&hosts), ["b", "c", "a"]);
     }
 
     #[test]

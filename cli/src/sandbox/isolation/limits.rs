@@ -262,9 +262,7 @@ async fn remove_when_empty(dir: &Path) {
 /// with `Delegate=yes` whose runner runs in a leaf of its own):
 /// `runner-sandboxes` beneath it, with those controllers enabled.
 fn v2_tree(mountinfo: &str, own: &str, host_key: &str) -> Option<Tree> {
-    let (point, _) = crate::exec::cgroup::hierarchy(mountinfo)?;
-    let path = own.lines().find_map(|line| line.strip_prefix("0::"))?;
-    let dir = point.join(path.trim_start_matches('/'));
+    let dir = crate::exec::cgroup::locate(mountinfo, own)?;
     let subtree = std::fs::read_to_string(dir.join("cgroup.subtree_control")).ok()?;
     let has = |name: &str| subtree.split_whitespace().any(|c| c == name);
     if !(has("memory") && has("pids")) {
