@@ -25,6 +25,7 @@ mod policy;
 mod procs;
 mod report;
 mod sandbox;
+mod shared;
 mod simulated;
 mod ssh;
 mod stats;
@@ -126,6 +127,10 @@ enum Section {
     /// Issue 28: a sandbox session's first `true` against a bare isolation
     /// start, and idle memory per sandbox (needs bubblewrap and root).
     Sandbox,
+    /// Issue 35: shared mode (PostgreSQL + NATS) against one relay on
+    /// SQLite, with bare NATS and PostgreSQL round trips beside it (needs
+    /// both on 127.0.0.1).
+    Shared,
 }
 
 #[derive(Debug, clap::Args)]
@@ -307,6 +312,7 @@ async fn run(mut args: RunArgs) -> anyhow::Result<()> {
     section!("mcp", Section::Mcp, mcp::run(&bins, &args));
     section!("console", Section::Console, console::run(&bins, &args));
     section!("sandbox", Section::Sandbox, sandbox::run(&bins, &args));
+    section!("shared", Section::Shared, shared::run(&bins, &args));
 
     let results = json!({
         "schema": RESULTS_SCHEMA,

@@ -39,7 +39,7 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
         for concurrency in CONCURRENCIES {
             let envs = Arc::new(envs[..runner_count].to_vec());
             let sampler = procs::CpuSampler::start(relay_pid, Duration::from_millis(250));
-            let cell = cell(&http, &relay, envs, concurrency, seconds).await?;
+            let cell = cell(&http, &[&relay], envs, concurrency, seconds).await?;
             let (peak_cpu, average_cpu) = sampler.finish().await;
             let mut value = cell;
             value["relay_cpu_average_percent"] = json!(round(average_cpu, 0));
@@ -59,19 +59,23 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
     }))
 }
 
-async fn cell(
+/// One cell: `concurrency` workers for `seconds`, worker `w` calling
+/// through `relays[w % relays.len()]` (as a load balancer spreads clients).
+pub async fn cell(
     http: &reqwest::Client,
-    relay: &Relay,
+    relays: &[&Relay],
     envs: Arc<Vec<String>>,
     concurrency: usize,
     seconds: Duration,
 ) -> anyhow::Result<Value> {
+    anyhow::ensure!(!relays.is_empty(), "a throughput cell needs a relay");
     let start = Instant::now();
     let measure_from = start + WARMUP;
     let end = measure_from + seconds;
     let mut workers = Vec::with_capacity(concurrency);
     for worker in 0..concurrency {
         let http = http.clone();
+        let relay = relays[worker % relays.len().max(1)];
         let url = relay.url.clone();
         let key = relay.admin_key.clone();
         let envs = Arc::clone(&envs);

@@ -154,6 +154,19 @@ pub struct ServeArgs {
     /// This relay instance's id in shared mode (default: random per start).
     #[arg(long, env = ENV_INSTANCE_ID, value_name = "ID")]
     pub instance_id: Option<String>,
+    /// Newest relay-to-relay message version to speak (default: this
+    /// build's). Lower only to stand in for an older build when rehearsing
+    /// a rolling upgrade (docs/relay.md).
+    #[arg(
+        long,
+        hide = true,
+        value_name = "VERSION",
+        default_value_t = crate::routing::RELAY_PROTOCOL,
+        value_parser = clap::value_parser!(u32).range(
+            i64::from(crate::routing::OLDEST_RELAY_PROTOCOL)..=i64::from(crate::routing::RELAY_PROTOCOL)
+        )
+    )]
+    pub relay_protocol: u32,
     /// Seconds a stopping relay (SIGTERM) gives calls in flight before it
     /// sends its runners elsewhere.
     #[arg(long, env = ENV_DRAIN_GRACE, default_value_t = 8, value_name = "SECONDS")]

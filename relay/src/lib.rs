@@ -90,6 +90,12 @@ where
     state.shutdown = shutdown.clone();
     let connections = state.connections.clone();
     let flushing = flush_periodically(&state, shutdown.clone());
+    let following = tokio::spawn(read_cache::follow_changes(
+        state.store.clone(),
+        state.reads.clone(),
+        state.metrics.clone(),
+        shutdown.clone(),
+    ));
     let sweeping = http::sandboxes::sweep_periodically(state.clone(), shutdown.clone());
     let trimming = heap::trim_after_bursts(state.admission.clone(), shutdown.clone());
     let audit = state.audit.clone();
@@ -130,6 +136,7 @@ where
     }
     // What the sessions left in memory goes to the store before exiting.
     flushing.abort();
+    following.abort();
     sweeping.abort();
     if let Some(trimming) = trimming {
         trimming.abort();

@@ -5,30 +5,43 @@
 //!
 //! Correctness first:
 //!
-//! * only a store no other process changes may be cached: SQLite, one relay
-//!   ([`crate::store::Store::shared`] is false). With PostgreSQL another
-//!   relay may restrict a policy, and that must apply at once, so nothing
-//!   is cached there;
+//! * a store only this relay changes (SQLite) is cached from the start;
+//! * a store other processes change (PostgreSQL: other relays,
+//!   `runner-relay admin`) is cached only while this relay listens to its
+//!   change feed ([`crate::store::changes`]): triggers notify every
+//!   listening relay of each change to an environment's settings or to
+//!   members, keys and teams, and [`follow_changes`] drops the copies
+//!   concerned. A lost feed connection drops every copy (changes may have
+//!   been missed); a feed that cannot be listened to turns the cache off
+//!   until it can. Another relay's change applies here as soon as its
+//!   notification arrives (after its commit, within the round trip of a
+//!   notification), and the time limits below stay as a backstop;
 //! * every change this relay makes to an environment (update, delete, token
 //!   revocation, a name filled from a runner's hostname) drops its copy
 //!   before answering, so a restriction applies to the very next call;
 //! * members change through the API (team membership, default
 //!   environments: each drops every copy before answering) and through
 //!   `runner-relay admin` (another process), whose changes a copy can miss
-//!   for at most [`MEMBER_TTL`]; only keys that exist are kept, so unknown
-//!   keys cannot fill the cache;
+//!   for at most [`MEMBER_TTL`] on SQLite (PostgreSQL's feed reports them);
+//!   only keys that exist are kept, so unknown keys cannot fill the cache;
+//! * a copy read from the store before a change and kept after it would
+//!   outlive the change: every change bumps a generation, and a copy is
+//!   kept only if none happened since its read began;
 //! * only checks that use an environment (invoke, journal reads) read the
 //!   copy; anything that writes an environment back reads the store.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::environment::EnvironmentRecord;
-use crate::store::Member;
+use crate::metrics::Metrics;
+use crate::store::changes::{Change, Heard};
+use crate::store::{Member, Store};
 
 /// A member behind an API key, and the key hash stored with it.
 pub type KnownMember = (Arc<Member>, Arc<str>);
@@ -40,6 +53,10 @@ pub const MEMBER_TTL: Duration = Duration::from_secs(10);
 pub const ENVIRONMENT_TTL: Duration = Duration::from_secs(5);
 /// Entries above which a map is emptied rather than grown further.
 const MAX_ENTRIES: usize = 50_000;
+/// First pause before listening to the change feed again after a failure;
+/// doubled up to [`FEED_RETRY_MAX`].
+const FEED_RETRY: Duration = Duration::from_millis(500);
+const FEED_RETRY_MAX: Duration = Duration::from_secs(30);
 
 #[derive(Debug)]
 struct Timed<T> {
@@ -50,7 +67,7 @@ struct Timed<T> {
 /// See the module documentation.
 #[derive(Debug, Default)]
 pub struct ReadCache {
-    enabled: bool,
+    enabled: AtomicBool,
     /// Key hash → (member, stored hash), shared: a request takes two
     /// reference counts, not a copy of the member's names and teams.
     members: Mutex<HashMap<String, Timed<KnownMember>>>,
@@ -59,10 +76,10 @@ pub struct ReadCache {
     environments: Mutex<HashMap<String, Timed<Arc<EnvironmentRecord>>>>,
     /// Bumped by every change: a copy read from the store before a change
     /// must not be kept after it.
-    environment_generation: AtomicU64,
+    generation: AtomicU64,
 }
 
-/// Where the environment copies stood when a store read began; see
+/// Where the copies stood when a store read began; see
 /// [`ReadCache::keep_environment`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Generation(u64);
@@ -84,58 +101,75 @@ fn get<T: Clone>(map: &Mutex<HashMap<String, Timed<T>>>, key: &str) -> Option<T>
     }
 }
 
-fn put<T>(map: &Mutex<HashMap<String, Timed<T>>>, key: &str, value: T, ttl: Duration) {
-    let mut map = locked(map);
-    if map.len() >= MAX_ENTRIES {
-        map.clear();
-    }
-    map.insert(
-        key.to_owned(),
-        Timed {
-            until: Instant::now() + ttl,
-            value,
-        },
-    );
-}
-
 impl ReadCache {
     /// A cache that keeps copies only if `enabled` (the store is this
-    /// relay's alone).
+    /// relay's alone, or [`follow_changes`] turns it on).
     pub fn new(enabled: bool) -> Self {
         Self {
-            enabled,
+            enabled: AtomicBool::new(enabled),
             ..Self::default()
         }
     }
 
-    /// Whether copies are kept at all.
+    /// Whether copies are kept now.
     pub fn enabled(&self) -> bool {
-        self.enabled
+        self.enabled.load(Ordering::Acquire)
     }
 
-    pub fn member(&self, key_hash: &str) -> Option<KnownMember> {
-        self.enabled.then(|| get(&self.members, key_hash)).flatten()
-    }
-
-    pub fn keep_member(&self, key_hash: &str, found: &KnownMember) {
-        if self.enabled {
-            put(&self.members, key_hash, found.clone(), MEMBER_TTL);
+    /// Turns keeping copies on or off; off also drops every copy.
+    pub fn set_enabled(&self, enabled: bool) {
+        if !enabled {
+            self.enabled.store(false, Ordering::Release);
+            self.forget_all();
+        } else {
+            self.enabled.store(true, Ordering::Release);
         }
     }
 
-    pub fn environment(&self, id: &str) -> Option<Arc<EnvironmentRecord>> {
-        self.enabled.then(|| get(&self.environments, id)).flatten()
+    pub fn member(&self, key_hash: &str) -> Option<KnownMember> {
+        self.enabled()
+            .then(|| get(&self.members, key_hash))
+            .flatten()
     }
 
-    /// Take before reading an environment from the store.
+    /// Keeps a member read from the store since `read_from`, unless
+    /// something changed meanwhile.
+    pub fn keep_member(&self, read_from: Generation, key_hash: &str, found: &KnownMember) {
+        if !self.enabled() {
+            return;
+        }
+        let mut map = locked(&self.members);
+        // Checked under the lock that `forget_members` also takes.
+        if self.generation() != read_from {
+            return;
+        }
+        if map.len() >= MAX_ENTRIES {
+            map.clear();
+        }
+        map.insert(
+            key_hash.to_owned(),
+            Timed {
+                until: Instant::now() + MEMBER_TTL,
+                value: found.clone(),
+            },
+        );
+    }
+
+    pub fn environment(&self, id: &str) -> Option<Arc<EnvironmentRecord>> {
+        self.enabled()
+            .then(|| get(&self.environments, id))
+            .flatten()
+    }
+
+    /// Take before reading from the store.
     pub fn generation(&self) -> Generation {
-        Generation(self.environment_generation.load(Ordering::Acquire))
+        Generation(self.generation.load(Ordering::Acquire))
     }
 
     /// Keeps a copy read from the store since `read_from`, unless some
     /// environment changed meanwhile (the copy may predate the change).
     pub fn keep_environment(&self, read_from: Generation, environment: &Arc<EnvironmentRecord>) {
-        if !self.enabled {
+        if !self.enabled() {
             return;
         }
         let mut map = locked(&self.environments);
@@ -155,21 +189,99 @@ impl ReadCache {
         );
     }
 
-    /// Team membership or a default environment changed: every member is
-    /// read from the store again.
+    /// Team membership, a key or a default environment changed: every
+    /// member is read from the store again.
     pub fn forget_members(&self) {
-        if self.enabled {
-            locked(&self.members).clear();
-        }
+        let mut map = locked(&self.members);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        map.clear();
     }
 
     /// The environment changed or is gone: the next read goes to the store.
     /// Call after the change is written.
     pub fn forget_environment(&self, id: &str) {
-        if self.enabled {
-            let mut map = locked(&self.environments);
-            self.environment_generation.fetch_add(1, Ordering::AcqRel);
-            map.remove(id);
+        let mut map = locked(&self.environments);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        map.remove(id);
+    }
+
+    /// Anything may have changed: every copy goes.
+    pub fn forget_all(&self) {
+        let mut environments = locked(&self.environments);
+        let mut members = locked(&self.members);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        environments.clear();
+        members.clear();
+    }
+
+    /// Applies what the change feed heard.
+    fn apply(&self, heard: &Heard) {
+        match heard {
+            Heard::Change(Change::Environment(id)) => self.forget_environment(id),
+            Heard::Change(Change::Members) => self.forget_members(),
+            Heard::Unknown | Heard::Lost | Heard::Failed => self.forget_all(),
+        }
+    }
+}
+
+/// Keeps `cache` in step with what other processes change in `store`, for
+/// as long as `shutdown` is not cancelled: on while the change feed is
+/// listened to, off (and empty) while it is not. Returns at once for a
+/// store nobody else changes.
+pub async fn follow_changes(
+    store: Arc<dyn Store>,
+    cache: Arc<ReadCache>,
+    metrics: Metrics,
+    shutdown: CancellationToken,
+) {
+    let mut retry = FEED_RETRY;
+    loop {
+        let listening = tokio::select! {
+            () = shutdown.cancelled() => return,
+            listening = store.listen_for_changes() => listening,
+        };
+        let mut listener = match listening {
+            Ok(Some(listener)) => listener,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen to the store's change feed; nothing read from the store is kept until it can");
+                cache.set_enabled(false);
+                metrics.set_change_feed_listening(false);
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(retry) => {}
+                }
+                retry = (retry * 2).min(FEED_RETRY_MAX);
+                continue;
+            }
+        };
+        // Copies kept before (under an earlier listener) may predate
+        // changes nobody heard.
+        cache.forget_all();
+        cache.set_enabled(true);
+        metrics.set_change_feed_listening(true);
+        tracing::debug!("listening to the store's change feed; reads are kept");
+        retry = FEED_RETRY;
+        loop {
+            let heard = tokio::select! {
+                () = shutdown.cancelled() => return,
+                heard = listener.next() => heard,
+            };
+            cache.apply(&heard);
+            match heard {
+                Heard::Failed => {
+                    cache.set_enabled(false);
+                    metrics.set_change_feed_listening(false);
+                    break;
+                }
+                Heard::Lost => tracing::info!(
+                    "the change feed's connection was lost and made again; every kept read dropped"
+                ),
+                Heard::Unknown => {
+                    tracing::debug!("a change this relay cannot read; every kept read dropped")
+                }
+                Heard::Change(_) => {}
+            }
         }
     }
 }

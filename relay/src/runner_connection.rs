@@ -32,6 +32,7 @@ use crate::metrics::labels::{ConnectOutcome, DisconnectReason};
 use crate::registration::{self, TOKEN_TOUCH_INTERVAL};
 use crate::routing::{
     announcement_json, Attachment, Delivery, Kick, OutputChunk, Presence, ServingGuard,
+    RELAY_PROTOCOL,
 };
 use crate::state::AppState;
 use crate::status::Degraded;
@@ -435,7 +436,13 @@ async fn handshake(
             environment_id,
             &state.relay_id,
             session_id,
-            &announcement_json(&presence),
+            &announcement_json(
+                &presence,
+                state
+                    .cluster
+                    .as_ref()
+                    .map_or(RELAY_PROTOCOL, |cluster| cluster.protocol()),
+            ),
             now,
         ),
     )

@@ -335,7 +335,8 @@ impl AppState {
     pub fn with_cluster(mut self, cluster: Arc<NatsRouter>) -> Self {
         self.relay_id = cluster.relay_id().into();
         cluster.use_metrics(self.metrics.clone());
-        // Other relays change the store: nothing read from it is kept.
+        // Other relays change the store: reads are kept only while its
+        // change feed is listened to (`read_cache::follow_changes`).
         self.reads = Arc::new(ReadCache::new(false));
         self.sessions = Arc::new(SessionUsage::new(false));
         self.router = Arc::new(JournaledRouter::new(

@@ -139,6 +139,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .instance_id
                 .clone()
                 .unwrap_or_else(|| state.relay_id.to_string()),
+            protocol: args.relay_protocol,
         };
         let router = NatsRouter::connect(
             cluster,

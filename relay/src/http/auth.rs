@@ -54,13 +54,14 @@ impl FromRequestParts<AppState> for Caller {
         let found = match state.reads.member(&hash) {
             Some(found) => Some(found),
             None => {
+                let generation = state.reads.generation();
                 let found = state
                     .store
                     .member_by_key_hash(&hash)
                     .await?
                     .map(|(member, stored)| (Arc::new(member), Arc::<str>::from(stored)));
                 if let Some(found) = &found {
-                    state.reads.keep_member(&hash, found);
+                    state.reads.keep_member(generation, &hash, found);
                 }
                 found
             }

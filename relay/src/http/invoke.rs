@@ -662,7 +662,10 @@ async fn relay_call(
             guard.armed = false;
             metrics.finish(Outcome::Disconnected);
             tracing::warn!(%environment_id, %call_id, "runner disconnected during the call");
-            journal_given_up(state, &guard, &tool).await;
+            state
+                .router
+                .journal_lost(environment_id, call_id, &tool)
+                .await;
             Err(disconnected(call_id))
         }
         Err(_elapsed) => {
@@ -770,7 +773,7 @@ impl Streaming {
                         self.metrics.finish(Outcome::Disconnected);
                         tracing::warn!(environment_id = %self.environment_id, call_id = %self.call_id, "runner disconnected during the call");
                         self.audit.ended(AuditDecision::Error, RUNNER_DISCONNECTED);
-                        journal_given_up(&self.state, &self.guard, &self.tool).await;
+                        self.state.router.journal_lost(&self.environment_id, &self.call_id, &self.tool).await;
                         error_body(RUNNER_DISCONNECTED, DISCONNECTED_MESSAGE, &self.call_id)
                     }
                 }

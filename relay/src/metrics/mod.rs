@@ -83,6 +83,7 @@ struct Families {
     sandboxes_live: Gauge,
     journal_results_truncated: Counter,
     journal_bytes: Gauge,
+    change_feed_listening: Gauge,
     /// When `environments` was last read from the store.
     environments_read_at: Mutex<Option<Instant>>,
 }
@@ -220,6 +221,12 @@ impl Metrics {
             Unit::Bytes,
             journal_bytes.clone(),
         );
+        let change_feed_listening = Gauge::default();
+        registry.register(
+            "change_feed_listening",
+            "1 while this relay hears PostgreSQL's change feed and so keeps members and environments in memory (shared mode)",
+            change_feed_listening.clone(),
+        );
         for outcome in SANDBOX_START_OUTCOMES {
             sandbox_starts
                 .get_or_create(&SandboxStartLabel { outcome })
@@ -271,6 +278,7 @@ impl Metrics {
                 sandboxes_live,
                 journal_results_truncated,
                 journal_bytes,
+                change_feed_listening,
                 environments_read_at: Mutex::new(None),
             })),
             scrape_token_hash: None,
@@ -473,6 +481,13 @@ impl Metrics {
             families
                 .journal_bytes
                 .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// Whether the relay hears the store's change feed now.
+    pub fn set_change_feed_listening(&self, listening: bool) {
+        if let Some(families) = &self.families {
+            families.change_feed_listening.set(i64::from(listening));
         }
     }
 

@@ -251,22 +251,29 @@ impl JournalWriter {
         epoch: u64,
         at: OffsetDateTime,
     ) {
-        let mut record = entry(
-            call_id,
+        self.record(disconnected(
             environment_id,
+            call_id,
             tool_name,
-            InvocationState::Failed,
             Some(epoch),
             at,
-        );
-        record.finished_at = Some(at);
-        record.error = Some(DISCONNECTED_MESSAGE.to_owned());
-        record.error_code = Some(RUNNER_DISCONNECTED.to_owned());
-        self.record(JournalWrite {
-            entry: record,
-            create: true,
-        })
+        ))
         .await;
+    }
+
+    /// The caller's relay lost the call before its answer: the runner or
+    /// the relay holding its socket went away, or that relay refused the
+    /// call. As [`Self::failed`], for a call whose session is not known
+    /// here (its epoch stays whatever the holder journalled).
+    pub async fn lost(
+        &self,
+        environment_id: &str,
+        call_id: &str,
+        tool_name: &str,
+        at: OffsetDateTime,
+    ) {
+        self.record(disconnected(environment_id, call_id, tool_name, None, at))
+            .await;
     }
 
     /// Waits (bounded) until every step queued so far is written.
@@ -286,6 +293,31 @@ impl JournalWriter {
         if tokio::time::timeout(BATCH_TIMEOUT, written).await.is_err() {
             tracing::warn!("flushing the call journal timed out");
         }
+    }
+}
+
+/// A `failed` step with [`RUNNER_DISCONNECTED`].
+fn disconnected(
+    environment_id: &str,
+    call_id: &str,
+    tool_name: &str,
+    epoch: Option<u64>,
+    at: OffsetDateTime,
+) -> JournalWrite {
+    let mut record = entry(
+        call_id,
+        environment_id,
+        tool_name,
+        InvocationState::Failed,
+        epoch,
+        at,
+    );
+    record.finished_at = Some(at);
+    record.error = Some(DISCONNECTED_MESSAGE.to_owned());
+    record.error_code = Some(RUNNER_DISCONNECTED.to_owned());
+    JournalWrite {
+        entry: record,
+        create: true,
     }
 }
 
@@ -549,19 +581,39 @@ impl JournaledRouter {
             }
         }
         let call_id = call.call_id.clone();
+        let tool = call.tool.clone();
         let started = self.inner.start_call(environment_id, call).await;
-        if let Err(RouteError::NotConnected(_)) = &started {
-            // It never reached a runner: the same id may be sent again.
-            let forgotten = tokio::time::timeout(
-                JOURNAL_TIMEOUT,
-                self.store.forget_pending_invocation(&call_id),
-            )
-            .await;
-            if !matches!(forgotten, Ok(Ok(()))) {
-                tracing::warn!(%call_id, "could not forget an undelivered call");
+        match &started {
+            Err(RouteError::NotConnected(_)) => {
+                // It never reached a runner: the same id may be sent again.
+                let forgotten = tokio::time::timeout(
+                    JOURNAL_TIMEOUT,
+                    self.store.forget_pending_invocation(&call_id),
+                )
+                .await;
+                if !matches!(forgotten, Ok(Ok(()))) {
+                    tracing::warn!(%call_id, "could not forget an undelivered call");
+                }
             }
+            // Lost on its way (the holder refused it, or went away before
+            // saying whether it took it): it may have reached the runner,
+            // so the id stays taken, and its entry ends failed rather than
+            // pending forever (a late answer still replaces it).
+            Err(RouteError::Disconnected(_)) => {
+                self.journal_lost(environment_id, &call_id, &tool).await
+            }
+            Err(RouteError::CallIdTaken(_)) | Ok(_) => {}
         }
         started
+    }
+
+    /// The call was lost before its answer (see [`JournalWriter::lost`]);
+    /// written before this returns, so the id the caller is given finds it.
+    pub async fn journal_lost(&self, environment_id: &str, call_id: &str, tool: &str) {
+        self.writer
+            .lost(environment_id, call_id, tool, self.clock.now())
+            .await;
+        self.writer.flush().await;
     }
 
     /// The caller stopped waiting for a call whose id it was given (504,

@@ -35,7 +35,7 @@ pub use journal::{shrink_journal, JournalWriter, JournaledRouter, DISCONNECTED_M
 pub use local::{Attachment, Delivery, Kick, LocalRouter};
 pub use nats::{
     announced_tools, announcement_json, ClusterConfig, NatsRouter, ServingGuard,
-    DEFAULT_SUBJECT_PREFIX,
+    DEFAULT_SUBJECT_PREFIX, OLDEST_RELAY_PROTOCOL, RELAY_PROTOCOL,
 };
 
 /// What the relay knows about a connected runner.

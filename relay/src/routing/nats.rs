@@ -13,7 +13,8 @@
 //!
 //! **Calls.** A call for a socket held here skips NATS. Otherwise it is a
 //! request on the epoch's subject; the holder acknowledges and streams
-//! output and the result to the caller's inbox (one inbox per call). "No
+//! output and the result to the caller's inbox for the call ([`replies`]:
+//! one subscription per relay, not one per call). "No
 //! responders" means the holder is gone or the runner moved: the caller
 //! re-reads the session and retries briefly, then reports "not connected".
 //! While it waits, the caller probes the holder every [`PROBE_INTERVAL`], so
@@ -33,8 +34,18 @@
 //! broadcast on `<prefix>.ctl.<env>`; whichever relay holds the socket acts.
 //! So are the changes to call-timeout streaks (SPEC §6 degraded fallback):
 //! every relay counts every relay's timeouts, whichever relay a caller hit.
+//!
+//! **Versions.** Every message carries the version of the relay-to-relay
+//! messages it was sent in ([`version`]); a caller speaks the lower of its
+//! own and the holder's (stored in the holder's announcement), so relays of
+//! two builds exchange calls during a rolling upgrade. Control broadcasts
+//! reach relays of every version: they only ever grow by fields and types
+//! an older relay skips.
 
+mod copies;
 mod parts;
+mod replies;
+mod version;
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -60,7 +71,10 @@ use crate::metrics::labels::NatsOutcome;
 use crate::metrics::Metrics;
 use crate::status::{CallHealth, StreakChange};
 use crate::store::{LeaseRefresh, Store};
+use copies::{RemoteSession, SessionCopies};
 use parts::{PartError, Reassembly, PART_TIMEOUT};
+use replies::{Inbox, Replies};
+pub use version::{OLDEST_RELAY_PROTOCOL, RELAY_PROTOCOL};
 
 /// Default first token of every subject.
 pub const DEFAULT_SUBJECT_PREFIX: &str = "runner";
@@ -121,6 +135,9 @@ pub struct ClusterConfig {
     pub subject_prefix: String,
     /// This relay instance's id (unique per process).
     pub relay_id: String,
+    /// The newest relay-to-relay version this relay speaks
+    /// ([`RELAY_PROTOCOL`], or older to stand in for an older build).
+    pub protocol: u32,
 }
 
 /// Requests on a session's call subject.
@@ -143,6 +160,9 @@ enum SessionRequest {
     Credit { call_id: String, granted: u64 },
     /// Is this call still waiting for its result here?
     Probe { call_id: String },
+    /// A request of a newer relay this build does not know.
+    #[serde(other)]
+    Unknown,
 }
 
 /// Answers on a session's call subject.
@@ -158,10 +178,14 @@ enum SessionAnswer {
     },
     /// The first part of a call in parts arrived: send the rest.
     Receiving,
-    /// A call in parts was refused (over the cap, parts lost or reordered).
+    /// A call in parts was refused (over the cap, parts lost or
+    /// reordered), or a request this relay cannot read.
     Refused {
         reason: String,
     },
+    /// An answer of a newer relay this build does not know.
+    #[serde(other)]
+    Unknown,
 }
 
 /// JSON messages to a caller's inbox (each may travel in parts). Output
@@ -174,6 +198,9 @@ enum Reply {
     Result(CallResult),
     /// The runner's socket closed before the result.
     Disconnected,
+    /// A reply of a newer relay this build does not know.
+    #[serde(other)]
+    Unknown,
 }
 
 /// Broadcasts on `<prefix>.ctl.<env>`.
@@ -202,6 +229,9 @@ enum Control {
         /// Unix time of a slow timeout; `None`: a call succeeded.
         timed_out_at: Option<i64>,
     },
+    /// A broadcast of a newer relay this build does not know: skipped.
+    #[serde(other)]
+    Unknown,
 }
 
 /// What is stored of a presence besides the heartbeat.
@@ -220,10 +250,25 @@ struct Announcement {
     /// place sandboxes on it before its first heartbeat is stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sandbox_capacity: Option<runner_proto::sandbox::Capacity>,
+    /// The relay-to-relay version the holder speaks; absent (as older
+    /// builds wrote it): 1.
+    #[serde(
+        default = "oldest_protocol",
+        skip_serializing_if = "is_oldest_protocol"
+    )]
+    relay_protocol: u32,
+}
+
+fn oldest_protocol() -> u32 {
+    OLDEST_RELAY_PROTOCOL
+}
+
+fn is_oldest_protocol(version: &u32) -> bool {
+    *version <= OLDEST_RELAY_PROTOCOL
 }
 
 impl Announcement {
-    fn of(presence: &Presence) -> Self {
+    fn of(presence: &Presence, relay_protocol: u32) -> Self {
         Self {
             session_id: presence.session_id.clone(),
             instance_id: presence.instance_id.clone(),
@@ -233,6 +278,7 @@ impl Announcement {
             connected_at: presence.connected_at.unix_timestamp(),
             token_hash: presence.token_hash.clone(),
             sandbox_capacity: presence.heartbeat.sandbox_capacity,
+            relay_protocol,
         }
     }
 }
@@ -242,9 +288,10 @@ fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
 }
 
-/// JSON of a presence's announcement, as [`Store::claim_session`] takes it.
-pub fn announcement_json(presence: &Presence) -> String {
-    serde_json::to_string(&Announcement::of(presence)).unwrap_or_default()
+/// JSON of a presence's announcement, as [`Store::claim_session`] takes it,
+/// by a relay speaking `relay_protocol` ([`ClusterConfig::protocol`]).
+pub fn announcement_json(presence: &Presence, relay_protocol: u32) -> String {
+    serde_json::to_string(&Announcement::of(presence, relay_protocol)).unwrap_or_default()
 }
 
 /// The tools of a stored announcement (the catalogue a runner announced
@@ -257,8 +304,8 @@ pub fn announced_tools(announcement: &str) -> Option<Vec<ToolSpec>> {
 
 /// A session as looked up in the store.
 enum Lookup {
-    /// Held by `holder` with a fresh lease: (holder, epoch, presence).
-    Live(Box<(String, u64, Presence)>),
+    /// Held by another relay with a fresh lease.
+    Live(RemoteSession),
     /// Closed a moment ago: the runner is probably reconnecting elsewhere.
     Moving,
     /// No runner (never connected, gone for a while, or its relay died).
@@ -307,6 +354,10 @@ pub struct NatsRouter {
     answering: Mutex<HashSet<String>>,
     /// The relay's metrics (round trips), once the state is built.
     metrics: OnceLock<Metrics>,
+    /// Sessions held elsewhere, as last read from the store.
+    copies: SessionCopies,
+    /// The inboxes of the calls this relay sends to others.
+    replies: Arc<Replies>,
 }
 
 /// Holds a forwarded call in [`NatsRouter::answering`] while it lives.
@@ -340,6 +391,7 @@ impl NatsRouter {
         )
         .await
         .map_err(|_elapsed| format!("connecting to NATS at {} timed out", config.nats_url))??;
+        let replies = Replies::start(&client, &config.subject_prefix).await?;
         Ok(Arc::new(Self {
             client,
             local,
@@ -350,6 +402,8 @@ impl NatsRouter {
             credits: Mutex::default(),
             answering: Mutex::default(),
             metrics: OnceLock::new(),
+            copies: SessionCopies::default(),
+            replies,
         }))
     }
 
@@ -362,6 +416,11 @@ impl NatsRouter {
     /// This relay's instance id.
     pub fn relay_id(&self) -> &str {
         &self.config.relay_id
+    }
+
+    /// The relay-to-relay version this relay speaks.
+    pub fn protocol(&self) -> u32 {
+        self.config.protocol
     }
 
     fn pending(&self) -> MutexGuard<'_, Pending> {
@@ -477,6 +536,12 @@ impl NatsRouter {
                     continue;
                 }
             };
+            if matches!(
+                control,
+                Control::Superseded { .. } | Control::Disconnect { .. }
+            ) {
+                self.copies.forget(environment_id);
+            }
             match control {
                 Control::Superseded { epoch, instance_id } => {
                     self.local.supersede(environment_id, epoch, &instance_id);
@@ -496,6 +561,9 @@ impl NatsRouter {
                 }
                 // Our own changes come back too: they are counted already.
                 Control::Streak { origin, .. } if origin == self.config.relay_id => {}
+                Control::Unknown => {
+                    tracing::debug!(subject = %message.subject, "a broadcast of a newer relay; skipped");
+                }
                 Control::Streak { timed_out_at, .. } => {
                     let change = match timed_out_at {
                         Some(at) => StreakChange::SlowTimeout { at: from_unix(at) },
@@ -542,7 +610,7 @@ impl NatsRouter {
                 heartbeat: serde_json::to_string(&presence.heartbeat).unwrap_or_default(),
                 presence: changed
                     .contains(environment_id)
-                    .then(|| announcement_json(presence)),
+                    .then(|| announcement_json(presence, self.config.protocol)),
                 seen: seen.remove(environment_id),
             })
             .collect();
@@ -651,13 +719,34 @@ impl NatsRouter {
                 },
             };
             let reply_to = message.reply.as_ref().map(|reply| reply.to_string());
+            // Answers go in the version the request came in, which this
+            // relay speaks (or the request is refused).
+            let speak = match version::of(message.headers.as_ref()) {
+                Ok(version) if version <= self.config.protocol => version,
+                unspoken => {
+                    let reason = match unspoken {
+                        Ok(version) => format!(
+                            "relay-to-relay version {version} is newer than this relay's {}",
+                            self.config.protocol
+                        ),
+                        Err(error) => error,
+                    };
+                    tracing::warn!(%reason, subject = %message.subject, "session request refused");
+                    if let Some(reply_to) = reply_to {
+                        let refused = SessionAnswer::Refused { reason };
+                        self.publish_in(self.config.protocol, reply_to, None, encode(&refused))
+                            .await;
+                    }
+                    continue;
+                }
+            };
             let payload = match reassemble(&mut incoming, &message) {
                 Ok(Some(payload)) => payload,
                 Ok(None) => {
                     // The first part: tell the caller to send the rest.
                     if let Some(reply_to) = reply_to {
-                        self.publish(reply_to, None, encode(&SessionAnswer::Receiving))
-                            .await;
+                        let receiving = encode(&SessionAnswer::Receiving);
+                        self.publish_in(speak, reply_to, None, receiving).await;
                     }
                     continue;
                 }
@@ -667,7 +756,8 @@ impl NatsRouter {
                         let refused = SessionAnswer::Refused {
                             reason: error.to_string(),
                         };
-                        self.publish(reply_to, None, encode(&refused)).await;
+                        self.publish_in(speak, reply_to, None, encode(&refused))
+                            .await;
                     }
                     continue;
                 }
@@ -676,6 +766,13 @@ impl NatsRouter {
                 Ok(request) => request,
                 Err(error) => {
                     tracing::warn!(%error, "malformed call request");
+                    if let Some(reply_to) = reply_to {
+                        let refused = SessionAnswer::Refused {
+                            reason: format!("unreadable request: {error}"),
+                        };
+                        self.publish_in(speak, reply_to, None, encode(&refused))
+                            .await;
+                    }
                     continue;
                 }
             };
@@ -723,7 +820,7 @@ impl NatsRouter {
                             };
                             let router = self.clone();
                             tokio::spawn(async move {
-                                router.forward(handle, reply, gate).await;
+                                router.forward(handle, reply, gate, speak).await;
                                 drop(answering);
                             });
                             answer
@@ -732,8 +829,12 @@ impl NatsRouter {
                     }
                 }
                 SessionRequest::Credit { .. } => continue,
+                SessionRequest::Unknown => SessionAnswer::Refused {
+                    reason: "a request this relay does not know".to_owned(),
+                },
             };
-            self.publish(reply_to, None, encode(&answer)).await;
+            self.publish_in(speak, reply_to, None, encode(&answer))
+                .await;
         }
         if let Err(error) = subscriber.unsubscribe().await {
             tracing::debug!(%error, "unsubscribing a session's call subject");
@@ -752,6 +853,7 @@ impl NatsRouter {
         mut handle: CallHandle,
         reply: String,
         mut gate: Option<CreditGate>,
+        speak: u32,
     ) {
         let mut output_open = true;
         let mut sent: u64 = 0;
@@ -769,7 +871,7 @@ impl NatsRouter {
                     Some(chunk) => {
                         sent += chunk.data.len() as u64;
                         match chunk.to_frame() {
-                            Ok(frame) => self.send_payload(&reply, frame).await,
+                            Ok(frame) => self.send_payload(speak, &reply, frame).await,
                             Err(error) => tracing::warn!(%error, "output chunk not relayed"),
                         }
                     }
@@ -799,7 +901,7 @@ impl NatsRouter {
             }
             sent += chunk.data.len() as u64;
             match chunk.to_frame() {
-                Ok(frame) => self.send_payload(&reply, frame).await,
+                Ok(frame) => self.send_payload(speak, &reply, frame).await,
                 Err(error) => tracing::warn!(%error, "output chunk not relayed"),
             }
         }
@@ -807,8 +909,14 @@ impl NatsRouter {
             self.credits().remove(&gate.key);
         }
         match outcome {
-            Some(result) => self.send(&reply, &Reply::Result(result)).await,
-            None => self.send(&reply, &Reply::Disconnected).await,
+            Some(result) => {
+                self.send_payload(speak, &reply, encode(&Reply::Result(result)))
+                    .await
+            }
+            None => {
+                self.send_payload(speak, &reply, encode(&Reply::Disconnected))
+                    .await
+            }
         }
     }
 
@@ -841,22 +949,18 @@ impl NatsRouter {
         parts::part_size(self.client.server_info().max_payload)
     }
 
-    /// Publishes a reply whole, or in parts when it is larger than one
-    /// message may be.
-    async fn send(&self, subject: &str, reply: &Reply) {
-        self.send_payload(subject, encode(reply)).await;
-    }
-
-    /// [`Self::send`] for an encoded payload.
-    async fn send_payload(&self, subject: &str, payload: Vec<u8>) {
+    /// Publishes an encoded reply in version `speak`, whole, or in parts
+    /// when it is larger than one message may be.
+    async fn send_payload(&self, speak: u32, subject: &str, payload: Vec<u8>) {
         let size = self.part_size();
         if payload.len() <= size {
-            self.publish(subject.to_owned(), None, payload).await;
+            self.publish_in(speak, subject.to_owned(), None, payload)
+                .await;
             return;
         }
         for part in parts::split(&payload, size) {
             if !self
-                .publish(subject.to_owned(), Some(part.headers), part.payload)
+                .publish_in(speak, subject.to_owned(), Some(part.headers), part.payload)
                 .await
             {
                 // The rest would be refused as out of order anyway.
@@ -865,8 +969,16 @@ impl NatsRouter {
         }
     }
 
-    /// Publishes one message; returns whether NATS took it.
-    async fn publish(&self, subject: String, headers: Option<HeaderMap>, payload: Vec<u8>) -> bool {
+    /// Publishes one message in version `speak`; returns whether NATS
+    /// took it.
+    async fn publish_in(
+        &self,
+        speak: u32,
+        subject: String,
+        headers: Option<HeaderMap>,
+        payload: Vec<u8>,
+    ) -> bool {
+        let headers = version::stamp(headers, speak);
         let publish = async {
             match headers {
                 Some(headers) => {
@@ -891,7 +1003,8 @@ impl NatsRouter {
     }
 
     async fn broadcast(&self, environment_id: &str, control: &Control) {
-        self.publish(self.control_subject(environment_id), None, encode(control))
+        let subject = self.control_subject(environment_id);
+        self.publish_in(self.config.protocol, subject, None, encode(control))
             .await;
         // Control messages must leave now, not with the next batch.
         if tokio::time::timeout(PUBLISH_TIMEOUT, self.client.flush())
@@ -903,13 +1016,27 @@ impl NatsRouter {
     }
 
     /// The environment's session if some relay holds it with a fresh
-    /// lease. A runner that was connected a moment ago is probably moving
-    /// to another relay (drain, or its relay died): wait briefly for it.
-    async fn live_session(&self, environment_id: &str) -> Option<(String, u64, Presence)> {
+    /// lease: a copy kept from an earlier read ([`copies`]), or the
+    /// store's. A runner that was connected a moment ago is probably
+    /// moving to another relay (drain, or its relay died): wait briefly
+    /// for it.
+    async fn live_session(&self, environment_id: &str) -> Option<RemoteSession> {
+        if let Some(session) = self.copies.get(environment_id) {
+            return Some(session);
+        }
+        self.read_session(environment_id).await
+    }
+
+    /// [`Self::live_session`] from the store, keeping a copy.
+    async fn read_session(&self, environment_id: &str) -> Option<RemoteSession> {
         let deadline = tokio::time::Instant::now() + NO_RESPONDERS_RETRY;
         loop {
+            let generation = self.copies.generation();
             match self.lookup(environment_id).await {
-                Lookup::Live(session) => return Some(*session),
+                Lookup::Live(session) => {
+                    self.copies.keep(generation, environment_id, &session);
+                    return Some(session);
+                }
                 Lookup::Gone => return None,
                 Lookup::Moving if tokio::time::Instant::now() + RETRY_DELAY >= deadline => {
                     return None
@@ -936,17 +1063,17 @@ impl NatsRouter {
             };
         let age = self.clock.now() - record.refreshed_at;
         let fresh = age <= LEASE_TTL;
-        let Some(holder) = record.holder else {
+        if record.holder.is_none() {
             return if age <= MOVING_WINDOW {
                 Lookup::Moving
             } else {
                 Lookup::Gone
             };
-        };
+        }
         if !fresh {
             return Lookup::Gone;
         }
-        let Ok(announcement) = serde_json::from_str::<Announcement>(&record.presence) else {
+        let Ok(mut announcement) = serde_json::from_str::<Announcement>(&record.presence) else {
             tracing::warn!(environment_id, "corrupt stored presence");
             return Lookup::Gone;
         };
@@ -954,18 +1081,22 @@ impl NatsRouter {
         if heartbeat.sandbox_capacity.is_none() {
             heartbeat.sandbox_capacity = announcement.sandbox_capacity;
         }
-        let presence = Presence {
-            session_id: announcement.session_id,
-            instance_id: announcement.instance_id,
-            runner_version: announcement.runner_version,
-            host: announcement.host,
-            tools: announcement.tools.into(),
+        let presence = Arc::new(Presence {
+            session_id: announcement.session_id.clone(),
+            instance_id: announcement.instance_id.clone(),
+            runner_version: announcement.runner_version.clone(),
+            host: announcement.host.clone(),
+            tools: std::mem::take(&mut announcement.tools).into(),
             connected_at: from_unix(announcement.connected_at),
             heartbeat,
             epoch: record.epoch,
-            token_hash: announcement.token_hash,
-        };
-        Lookup::Live(Box::new((holder, record.epoch, presence)))
+            token_hash: std::mem::take(&mut announcement.token_hash),
+        });
+        Lookup::Live(RemoteSession {
+            protocol: announcement.relay_protocol,
+            epoch: record.epoch,
+            presence,
+        })
     }
 
     /// Caller side: sends a call to the holder and waits for its answer.
@@ -977,34 +1108,39 @@ impl NatsRouter {
         let deadline = tokio::time::Instant::now() + NO_RESPONDERS_RETRY;
         let not_connected = || RouteError::NotConnected(environment_id.to_owned());
         let disconnected = || RouteError::Disconnected(environment_id.to_owned());
+        // The first try may use a kept copy of the session; a copy found
+        // out of date is forgotten and the store read at once.
+        let mut copied = self.copies.get(environment_id);
         loop {
-            let (_holder, epoch, _presence) = match self.live_session(environment_id).await {
-                Some(session) => session,
+            let from_copy = copied.is_some();
+            let session = match copied.take() {
+                Some(session) => Some(session),
+                None => self.read_session(environment_id).await,
+            };
+            let (epoch, speak) = match session {
+                Some(session) => (session.epoch, session.protocol.min(self.config.protocol)),
                 None => return Err(not_connected()),
             };
             call.epoch = epoch;
-            let inbox = self.client.new_inbox();
-            let subscriber = self
-                .client
-                .subscribe(inbox.clone())
-                .await
-                .map_err(|_| disconnected())?;
+            let inbox = self.replies.inbox();
             let subject = self.call_subject(environment_id, epoch);
             let request = SessionRequest::Call {
                 call: call.clone(),
-                reply: inbox,
+                reply: inbox.subject.clone(),
                 // Only streamed calls send output along the way.
                 window: call.stream.then_some(CREDIT_WINDOW),
             };
-            let retry = match self.ask(&subject, encode(&request)).await {
+            let retry = match self.ask(speak, &subject, encode(&request)).await {
                 Asked::Answer(SessionAnswer::Accepted) => {
                     let call_id = call.call_id;
-                    return Ok(self.follow(environment_id, epoch, call_id, subscriber, None));
+                    let route = Route { epoch, speak };
+                    return Ok(self.follow(environment_id, route, call_id, inbox, None));
                 }
                 Asked::Answer(SessionAnswer::Flowing) => {
                     let call_id = call.call_id;
                     let window = Some(CREDIT_WINDOW);
-                    return Ok(self.follow(environment_id, epoch, call_id, subscriber, window));
+                    let route = Route { epoch, speak };
+                    return Ok(self.follow(environment_id, route, call_id, inbox, window));
                 }
                 // The holder lost the socket: a newer session is coming.
                 Asked::Answer(SessionAnswer::NotConnected) | Asked::NoResponders => true,
@@ -1012,8 +1148,20 @@ impl NatsRouter {
                     tracing::warn!(environment_id, %reason, "the holder refused the call");
                     return Err(disconnected());
                 }
-                Asked::Answer(_) | Asked::Failed => return Err(disconnected()),
+                Asked::Answer(_) | Asked::Failed => {
+                    self.copies.forget(environment_id);
+                    return Err(disconnected());
+                }
             };
+            self.copies.forget(environment_id);
+            if retry && from_copy {
+                tracing::debug!(
+                    environment_id,
+                    epoch,
+                    "the kept session is out of date; reading the store"
+                );
+                continue;
+            }
             if retry && tokio::time::Instant::now() + RETRY_DELAY < deadline {
                 tracing::debug!(environment_id, epoch, "nobody serves the session; retrying");
                 tokio::time::sleep(RETRY_DELAY).await;
@@ -1026,29 +1174,28 @@ impl NatsRouter {
     /// Caller side: sends a session request (whole, or in parts when it is
     /// larger than one message may be) and returns the holder's answer to
     /// its last message.
-    async fn ask(&self, subject: &str, payload: Vec<u8>) -> Asked {
+    async fn ask(&self, speak: u32, subject: &str, payload: Vec<u8>) -> Asked {
         let size = self.part_size();
         if payload.len() <= size {
-            return self.request(subject, None, payload).await;
+            return self
+                .request(subject, version::stamp(None, speak), payload)
+                .await;
         }
         for (index, part) in parts::split(&payload, size).into_iter().enumerate() {
             if index == 0 {
                 // Only a live holder answers: nothing more is sent to nobody.
-                match self
-                    .request(subject, Some(part.headers), part.payload)
-                    .await
-                {
+                let headers = version::stamp(Some(part.headers), speak);
+                match self.request(subject, headers, part.payload).await {
                     Asked::Answer(SessionAnswer::Receiving) => continue,
                     other => return other,
                 }
             }
             if part.last {
-                return self
-                    .request(subject, Some(part.headers), part.payload)
-                    .await;
+                let headers = version::stamp(Some(part.headers), speak);
+                return self.request(subject, headers, part.payload).await;
             }
             if !self
-                .publish(subject.to_owned(), Some(part.headers), part.payload)
+                .publish_in(speak, subject.to_owned(), Some(part.headers), part.payload)
                 .await
             {
                 return Asked::Failed;
@@ -1102,13 +1249,14 @@ impl NatsRouter {
     fn follow(
         &self,
         environment_id: &str,
-        epoch: u64,
+        route: Route,
         call_id: String,
-        mut inbox: Subscriber,
+        mut inbox: Inbox,
         window: Option<u64>,
     ) -> CallHandle {
         let (output_tx, output) = mpsc::channel(OUTPUT_QUEUE);
         let (mut result_tx, result) = oneshot::channel();
+        let Route { epoch, speak } = route;
         let client = self.client.clone();
         let subject = self.call_subject(environment_id, epoch);
         let probe = encode(&SessionRequest::Probe {
@@ -1172,7 +1320,7 @@ impl NatsRouter {
                                         if let Some(grant) = credit.handed(len) {
                                             // At most once; repeated each
                                             // probe tick below.
-                                            let _ = client.publish(subject.clone(), encode(&grant).into()).await;
+                                            publish_to(&client, speak, &subject, encode(&grant)).await;
                                         }
                                     }
                                     if let Err(error) = sent {
@@ -1196,14 +1344,14 @@ impl NatsRouter {
                         // latest, so a lost one cannot leave the holder
                         // waiting until its stall rule cancels the call.
                         if let Some(credit) = credit.as_ref().filter(|_| !reader_stalled) {
-                            let _ = client.publish(subject.clone(), encode(&credit.grant()).into()).await;
+                            publish_to(&client, speak, &subject, encode(&credit.grant())).await;
                         }
                         for transfer in incoming.expire(tokio::time::Instant::now()) {
                             tracing::warn!(%transfer, "a reply in parts stalled; dropped");
                         }
                         let answer = tokio::time::timeout(
                             ACK_TIMEOUT,
-                            client.request(subject.clone(), probe.clone().into()),
+                            client.send_request(subject.clone(), request_in(speak, probe.clone())),
                         )
                         .await;
                         let known = match answer {
@@ -1221,9 +1369,7 @@ impl NatsRouter {
                     }
                 }
             }
-            if let Err(error) = inbox.unsubscribe().await {
-                tracing::debug!(%error, "unsubscribing a call inbox");
-            }
+            drop(inbox);
         };
         tokio::spawn(tracing::Instrument::instrument(task, span));
         CallHandle {
@@ -1231,6 +1377,38 @@ impl NatsRouter {
             output,
             result,
         }
+    }
+}
+
+/// Where a forwarded call went: the holder's session and the version the
+/// caller speaks with it.
+#[derive(Debug, Clone, Copy)]
+struct Route {
+    epoch: u64,
+    speak: u32,
+}
+
+/// A request in version `speak`.
+fn request_in(speak: u32, payload: Vec<u8>) -> async_nats::Request {
+    let request = async_nats::Request::new().payload(payload.into());
+    match version::stamp(None, speak) {
+        Some(headers) => request.headers(headers),
+        None => request,
+    }
+}
+
+/// Publishes a best-effort message (a credit grant) in version `speak`.
+async fn publish_to(client: &Client, speak: u32, subject: &str, payload: Vec<u8>) {
+    let sent = match version::stamp(None, speak) {
+        Some(headers) => {
+            client
+                .publish_with_headers(subject.to_owned(), headers, payload.into())
+                .await
+        }
+        None => client.publish(subject.to_owned(), payload.into()).await,
+    };
+    if let Err(error) = sent {
+        tracing::debug!(%error, %subject, "a credit grant was not published");
     }
 }
 
@@ -1308,6 +1486,7 @@ fn decode_reply(payload: Cow<'_, [u8]>) -> Result<Incoming, String> {
         Reply::Output(output) => Ok(Incoming::Chunk(output.into())),
         Reply::Result(result) => Ok(Incoming::Result(result)),
         Reply::Disconnected => Ok(Incoming::Disconnected),
+        Reply::Unknown => Err("a reply of a newer relay this build does not know".to_owned()),
     }
 }
 
@@ -1334,7 +1513,7 @@ impl CallRouter for NatsRouter {
         }
         self.live_session(environment_id)
             .await
-            .map(|(_, _, presence)| Arc::new(presence))
+            .map(|session| session.presence)
     }
 
     async fn start_call(&self, environment_id: &str, call: Call) -> Result<CallHandle, RouteError> {

@@ -29,6 +29,11 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
     /// (PostgreSQL, which has no `?`).
     const POSITIONAL_PARAMETERS: bool;
 
+    /// [`super::Store::listen_for_changes`].
+    async fn listen_for_changes(
+        pool: &Pool<Self::Db>,
+    ) -> Result<Option<Box<dyn super::changes::ChangeListener>>, StoreError>;
+
     /// Rows a statement changed (sqlx has no trait for it).
     fn rows_affected(done: &<Self::Db as Database>::QueryResult) -> u64;
 

@@ -11,6 +11,7 @@
 //! callers pass the times they got from the [`crate::clock::Clock`].
 
 mod backend;
+pub mod changes;
 mod journal_sql;
 mod postgres;
 mod rows;
@@ -288,9 +289,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Whether the database answers (readiness probe).
     async fn ping(&self) -> Result<(), StoreError>;
     /// Whether other relay processes may change this store (PostgreSQL):
-    /// then nothing read from it may be kept in memory (see
-    /// [`crate::read_cache`]).
+    /// then what is read from it is kept in memory only while its change
+    /// feed is heard (see [`crate::read_cache`]).
     fn shared(&self) -> bool;
+    /// Subscribes to the changes other processes make to the rows the
+    /// read cache copies ([`changes`]); `None` from a store nobody else
+    /// changes.
+    async fn listen_for_changes(
+        &self,
+    ) -> Result<Option<Box<dyn changes::ChangeListener>>, StoreError>;
 
     /// Number of members, to detect a fresh store at first start.
     async fn count_members(&self) -> Result<u64, StoreError>;

@@ -6,11 +6,12 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgArguments, PgPool, PgPoolOptions, PgQueryResult, Postgres};
+use sqlx::postgres::{PgArguments, PgListener, PgPool, PgPoolOptions, PgQueryResult, Postgres};
 use sqlx::query::Query;
 use time::OffsetDateTime;
 
 use super::backend::{Backend, Writer};
+use super::changes::{self, Change, ChangeListener, Heard};
 use super::journal_sql;
 use super::rows::{epoch_to_db, json_text, result_text, state_text};
 use super::sql_store::SqlStore;
@@ -51,6 +52,31 @@ impl PostgresStore {
     }
 }
 
+/// The change feed's listening connection.
+struct PostgresChanges {
+    listener: PgListener,
+}
+
+#[async_trait]
+impl ChangeListener for PostgresChanges {
+    async fn next(&mut self) -> Heard {
+        // `try_recv` answers `None` once when the connection was lost, after
+        // it has connected and listened again: what changed in the gap is
+        // unknown, which the caller must assume is anything.
+        match self.listener.try_recv().await {
+            Ok(Some(notification)) => match Change::parse(notification.payload()) {
+                Some(change) => Heard::Change(change),
+                None => Heard::Unknown,
+            },
+            Ok(None) => Heard::Lost,
+            Err(error) => {
+                tracing::warn!(%error, "the change feed's connection failed");
+                Heard::Failed
+            }
+        }
+    }
+}
+
 /// Sets `last_seen` and `runner` of the environments in `seen`, one
 /// statement for all.
 async fn update_seen<'a>(
@@ -88,6 +114,16 @@ impl Backend for PostgresBackend {
     const SHARED: bool = true;
     const INSERTION_ORDER: &'static str = "seq";
     const POSITIONAL_PARAMETERS: bool = false;
+
+    async fn listen_for_changes(
+        pool: &PgPool,
+    ) -> Result<Option<Box<dyn ChangeListener>>, StoreError> {
+        let mut listener = tokio::time::timeout(CONNECT_TIMEOUT, PgListener::connect_with(pool))
+            .await
+            .map_err(|_elapsed| StoreError::Database(sqlx::Error::PoolTimedOut))??;
+        listener.listen(changes::CHANNEL).await?;
+        Ok(Some(Box::new(PostgresChanges { listener })))
+    }
 
     fn rows_affected(done: &PgQueryResult) -> u64 {
         done.rows_affected()

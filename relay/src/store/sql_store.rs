@@ -166,6 +166,12 @@ where
         B::SHARED
     }
 
+    async fn listen_for_changes(
+        &self,
+    ) -> Result<Option<Box<dyn super::changes::ChangeListener>>, StoreError> {
+        B::listen_for_changes(&self.pool).await
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())

@@ -109,6 +109,13 @@ impl Backend for SqliteBackend {
     const INSERTION_ORDER: &'static str = "rowid";
     const POSITIONAL_PARAMETERS: bool = true;
 
+    async fn listen_for_changes(
+        _pool: &sqlx::SqlitePool,
+    ) -> Result<Option<Box<dyn super::changes::ChangeListener>>, StoreError> {
+        // One relay owns the file: nobody else changes it.
+        Ok(None)
+    }
+
     fn rows_affected(done: &SqliteQueryResult) -> u64 {
         done.rows_affected()
     }

@@ -9,6 +9,9 @@
 //! runs another `runner-relay` build instead of the one cargo built for
 //! these tests (e.g. a release build, for the figures).
 
+mod change_feed;
+mod versions;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
