@@ -642,6 +642,7 @@ async fn welcome(
         state.seen.note(&environment.id, now, runner_info);
     }
     let tier = environment.tier;
+    let install_browser_tools = environment.install_browser_tools;
     Ok(Welcome {
         protocol_version: PROTOCOL_VERSION,
         environment: runner_proto::ws::EnvironmentInfo {
@@ -655,6 +656,7 @@ async fn welcome(
         epoch: 0,
         binary_output: true,
         tier: Some(tier),
+        install_browser_tools,
     })
 }
 
