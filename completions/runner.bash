@@ -888,7 +888,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__doctor)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --sandbox-host --permission-config --workspace --kept-output-max-mb --url --json --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --sandbox-host --permission-config --workspace --kept-output-max-mb --browser-install-command --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -923,6 +923,10 @@ _runner() {
                     return 0
                     ;;
                 --kept-output-max-mb)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --browser-install-command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2652,7 +2656,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__run)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --workspace --permission-config --call-log --max-concurrent-calls --kept-output-max-mb --worker-threads --mcp-config --health-addr --auto-update --call-cgroups --idle-exit-s --max-lifetime-s --relay-proxy --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --workspace --permission-config --call-log --max-concurrent-calls --kept-output-max-mb --worker-threads --mcp-config --browser-install-command --health-addr --auto-update --call-cgroups --idle-exit-s --max-lifetime-s --relay-proxy --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2707,6 +2711,10 @@ _runner() {
                     return 0
                     ;;
                 --mcp-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --browser-install-command)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

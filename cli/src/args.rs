@@ -411,6 +411,14 @@ pub struct RunArgs {
     #[arg(long, env = env_vars::MCP_CONFIG, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
 
+    /// How to install Chromium when the environment asks for browser tools
+    /// and no browser is on PATH: a program and its arguments separated by
+    /// spaces (no quoting; run without a shell, as the runner's user). Beats
+    /// `browser_install_command` in config.yaml. Unset: the package manager
+    /// on PATH (apt-get, dnf, apk, zypper, pacman), as root only.
+    #[arg(long, env = env_vars::BROWSER_INSTALL_COMMAND, value_name = "COMMAND")]
+    pub browser_install_command: Option<String>,
+
     /// Serve /healthz (200 when connected, 503 otherwise), /status.json
     /// and /metrics (Prometheus) on this address, e.g. 127.0.0.1:9464, for
     /// load balancers, watchdogs and monitoring. `runner status --local`
@@ -502,6 +510,10 @@ pub struct DoctorArgs {
           default_value_t = crate::exec::kept::DEFAULT_OUTPUT_CAP_MB,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub kept_output_max_mb: u64,
+    /// The install command `runner run` would use for Chromium (as its
+    /// `--browser-install-command`), to say whether it can install one.
+    #[arg(long, env = env_vars::BROWSER_INSTALL_COMMAND, value_name = "COMMAND")]
+    pub browser_install_command: Option<String>,
     #[command(flatten)]
     pub api: ApiArgs,
 }

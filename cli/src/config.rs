@@ -83,6 +83,11 @@ pub struct ConfigFile {
     pub registration: Option<Registration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login: Option<Login>,
+    /// How `runner run` installs Chromium when the environment asks for
+    /// browser tools: a program and its arguments, run without a shell
+    /// (docs/tools.md). `--browser-install-command` and its variable win.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_install_command: Option<Vec<String>>,
 }
 
 impl ConfigFile {
@@ -189,6 +194,7 @@ mod tests {
                 token_location: SecretLocation::File,
             }),
             login: None,
+            browser_install_command: Some(vec!["/opt/get-chromium".into(), "--yes".into()]),
         };
         config.save(&dirs).expect("save");
         assert_eq!(ConfigFile::load(&dirs).expect("load"), config);

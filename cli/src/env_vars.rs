@@ -24,6 +24,7 @@ pub const KEPT_OUTPUT_MAX_MB: &str = "RUNNER_KEPT_OUTPUT_MAX_MB";
 pub const WORKER_THREADS: &str = "RUNNER_WORKER_THREADS";
 pub const CALL_LOG: &str = "RUNNER_CALL_LOG";
 pub const MCP_CONFIG: &str = "RUNNER_MCP_CONFIG";
+pub const BROWSER_INSTALL_COMMAND: &str = "RUNNER_BROWSER_INSTALL_COMMAND";
 pub const LOG_FORMAT: &str = "RUNNER_LOG_FORMAT";
 pub const LOG: &str = "RUNNER_LOG";
 pub const CA_FILE: &str = "RUNNER_CA_FILE";

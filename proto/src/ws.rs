@@ -50,10 +50,16 @@ pub enum RelayMessage {
         /// Which call to stop.
         call_id: String,
     },
-    /// The environment's policy changed; replaces the one from `welcome`.
+    /// The environment's policy or settings changed; replaces the ones
+    /// from `welcome`.
     Policy {
         /// The new policy.
         policy: Policy,
+        /// The environment's [`Welcome::install_browser_tools`] now.
+        /// `None` from relays that do not say: the runner keeps what it
+        /// was told last.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        install_browser_tools: Option<bool>,
     },
     /// The relay is draining (shutdown or rolling restart): reconnect at
     /// once, without backoff, through the load-balanced URL. Calls already
@@ -147,6 +153,11 @@ pub struct Welcome {
     /// path", which fails closed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<crate::api::Tier>,
+    /// The environment asks for browser tools: a runner without a browser
+    /// installs Chromium where it can, then announces `browser`. False
+    /// from relays that do not say.
+    #[serde(default)]
+    pub install_browser_tools: bool,
 }
 
 /// Identity of an environment as the runner sees it.
@@ -582,6 +593,56 @@ mod tests {
         }))
         .expect("welcome with a tier decodes");
         assert_eq!(development.tier, Some(crate::api::Tier::Development));
+        assert!(
+            !development.install_browser_tools,
+            "a relay that does not say"
+        );
+    }
+
+    #[test]
+    fn golden_policy_frame_with_and_without_the_browser_flag() {
+        let policy = Policy {
+            tools: ToolAccess::All,
+            file_paths: vec![],
+            approval_required: vec![],
+        };
+        let pushed = RelayMessage::Policy {
+            policy: policy.clone(),
+            install_browser_tools: Some(true),
+        };
+        assert_eq!(
+            serde_json::to_value(&pushed).ok(),
+            Some(json!({
+                "type": "policy",
+                "policy": {"tools": {"mode": "all"}, "file_paths": [], "approval_required": []},
+                "install_browser_tools": true
+            }))
+        );
+        let from_an_older_relay: RelayMessage =
+            serde_json::from_value(json!({"type": "policy", "policy": {"tools": {"mode": "all"}}}))
+                .expect("a policy frame without the flag decodes");
+        assert_eq!(
+            from_an_older_relay,
+            RelayMessage::Policy {
+                policy: policy.clone(),
+                install_browser_tools: None
+            }
+        );
+        // A runner built before the flag reads the frame as it always did.
+        #[derive(Debug, PartialEq, Deserialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum OlderRelayMessage {
+            Policy {
+                policy: Policy,
+            },
+            #[serde(other)]
+            Unknown,
+        }
+        let text = serde_json::to_string(&pushed).expect("serialises");
+        assert_eq!(
+            serde_json::from_str::<OlderRelayMessage>(&text).ok(),
+            Some(OlderRelayMessage::Policy { policy })
+        );
     }
 
     #[test]

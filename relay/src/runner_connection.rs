@@ -649,6 +649,7 @@ async fn welcome(
         state.seen.note(&environment.id, now, runner_info);
     }
     let tier = environment.tier;
+    let install_browser_tools = environment.install_browser_tools;
     Ok(Welcome {
         protocol_version: PROTOCOL_VERSION,
         environment: runner_proto::ws::EnvironmentInfo {
@@ -662,6 +663,7 @@ async fn welcome(
         epoch: 0,
         binary_output: true,
         tier: Some(tier),
+        install_browser_tools,
     })
 }
 

@@ -28,6 +28,7 @@ use super::health::Health;
 use super::metrics::Outcome;
 use crate::gate::{self, Boundary};
 use crate::secret::Secret;
+use crate::tools::browser::install::Installer;
 use crate::tools::{self, CallScope, Outbound, OutboundQueue, Queued, ToolContext, Toolbox};
 
 /// Time to open the socket (TCP, TLS, upgrade).
@@ -70,6 +71,9 @@ pub struct SessionConfig {
     pub health: Arc<Health>,
     /// Self-update on the relay's word (`None`: off).
     pub auto_update: Option<Arc<AutoUpdate>>,
+    /// Installs Chromium on the relay's word (`None`: a runner that never
+    /// does, such as a sandbox host).
+    pub browser_install: Option<Arc<Installer>>,
 }
 
 /// How a session ended.
@@ -239,6 +243,9 @@ pub async fn run(
     if let Some(auto_update) = &config.auto_update {
         auto_update.welcomed();
     }
+    if let Some(installer) = &config.browser_install {
+        installer.want(welcome.install_browser_tools);
+    }
     super::notify::notify(&format!(
         "READY=1\nSTATUS=connected to {} as environment {}",
         config.url, welcome.environment.id
@@ -282,8 +289,11 @@ pub async fn run(
                         },
                         Ok(RelayMessage::GoAway { reason }) => break SessionEnd::GoAway { reason },
                         Ok(RelayMessage::Cancel { call_id }) => calls.cancel(&call_id),
-                        Ok(RelayMessage::Policy { policy }) => {
+                        Ok(RelayMessage::Policy { policy, install_browser_tools }) => {
                             tracing::info!("policy updated by the relay");
+                            if let (Some(installer), Some(on)) = (&config.browser_install, install_browser_tools) {
+                                installer.want(on);
+                            }
                             // The tier is the welcome's: a tier change reaches
                             // this runner at its next connection.
                             context.boundary = context.boundary.with_allowed(gate::file_paths(&policy, welcome.tier));

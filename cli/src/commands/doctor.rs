@@ -17,6 +17,7 @@ use crate::args::DoctorArgs;
 use crate::config::{ConfigFile, Dirs};
 use crate::credentials::{self, SecretKind};
 use crate::secret::Secret;
+use crate::tools::browser::install;
 use crate::{client, env_vars, exit, output, tls, tools};
 
 /// Time each network probe gets.
@@ -45,6 +46,28 @@ pub struct Check {
     /// On the `tls` check: the certificate that actually arrived.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub certificate: Option<SeenCertificate>,
+    /// On the `browser` check: what the runner was told and did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub browser: Option<BrowserFacts>,
+}
+
+/// The browser tools of this machine: the browser found, the
+/// environment's wish as the runner last heard it, and the install.
+#[derive(Debug, Clone, Serialize)]
+pub struct BrowserFacts {
+    /// The browser on PATH, if any.
+    pub binary: Option<String>,
+    /// The environment's `install_browser_tools` as the runner last heard
+    /// it; `None` when it never did (not connected since).
+    pub wanted: Option<bool>,
+    /// How the runner would install Chromium here, by doctor's reading
+    /// (this process's PATH, user and `--browser-install-command`).
+    pub plan: Option<String>,
+    /// Why it could not: the runner's last verdict, or doctor's reading
+    /// when the runner never tried.
+    pub blocked: Option<install::Blocked>,
+    /// The runner's last install, of this start or an earlier one.
+    pub last_attempt: Option<install::Attempt>,
 }
 
 /// The leaf certificate the relay's address presented to this machine, over
@@ -97,6 +120,7 @@ impl Doctor {
             detail: detail.into(),
             fix,
             certificate: None,
+            browser: None,
         });
     }
     fn ok(&mut self, name: &'static str, group: &'static str, detail: impl Into<String>) {
@@ -618,6 +642,14 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
     }
     let names: Vec<String> = tools::catalogue().into_iter().map(|t| t.name).collect();
     doctor.ok("tools", machine, names.join(", "));
+    let install_command = match &config {
+        Ok(config) => {
+            super::run::browser_install_command(args.browser_install_command.as_deref(), config)
+                .map_err(|error| format!("{error:#}"))
+        }
+        Err(_) => Ok(None),
+    };
+    browser_check(&mut doctor, machine, &dirs.state, install_command);
     if args.sandbox_host {
         sandbox_host_checks(&mut doctor);
     }
@@ -642,6 +674,131 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
         ok: !doctor.failed(),
         summary,
         checks: doctor.checks,
+    }
+}
+
+/// Whether the environment's browser tools are there, and when they are
+/// wanted but missing, why the runner cannot install them.
+fn browser_check(
+    doctor: &mut Doctor,
+    group: &'static str,
+    state_dir: &std::path::Path,
+    install_command: Result<Option<install::InstallCommand>, String>,
+) {
+    let binary = tools::toolbox::find_browser();
+    let record = install::Record::load(state_dir);
+    let plan_here = install_command
+        .as_ref()
+        .map(|command| install::plan_here(command.as_ref()));
+    let facts = BrowserFacts {
+        binary: binary.as_ref().map(|path| path.display().to_string()),
+        wanted: record.as_ref().map(|record| record.wanted),
+        plan: match &plan_here {
+            Ok(Ok(plan)) => Some(plan.describe()),
+            _ => None,
+        },
+        // The runner's verdict is its latest word (it clears it when it
+        // tries); doctor's own reading stands in when it never tried.
+        blocked: match (&record, &plan_here) {
+            (Some(record), _) if record.blocked.is_some() || record.attempt.is_some() => {
+                record.blocked.clone()
+            }
+            (_, Ok(Err(blocked))) => Some(blocked.clone()),
+            _ => None,
+        },
+        last_attempt: record.as_ref().and_then(|record| record.attempt.clone()),
+    };
+    let (outcome, detail, fix) = browser_verdict(&facts, install_command.as_ref().err());
+    doctor.add("browser", group, outcome, detail, fix);
+    if let Some(check) = doctor.checks.last_mut() {
+        check.browser = Some(facts);
+    }
+}
+
+/// What the `browser` check says of `facts`; `bad_command` is a
+/// `--browser-install-command` that `runner run` would refuse.
+fn browser_verdict(
+    facts: &BrowserFacts,
+    bad_command: Option<&String>,
+) -> (Outcome, String, Option<String>) {
+    let wish = match facts.wanted {
+        Some(true) => "the environment asks for browser tools",
+        Some(false) => "the environment does not ask for browser tools (install_browser_tools off)",
+        None => "the runner has not heard the environment's browser setting (not connected since)",
+    };
+    if let Some(error) = bad_command {
+        return (
+            Outcome::Fail,
+            error.clone(),
+            Some("fix --browser-install-command / RUNNER_BROWSER_INSTALL_COMMAND / browser_install_command: `runner run` refuses to start with it".to_owned()),
+        );
+    }
+    if let Some(binary) = &facts.binary {
+        return (Outcome::Ok, format!("{binary} ({wish})"), None);
+    }
+    if facts.wanted != Some(true) {
+        let could = match (&facts.plan, &facts.blocked) {
+            (Some(plan), _) => format!("; if asked, the runner installs Chromium with `{plan}`"),
+            (None, Some(blocked)) => {
+                format!("; if asked, it could not install Chromium: {blocked}")
+            }
+            (None, None) => String::new(),
+        };
+        return (
+            Outcome::Ok,
+            format!("no browser on PATH: {wish}{could}"),
+            None,
+        );
+    }
+    if let Some(blocked) = &facts.blocked {
+        let fix = match blocked {
+            install::Blocked::NotRoot { manager } => format!(
+                "install Chromium yourself (`sudo {manager} install {}`), run the runner as root (a container), or set --browser-install-command",
+                install::PACKAGE
+            ),
+            install::Blocked::NoPackageManager => "install a browser yourself (chromium, google-chrome), or set --browser-install-command".to_owned(),
+        };
+        return (
+            Outcome::Warn,
+            format!("{wish}, but Chromium cannot be installed here: {blocked}"),
+            Some(fix),
+        );
+    }
+    let Some(attempt) = &facts.last_attempt else {
+        let how = facts
+            .plan
+            .as_deref()
+            .map(|plan| format!(" with `{plan}`"))
+            .unwrap_or_default();
+        return (
+            Outcome::Ok,
+            format!("no browser on PATH yet: {wish}; the runner installs Chromium{how}"),
+            None,
+        );
+    };
+    let command = &attempt.command;
+    let started = ago(attempt.started_at_unix);
+    match &attempt.outcome {
+        install::Outcome::Running => (
+            Outcome::Ok,
+            format!("{wish}: installing Chromium, started {started} (`{command}`)"),
+            None,
+        ),
+        install::Outcome::Succeeded => (
+            Outcome::Warn,
+            format!("{wish}; the last install (`{command}`) succeeded, but no browser is on PATH"),
+            Some(format!(
+                "make the install put {} on the runner's PATH",
+                tools::toolbox::BROWSER_NAMES.join(" or ")
+            )),
+        ),
+        failed => (
+            Outcome::Warn,
+            format!(
+                "{wish}, but Chromium could not be installed: the last attempt (`{command}`, {started}) {failed}"
+            ),
+            Some("the runner's log has the install's output; turn browser tools off and on for the environment (or restart the runner) to try again".to_owned()),
+        ),
     }
 }
 
@@ -1146,6 +1303,49 @@ mod tests {
             784_111_777
         );
         assert!(httpdate_to_system("yesterday").is_none());
+    }
+
+    #[test]
+    fn the_browser_check_puts_the_runners_verdict_before_its_last_attempt() {
+        let failed = install::Attempt {
+            command: "/usr/bin/apt-get install -y chromium".to_owned(),
+            source: install::Source::PackageManager {
+                name: "apt-get".to_owned(),
+            },
+            started_at_unix: 0,
+            outcome: install::Outcome::Failed { exit_code: 100 },
+        };
+        let mut facts = BrowserFacts {
+            binary: None,
+            wanted: Some(true),
+            plan: None,
+            blocked: Some(install::Blocked::NotRoot {
+                manager: "apt-get".to_owned(),
+            }),
+            last_attempt: Some(failed),
+        };
+        let (outcome, detail, fix) = browser_verdict(&facts, None);
+        assert_eq!(outcome, Outcome::Warn);
+        assert!(detail.contains("not root: apt-get"), "{detail}");
+        assert!(fix
+            .unwrap_or_default()
+            .contains("sudo apt-get install chromium"));
+        facts.blocked = None;
+        let (_, detail, _) = browser_verdict(&facts, None);
+        assert!(detail.contains("failed with exit code 100"), "{detail}");
+        facts.wanted = Some(false);
+        let (outcome, detail, _) = browser_verdict(&facts, None);
+        assert_eq!(outcome, Outcome::Ok, "not asked for: nothing to warn of");
+        assert!(detail.contains("install_browser_tools off"), "{detail}");
+        facts.binary = Some("/usr/bin/chromium".to_owned());
+        let (_, detail, _) = browser_verdict(
+            &facts,
+            Some(&"the browser install command is empty".to_owned()),
+        );
+        assert!(
+            detail.contains("empty"),
+            "a refused command comes first: {detail}"
+        );
     }
 
     #[test]

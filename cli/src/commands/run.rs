@@ -19,12 +19,17 @@ use crate::exit::{self, ExitError};
 use crate::gate::Boundary;
 use crate::secret::Secret;
 use crate::tools;
+use crate::tools::browser::install::{InstallCommand, Installer};
 use crate::update;
 
 pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
     // Before any secret is read: nothing a tool runs can read it back.
     agent::process_secrecy::hide_from_tools();
     let (url, token_source) = connection_settings(dirs, args.url.as_deref())?;
+    let install_command = browser_install_command(
+        args.browser_install_command.as_deref(),
+        &ConfigFile::load(dirs)?,
+    )?;
     if let Some(proxy) = &args.relay_proxy {
         let proxy = agent::dial::parse_proxy(proxy).ok_or_else(|| {
             ExitError::new(
@@ -126,6 +131,7 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
             })?;
     }
     let (auto_update, probation) = self_update(dirs, &args, &url, &health);
+    let browser_install = Installer::start(dirs.state.clone(), install_command);
     let session = SessionConfig {
         url,
         token,
@@ -141,6 +147,7 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
         },
         health,
         auto_update,
+        browser_install: Some(Arc::new(browser_install)),
     };
     if args.call_cgroups && cfg!(target_os = "linux") {
         // Beside the connection, not before it: the probe starts a process.
@@ -257,6 +264,29 @@ pub(crate) fn connection_settings(dirs: &Dirs, url: Option<&str>) -> Result<(Str
         client::normalise_base_url(url)?,
         TokenSource::Stored(registration.token_location),
     ))
+}
+
+/// `--browser-install-command` / RUNNER_BROWSER_INSTALL_COMMAND (a line
+/// of words), else the config file's `browser_install_command` (a list).
+/// Set but blank: the runner refuses to start.
+pub(crate) fn browser_install_command(
+    flag: Option<&str>,
+    config: &ConfigFile,
+) -> Result<Option<InstallCommand>> {
+    let refuse = |error: String| {
+        ExitError::new(exit::CONFIG, format!("refusing to start: {error}")).with_hint(
+            "give the program and its arguments, or unset --browser-install-command / RUNNER_BROWSER_INSTALL_COMMAND / browser_install_command",
+        )
+    };
+    match (flag, &config.browser_install_command) {
+        (Some(line), _) => InstallCommand::parse_line(line)
+            .map(Some)
+            .map_err(|error| refuse(error).into()),
+        (None, Some(argv)) => InstallCommand::from_argv(argv.clone())
+            .map(Some)
+            .map_err(|error| refuse(format!("config file: {error}")).into()),
+        (None, None) => Ok(None),
+    }
 }
 
 pub fn hostname() -> String {

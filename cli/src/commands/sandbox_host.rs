@@ -118,6 +118,7 @@ pub async fn run(dirs: &Dirs, args: SandboxHostArgs) -> Result<()> {
         isolation: crate::exec::Isolation::ProcessGroup,
         health,
         auto_update: None,
+        browser_install: None,
     };
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));

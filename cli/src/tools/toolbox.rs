@@ -148,6 +148,11 @@ impl Toolbox {
     }
 }
 
+/// The first browser of [`BROWSER_NAMES`] on PATH now.
+pub fn find_browser() -> Option<PathBuf> {
+    BROWSER_NAMES.iter().find_map(|name| find_on_path(name))
+}
+
 /// Every tool binary on PATH now.
 fn discover() -> BTreeMap<String, PathBuf> {
     let mut found = BTreeMap::new();
@@ -156,7 +161,7 @@ fn discover() -> BTreeMap<String, PathBuf> {
             found.insert(name.to_owned(), path);
         }
     }
-    if let Some(path) = BROWSER_NAMES.iter().find_map(|name| find_on_path(name)) {
+    if let Some(path) = find_browser() {
         found.insert("browser".to_owned(), path);
     }
     if let Some(path) = find_on_path("claude") {

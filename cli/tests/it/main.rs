@@ -6,6 +6,7 @@ mod support;
 mod approvals;
 mod autoupdate;
 mod backlog;
+mod browser_install;
 mod cli;
 mod console;
 mod dev_mode;

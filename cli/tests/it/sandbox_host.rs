@@ -851,6 +851,7 @@ async fn the_host_announces_its_two_tools_and_its_capacity_in_hello_and_heartbea
         epoch: 1,
         binary_output: true,
         tier: None,
+        install_browser_tools: false,
     });
     socket
         .send(Message::Text(

@@ -175,6 +175,9 @@ pub async fn update(
     if let Some(tier) = request.tier {
         environment.tier = tier;
     }
+    let browser_tools_changed = request
+        .install_browser_tools
+        .is_some_and(|install| install != environment.install_browser_tools);
     if let Some(install) = request.install_browser_tools {
         environment.install_browser_tools = install;
     }
@@ -195,12 +198,17 @@ pub async fn update(
         entry(&state, &origin, &caller, AuditAction::EnvironmentUpdate)
             .environment(&environment.id),
     );
-    if policy_changed {
+    if policy_changed || browser_tools_changed {
         // Restrictions apply at once anyway (every call is checked here);
-        // pushing lets a connected runner pick up newly allowed tools too.
+        // pushing lets a connected runner pick up newly allowed tools too,
+        // and start installing a browser when asked to.
         state
             .router
-            .push_policy(&environment.id, environment.policy.clone())
+            .push_policy(
+                &environment.id,
+                environment.policy.clone(),
+                Some(environment.install_browser_tools),
+            )
             .await;
     }
     state.seen.apply(&mut environment);

@@ -685,8 +685,15 @@ impl CallRouter for JournaledRouter {
         self.inner.disconnect(environment_id, code, reason).await
     }
 
-    async fn push_policy(&self, environment_id: &str, policy: Policy) -> bool {
-        self.inner.push_policy(environment_id, policy).await
+    async fn push_policy(
+        &self,
+        environment_id: &str,
+        policy: Policy,
+        install_browser_tools: Option<bool>,
+    ) -> bool {
+        self.inner
+            .push_policy(environment_id, policy, install_browser_tools)
+            .await
     }
 }
 

@@ -486,14 +486,25 @@ impl CallRouter for LocalRouter {
         }
     }
 
-    async fn push_policy(&self, environment_id: &str, policy: Policy) -> bool {
+    async fn push_policy(
+        &self,
+        environment_id: &str,
+        policy: Policy,
+        install_browser_tools: Option<bool>,
+    ) -> bool {
         let outbound = self
             .runners()
             .get(environment_id)
             .map(|live| live.outbound.clone());
         match outbound {
             Some(outbound) => outbound
-                .send_timeout(Box::new(RelayMessage::Policy { policy }), ENQUEUE_TIMEOUT)
+                .send_timeout(
+                    Box::new(RelayMessage::Policy {
+                        policy,
+                        install_browser_tools,
+                    }),
+                    ENQUEUE_TIMEOUT,
+                )
                 .await
                 .is_ok(),
             None => false,

@@ -145,7 +145,13 @@ pub trait CallRouter: Send + Sync + std::fmt::Debug {
     /// Closes the environment's runner connection with this close code and
     /// reason. Calls in flight fail at once. Returns whether one was open.
     async fn disconnect(&self, environment_id: &str, code: u16, reason: &str) -> bool;
-    /// Sends a new policy to the connected runner. Returns whether one was
-    /// connected.
-    async fn push_policy(&self, environment_id: &str, policy: Policy) -> bool;
+    /// Sends a new policy, and the environment's browser tools setting
+    /// (`None`: not known, from an older relay of the cluster), to the
+    /// connected runner. Returns whether one was connected.
+    async fn push_policy(
+        &self,
+        environment_id: &str,
+        policy: Policy,
+        install_browser_tools: Option<bool>,
+    ) -> bool;
 }

@@ -218,6 +218,9 @@ enum Control {
     },
     Policy {
         policy: Policy,
+        /// Absent from relays older than the setting.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        install_browser_tools: Option<bool>,
     },
     Cancel {
         call_id: String,
@@ -551,8 +554,13 @@ impl NatsRouter {
                         tracing::info!(environment_id, code, %reason, "runner disconnected at another relay's request");
                     }
                 }
-                Control::Policy { policy } => {
-                    self.local.push_policy(environment_id, policy).await;
+                Control::Policy {
+                    policy,
+                    install_browser_tools,
+                } => {
+                    self.local
+                        .push_policy(environment_id, policy, install_browser_tools)
+                        .await;
                 }
                 Control::Cancel { call_id } => {
                     if self.local.has_call(environment_id, &call_id) {
@@ -1555,12 +1563,26 @@ impl CallRouter for NatsRouter {
         here || remote
     }
 
-    async fn push_policy(&self, environment_id: &str, policy: Policy) -> bool {
+    async fn push_policy(
+        &self,
+        environment_id: &str,
+        policy: Policy,
+        install_browser_tools: Option<bool>,
+    ) -> bool {
         let remote = matches!(self.lookup(environment_id).await, Lookup::Live(_));
-        let here = self.local.push_policy(environment_id, policy.clone()).await;
+        let here = self
+            .local
+            .push_policy(environment_id, policy.clone(), install_browser_tools)
+            .await;
         if !here {
-            self.broadcast(environment_id, &Control::Policy { policy })
-                .await;
+            self.broadcast(
+                environment_id,
+                &Control::Policy {
+                    policy,
+                    install_browser_tools,
+                },
+            )
+            .await;
         }
         here || remote
     }

@@ -759,7 +759,7 @@ async fn revoking_through_one_relay_disconnects_the_runner_on_another_at_once() 
     assert_eq!(status, StatusCode::OK, "{body}");
     let pushed = tokio::time::timeout(DEADLINE, async {
         loop {
-            if let RelayMessage::Policy { policy } = runner.next_frame().await {
+            if let RelayMessage::Policy { policy, .. } = runner.next_frame().await {
                 return policy;
             }
         }
@@ -770,6 +770,30 @@ async fn revoking_through_one_relay_disconnects_the_runner_on_another_at_once() 
         serde_json::to_value(&pushed.tools).expect("json"),
         json!({"mode": "list", "tools": ["echo"]})
     );
+    // So does the browser tools setting, through another relay again.
+    let (status, body) = cluster
+        .request(
+            reqwest::Method::PATCH,
+            &format!("{}/execution-environments/{env}", cluster.url(2)),
+            Some(json!({"install_browser_tools": true})),
+        )
+        .await
+        .expect("patch");
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let install = tokio::time::timeout(DEADLINE, async {
+        loop {
+            if let RelayMessage::Policy {
+                install_browser_tools,
+                ..
+            } = runner.next_frame().await
+            {
+                return install_browser_tools;
+            }
+        }
+    })
+    .await
+    .expect("setting pushed");
+    assert_eq!(install, Some(true));
 
     // Deleting through C closes the runner on B with DELETED.
     let (status, _) = cluster

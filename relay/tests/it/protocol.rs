@@ -289,13 +289,53 @@ async fn policy_changes_are_pushed_to_the_runner() {
         .await;
     assert_eq!(status, StatusCode::OK);
     match runner.next_frame().await {
-        RelayMessage::Policy { policy } => assert_eq!(
+        RelayMessage::Policy { policy, .. } => assert_eq!(
             policy.tools,
             runner_proto::ws::ToolAccess::List {
                 tools: vec!["git".into()]
             }
         ),
         other => panic!("expected policy, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_browser_tools_setting_is_in_welcome_and_pushed_when_it_changes() {
+    let relay = spawn_relay().await;
+    let id = relay
+        .create_env(
+            json!({"name": "browsing", "tier": "development", "install_browser_tools": true}),
+        )
+        .await;
+    let token = relay.token(&id).await;
+    let mut runner = FakeRunner::connect(&relay, &token, hello("h", "i1", &[])).await;
+    assert!(runner.welcome.install_browser_tools, "{:?}", runner.welcome);
+    let path = format!("/execution-environments/{id}");
+    let patch = |body: serde_json::Value| {
+        relay.request(
+            reqwest::Method::PATCH,
+            &path,
+            Some(&relay.admin_key),
+            Some(body),
+        )
+    };
+    // Unchanged: nothing to push. The change after it is the next frame.
+    let (status, _) = patch(json!({"install_browser_tools": true})).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = patch(json!({"install_browser_tools": false})).await;
+    assert_eq!(status, StatusCode::OK);
+    loop {
+        match runner.next_frame().await {
+            RelayMessage::HeartbeatAck(_) => continue,
+            RelayMessage::Policy {
+                install_browser_tools,
+                ..
+            } => {
+                assert_eq!(install_browser_tools, Some(false));
+                break;
+            }
+            other => panic!("expected policy, got {other:?}"),
+        }
     }
 }
 

@@ -430,6 +430,7 @@ fn placeholder_welcome() -> Welcome {
         epoch: 0,
         binary_output: false,
         tier: None,
+        install_browser_tools: false,
     }
 }
 

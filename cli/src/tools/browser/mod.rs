@@ -27,6 +27,7 @@
 //! new one; `{"action": "close"}` stops it. The DevTools URL is read from
 //! Chromium's stderr (`--remote-debugging-port=0` picks a free port).
 
+pub mod install;
 pub mod session;
 
 use runner_proto::tools;
