@@ -945,7 +945,7 @@ _runner__relay() {
             return 0
             ;;
         runner__subcmd__relay__subcmd__serve)
-            opts="-h -V --listen --data-dir --database-url --nats-url --nats-subject-prefix --instance-id --relay-protocol --drain-grace --stream-keep-alive --output-stall-timeout --session-idle-timeout --approval-ttl --approval-webhook --approval-webhook-secret-file --public-url --max-handshakes --releases-dir --tls-cert --tls-key --no-audit --audit-arguments --audit-retention-days --journal-result-max-kb --journal-max-mb --metrics-addr --metrics-addr-public --metrics-token-file --no-metrics --no-mcp --mcp-max-environments --mcp-allowed-host --mcp-allowed-origin --mcp-no-fast-path --no-console --console-docker-image --log-format --access-log --worker-threads --help --version"
+            opts="-h -V --listen --data-dir --database-url --nats-url --nats-subject-prefix --instance-id --relay-protocol --drain-grace --heartbeat-interval --stream-keep-alive --output-stall-timeout --session-idle-timeout --approval-ttl --approval-webhook --approval-webhook-secret-file --public-url --max-handshakes --releases-dir --tls-cert --tls-key --no-audit --audit-arguments --audit-retention-days --journal-result-max-kb --journal-max-mb --metrics-addr --metrics-addr-public --metrics-token-file --no-metrics --no-mcp --mcp-max-environments --mcp-allowed-host --mcp-allowed-origin --mcp-no-fast-path --no-console --console-docker-image --log-format --access-log --worker-threads --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -980,6 +980,10 @@ _runner__relay() {
                     return 0
                     ;;
                 --drain-grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --heartbeat-interval)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -171,6 +171,12 @@ pub struct ServeArgs {
     /// sends its runners elsewhere.
     #[arg(long, env = ENV_DRAIN_GRACE, default_value_t = 8, value_name = "SECONDS")]
     pub drain_grace: u64,
+    /// Seconds between a runner's heartbeats (asked in `welcome`); a runner
+    /// silent for six of them is dropped and its calls fail. Hidden: for
+    /// tests of a stopped runner, which would otherwise wait 90 s.
+    #[arg(long, hide = true, default_value_t = crate::state::DEFAULT_HEARTBEAT_INTERVAL_S,
+          value_parser = clap::value_parser!(u64).range(1..=300), value_name = "SECONDS")]
+    pub heartbeat_interval: u64,
     /// Seconds of silence after which a streamed call's body carries a
     /// keep-alive frame (SSE: a comment line), so proxies in front of the
     /// relay keep the connection. Keep it under their idle timeout.

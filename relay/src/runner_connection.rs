@@ -43,10 +43,12 @@ use crate::status::Degraded;
 /// waiting for that slot gives up ([`crate::admission::ADMISSION_WAIT`]).
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
 const _: () = assert!(HELLO_TIMEOUT.as_secs() < crate::admission::ADMISSION_WAIT.as_secs());
-/// Heartbeat interval the relay asks for in `welcome`.
-pub const HEARTBEAT_INTERVAL_S: u64 = 15;
-/// A connection silent for this long (six missed heartbeats) is dropped.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Heartbeats a runner may miss before its connection is dropped: the
+/// relay sends no WebSocket pings, so a runner that is stopped (SIGSTOP,
+/// a frozen VM) with its socket still open is noticed only by its silence.
+/// At the default interval ([`crate::state::DEFAULT_HEARTBEAT_INTERVAL_S`]):
+/// 90 s.
+pub const MISSED_HEARTBEATS: u32 = 6;
 /// How long one frame may take to write before the runner counts as gone.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bound on the store writes of the handshake and of the session's end.
@@ -154,7 +156,8 @@ async fn session(
     let environment_id = id_only(environment);
     let environment_id = environment_id.as_str();
     let mut token_touched_at = state.clock.now();
-    let mut idle_deadline = tokio::time::Instant::now() + IDLE_TIMEOUT;
+    let idle_timeout = Duration::from_secs(state.heartbeat_interval_s) * MISSED_HEARTBEATS;
+    let mut idle_deadline = tokio::time::Instant::now() + idle_timeout;
     let mut draining = false;
     let mut drain_deadline = tokio::time::Instant::now();
     // Calls written to this session and not answered on it: they fail in
@@ -229,7 +232,7 @@ async fn session(
                 break Ending::Drop;
             }
             incoming = stream.next() => {
-                idle_deadline = tokio::time::Instant::now() + IDLE_TIMEOUT;
+                idle_deadline = tokio::time::Instant::now() + idle_timeout;
                 let message = match incoming {
                     None => break Ending::Drop,
                     Some(Err(error)) => break read_error(&error),
@@ -658,7 +661,7 @@ async fn welcome(
             tags: environment.tags,
         },
         policy: environment.policy,
-        heartbeat_interval_s: HEARTBEAT_INTERVAL_S,
+        heartbeat_interval_s: state.heartbeat_interval_s,
         session_id: session_id.to_owned(),
         epoch: 0,
         binary_output: true,

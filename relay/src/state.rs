@@ -136,6 +136,9 @@ impl Default for McpSettings {
 /// Default time a draining relay gives calls in flight on its sockets
 /// before it tells their runners to go elsewhere anyway.
 pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(8);
+/// Default heartbeat interval the relay asks runners for in `welcome`
+/// (`serve --heartbeat-interval`).
+pub const DEFAULT_HEARTBEAT_INTERVAL_S: u64 = 15;
 /// Default bound on runner handshakes in progress (`serve
 /// --max-handshakes`): enough to keep both cores busy with handshakes,
 /// few enough that each finishes long before the runner's timeouts.
@@ -166,6 +169,9 @@ pub struct AppState {
     pub relay_id: Arc<str>,
     /// How long a draining relay waits for calls in flight on its sockets.
     pub drain_grace: Duration,
+    /// Seconds between a runner's heartbeats (`serve --heartbeat-interval`);
+    /// six missed ones drop the session.
+    pub heartbeat_interval_s: u64,
     pub health: Arc<CallHealth>,
     /// Cancelled when the relay shuts down; connection tasks watch it.
     /// Set by [`crate::serve`].
@@ -233,6 +239,7 @@ impl AppState {
             cluster: None,
             relay_id: format!("relay-{}", uuid::Uuid::new_v4().simple()).into(),
             drain_grace: DEFAULT_DRAIN_GRACE,
+            heartbeat_interval_s: DEFAULT_HEARTBEAT_INTERVAL_S,
             health: Arc::new(CallHealth::default()),
             shutdown: CancellationToken::new(),
             connections: TaskTracker::new(),

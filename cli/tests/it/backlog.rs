@@ -4,8 +4,9 @@
 //! carries the backlog, and the relay's status API shows the environment
 //! `degraded` while they wait and `online` again once the queue is empty.
 //!
-//! The relay's heartbeat interval is fixed (15 s, `HEARTBEAT_INTERVAL_S`),
-//! so this test waits on real heartbeats: about 30 s.
+//! The relay keeps its default heartbeat interval (15 s,
+//! `DEFAULT_HEARTBEAT_INTERVAL_S`), so this test waits on real heartbeats:
+//! about 30 s.
 
 use std::time::{Duration, Instant};
 

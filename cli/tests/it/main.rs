@@ -26,6 +26,7 @@ mod runner;
 mod sandbox_host;
 mod service;
 mod snapshots;
+mod stopped_runner;
 mod template;
 mod tls;
 mod tool_secrets;

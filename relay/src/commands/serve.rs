@@ -131,6 +131,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         fast_call: !args.mcp.mcp_no_fast_path,
     });
     state.drain_grace = Duration::from_secs(args.drain_grace);
+    state.heartbeat_interval_s = args.heartbeat_interval;
     if let Some(nats_url) = &args.nats_url {
         let cluster = ClusterConfig {
             nats_url: nats_url.clone(),
@@ -371,10 +372,11 @@ fn cap_journal(
             )
             .await
             {
-                Ok(Ok(0)) => {}
-                Ok(Ok(pruned)) => {
+                // Near the cap, `shrink_journal` has warned already.
+                Ok(Ok(shrink)) if shrink.pruned == 0 => {}
+                Ok(Ok(shrink)) => {
                     tracing::info!(
-                        pruned,
+                        pruned = shrink.pruned,
                         max_bytes,
                         "pruned the oldest calls: the journal was over its size"
                     )

@@ -82,6 +82,7 @@ struct Families {
     sandbox_start_duration: Histogram,
     sandboxes_live: Gauge,
     journal_results_truncated: Counter,
+    journal_max_bytes: Gauge,
     journal_bytes: Gauge,
     change_feed_listening: Gauge,
     /// When `environments` was last read from the store.
@@ -214,6 +215,13 @@ impl Metrics {
             "Call results the journal kept only the end of (serve --journal-result-max-kb)",
             journal_results_truncated.clone(),
         );
+        let journal_max_bytes = Gauge::default();
+        registry.register_with_unit(
+            "journal_max",
+            "The call journal's size cap (serve --journal-max-mb); alert on journal_bytes / journal_max_bytes",
+            Unit::Bytes,
+            journal_max_bytes.clone(),
+        );
         let journal_bytes = Gauge::default();
         registry.register_with_unit(
             "journal",
@@ -277,6 +285,7 @@ impl Metrics {
                 sandbox_start_duration,
                 sandboxes_live,
                 journal_results_truncated,
+                journal_max_bytes,
                 journal_bytes,
                 change_feed_listening,
                 environments_read_at: Mutex::new(None),
@@ -472,6 +481,15 @@ impl Metrics {
             families
                 .journal_results_truncated
                 .inc_by(u64::try_from(count).unwrap_or(u64::MAX));
+        }
+    }
+
+    /// The journal's size cap, in bytes.
+    pub fn set_journal_max_bytes(&self, bytes: u64) {
+        if let Some(families) = &self.families {
+            families
+                .journal_max_bytes
+                .set(i64::try_from(bytes).unwrap_or(i64::MAX));
         }
     }
 

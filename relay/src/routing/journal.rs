@@ -458,13 +458,38 @@ const JOURNAL_PRUNE_CHUNK: u32 = 500;
 /// Chunks pruned at most per check (the next check goes on).
 const JOURNAL_PRUNE_CHUNKS: usize = 200;
 
+/// The journal is "near its cap" from this share of `--journal-max-mb` on
+/// (in percent): past it pruning eats into the 7 days kept, so an operator
+/// is warned before the history gets short.
+pub const JOURNAL_NEAR_CAP_PERCENT: u64 = 80;
+
+/// What one check of the journal's size found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JournalShrink {
+    /// Finished calls pruned (the oldest first).
+    pub pruned: u64,
+    /// Bytes of results the journal holds after pruning.
+    pub bytes: u64,
+    /// The cap (`serve --journal-max-mb`, in bytes).
+    pub max_bytes: u64,
+}
+
+impl JournalShrink {
+    /// At or above [`JOURNAL_NEAR_CAP_PERCENT`] of the cap.
+    pub fn near_cap(&self) -> bool {
+        u128::from(self.bytes) * 100
+            >= u128::from(self.max_bytes) * u128::from(JOURNAL_NEAR_CAP_PERCENT)
+    }
+}
+
 /// Prunes the oldest finished calls until the journal's results fit in
-/// `max_bytes`; how many were pruned.
+/// `max_bytes`; sets the size gauges and warns (once per check) when what
+/// is left is near the cap.
 pub async fn shrink_journal(
     store: &dyn Store,
     metrics: &Metrics,
     max_bytes: u64,
-) -> Result<u64, StoreError> {
+) -> Result<JournalShrink, StoreError> {
     let mut pruned = 0;
     let (mut bytes, mut finished) = store.journal_size().await?;
     for _ in 0..JOURNAL_PRUNE_CHUNKS {
@@ -485,7 +510,21 @@ pub async fn shrink_journal(
         (bytes, finished) = store.journal_size().await?;
     }
     metrics.set_journal_bytes(bytes);
-    Ok(pruned)
+    metrics.set_journal_max_bytes(max_bytes);
+    let shrink = JournalShrink {
+        pruned,
+        bytes,
+        max_bytes,
+    };
+    if shrink.near_cap() {
+        tracing::warn!(
+            bytes,
+            max_bytes,
+            pruned,
+            "the call journal is near its size cap (--journal-max-mb): past it the oldest finished calls go before their 7 days"
+        );
+    }
+    Ok(shrink)
 }
 
 /// Journals calls around another router.

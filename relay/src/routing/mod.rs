@@ -31,7 +31,9 @@ use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 
 pub use catalogue::{Catalogue, CatalogueInterner};
-pub use journal::{shrink_journal, JournalWriter, JournaledRouter, DISCONNECTED_MESSAGE};
+pub use journal::{
+    shrink_journal, JournalShrink, JournalWriter, JournaledRouter, DISCONNECTED_MESSAGE,
+};
 pub use local::{Attachment, Delivery, Kick, LocalRouter};
 pub use nats::{
     announced_tools, announcement_json, ClusterConfig, NatsRouter, ServingGuard,

@@ -376,7 +376,8 @@ async fn a_repeated_call_id_gets_the_runner_policy_refusal_again() {
 /// A result longer than `--journal-result-max-kb`: the caller that waited
 /// gets all of it; the journal keeps its end, marked, within the bound,
 /// and counts the cut. Then the journal's total size: past the bound, the
-/// oldest finished calls go.
+/// oldest finished calls go; at 80 % of it and more, a warning and the two
+/// gauges an alert divides.
 #[tokio::test]
 async fn the_journal_keeps_the_end_of_long_results_and_stays_under_its_size() {
     const MAX: usize = 8 * 1024;
@@ -448,12 +449,105 @@ async fn the_journal_keeps_the_end_of_long_results_and_stays_under_its_size() {
         .await;
     assert_eq!(second.await.expect("second").0, StatusCode::OK);
     entry_once(&relay, "loud-2", "done").await;
-    let metrics = runner_relay::metrics::Metrics::disabled();
-    let pruned = runner_relay::routing::shrink_journal(relay.store.as_ref(), &metrics, 10 * 1024)
-        .await
-        .expect("shrunk");
-    assert_eq!(pruned, 1, "the older call went");
+    let metrics = runner_relay::metrics::Metrics::new();
+    let log = CapturedLog::default();
+    let _logging = log.install();
+    let shrink = |max_bytes: u64| {
+        let (relay, metrics) = (relay.clone(), metrics.clone());
+        async move {
+            runner_relay::routing::shrink_journal(relay.store.as_ref(), &metrics, max_bytes)
+                .await
+                .expect("shrunk")
+        }
+    };
+    let shrunk = shrink(10 * 1024).await;
+    assert_eq!(shrunk.pruned, 1, "the older call went");
     let (status, _) = relay.get("/invocations/loud-1").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     entry_once(&relay, "loud-2", "done").await;
+    let kept = shrunk.bytes;
+    assert!(kept > 0 && kept <= 10 * 1024, "{shrunk:?}");
+    let scraped = metrics.encode().expect("metrics on");
+    assert!(
+        scraped.contains(&format!("runner_relay_journal_bytes {kept}\n")),
+        "{scraped}"
+    );
+    assert!(
+        scraped.contains("runner_relay_journal_max_bytes 10240\n"),
+        "{scraped}"
+    );
+
+    // Near the cap (80 % and more): one warning per check, nothing pruned;
+    // well under it, no warning.
+    let near = shrink(kept * 100 / 80).await;
+    assert_eq!((near.pruned, near.near_cap()), (0, true), "{near:?}");
+    assert_eq!(log.count(NEAR_CAP_WARNING), 1, "{}", log.text());
+    let warning = log.line(NEAR_CAP_WARNING).expect("the warning");
+    assert!(warning.contains("WARN"), "{warning}");
+    assert!(warning.contains(&format!("bytes={kept}")), "{warning}");
+    let under = shrink(kept * 2).await;
+    assert_eq!((under.pruned, under.near_cap()), (0, false), "{under:?}");
+    assert_eq!(log.count(NEAR_CAP_WARNING), 1, "{}", log.text());
+    let scraped = metrics.encode().expect("metrics on");
+    assert!(
+        scraped.contains(&format!("runner_relay_journal_max_bytes {}\n", kept * 2)),
+        "{scraped}"
+    );
+    entry_once(&relay, "loud-2", "done").await;
+}
+
+/// What the relay logs when the journal nears its cap.
+const NEAR_CAP_WARNING: &str = "the call journal is near its size cap";
+
+/// The relay's log lines on this test's thread (a `#[tokio::test]` runs
+/// everything it awaits there), as the relay writes them.
+#[derive(Clone, Default)]
+struct CapturedLog(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl CapturedLog {
+    fn install(&self) -> tracing::dispatcher::DefaultGuard {
+        let writer = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    fn text(&self) -> String {
+        let bytes = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    fn count(&self, needle: &str) -> usize {
+        self.text()
+            .lines()
+            .filter(|line| line.contains(needle))
+            .count()
+    }
+
+    fn line(&self, needle: &str) -> Option<String> {
+        self.text()
+            .lines()
+            .find(|line| line.contains(needle))
+            .map(str::to_owned)
+    }
+}
+
+impl std::io::Write for CapturedLog {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
