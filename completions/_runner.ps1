@@ -51,6 +51,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('sandbox-host', 'sandbox-host', [CompletionResultType]::ParameterValue, 'Make this machine a sandbox host: start isolated, temporary runners (sandboxes) when the relay asks')
             [CompletionResult]::new('sandbox-enter', 'sandbox-enter', [CompletionResultType]::ParameterValue, 'Become bubblewrap in a private mount namespace with the sandbox''s root mounted (started by the sandbox host)')
             [CompletionResult]::new('sandbox-init', 'sandbox-init', [CompletionResultType]::ParameterValue, 'A sandbox''s first process (started by bubblewrap)')
+            [CompletionResult]::new('tool-view', 'tool-view', [CompletionResultType]::ParameterValue, 'Make the namespace tools run in and hold it (started by `run`)')
             [CompletionResult]::new('generate-assets', 'generate-assets', [CompletionResultType]::ParameterValue, 'Regenerate completions/ and man/ from these definitions (for developers)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -105,11 +106,12 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--health-addr', '--health-addr', [CompletionResultType]::ParameterName, 'Serve /healthz (200 when connected, 503 otherwise), /status.json and /metrics (Prometheus) on this address, e.g. 127.0.0.1:9464, for load balancers, watchdogs and monitoring. `runner status --local` works without it')
             [CompletionResult]::new('--auto-update', '--auto-update', [CompletionResultType]::ParameterName, 'Install newer releases the relay announces (signature and SHA-256 verified, rolled back if the new binary does not connect). `false` only logs that an update exists')
             [CompletionResult]::new('--call-cgroups', '--call-cgroups', [CompletionResultType]::ParameterName, 'Give each process-running call a cgroup of its own where cgroup v2 is writable (the service unit delegates one), so that stopping the call also stops processes that left its process group and wiped their environment (`env -i setsid …`). Where the kernel allows `clone3`, the process is created inside its cgroup, and cgroups are reused between calls; elsewhere it moves itself in first (≈ 0.5 ms, more without cgroup2''s `favordynmods`: `runner doctor` says which). `false` keeps to the process group and the RUNNER_CALL_ID marker')
+            [CompletionResult]::new('--hide-runner-files', '--hide-runner-files', [CompletionResultType]::ParameterName, 'Run tools with the runner''s config and state directories (the credential files among them), the service''s environment file and, when the keychain holds a runner secret, the session bus hidden from them, the workspace left visible: in a mount namespace (as root) or a user namespace mapping the runner''s own uid (otherwise; there setuid programs such as sudo do not raise privileges). `auto` does it where this host allows and says once where it does not, `on` refuses to start there; `runner doctor` says which applies')
             [CompletionResult]::new('--idle-exit-s', '--idle-exit-s', [CompletionResultType]::ParameterName, 'Exit (0) after this many seconds without a call: a sandbox''s runner, whose host then destroys the sandbox')
             [CompletionResult]::new('--max-lifetime-s', '--max-lifetime-s', [CompletionResultType]::ParameterName, 'Exit (0) this many seconds after start, whatever it is doing')
             [CompletionResult]::new('--relay-proxy', '--relay-proxy', [CompletionResultType]::ParameterName, 'HTTP proxy for the relay connection only, not passed to tools (a sandbox''s way out to its relay)')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
@@ -853,6 +855,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--workspace', '--workspace', [CompletionResultType]::ParameterName, 'Workspace to check (default: STATE_DIR/workspace). Checked, never created')
             [CompletionResult]::new('--kept-output-max-mb', '--kept-output-max-mb', [CompletionResultType]::ParameterName, 'The cap `runner run` keeps large outputs under, to compare the workspace''s kept output with')
             [CompletionResult]::new('--browser-install-command', '--browser-install-command', [CompletionResultType]::ParameterName, 'The install command `runner run` would use for Chromium (as its `--browser-install-command`), to say whether it can install one')
+            [CompletionResult]::new('--hide-runner-files', '--hide-runner-files', [CompletionResultType]::ParameterName, 'Whether `runner run` hides its files from tools (as it would be started), to check that this machine allows it')
             [CompletionResult]::new('--url', '--url', [CompletionResultType]::ParameterName, 'Relay URL (default: the one stored by `runner login`)')
             [CompletionResult]::new('--sandbox-host', '--sandbox-host', [CompletionResultType]::ParameterName, 'Also check that this machine can run sandboxes (`runner sandbox-host`)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print machine-readable JSON instead of text')
@@ -1120,6 +1123,18 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'runner;tool-view' {
+            [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
+            [CompletionResult]::new('--ca-file', '--ca-file', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file for the relay connection (added to the system''s roots)')
+            [CompletionResult]::new('--insecure-skip-tls-verify', '--insecure-skip-tls-verify', [CompletionResultType]::ParameterName, 'Do not verify the relay''s TLS certificate (control connection only). Use only inside a trusted network; `=false` turns verification back on over RUNNER_INSECURE_SKIP_TLS_VERIFY')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log format on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'runner;generate-assets' {
             [CompletionResult]::new('--config-dir', '--config-dir', [CompletionResultType]::ParameterName, 'Directory holding config.yaml and (when no keychain is usable) the credential files')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Directory for run-time state: the single-instance lock, the default workspace')
@@ -1155,6 +1170,7 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             [CompletionResult]::new('sandbox-host', 'sandbox-host', [CompletionResultType]::ParameterValue, 'Make this machine a sandbox host: start isolated, temporary runners (sandboxes) when the relay asks')
             [CompletionResult]::new('sandbox-enter', 'sandbox-enter', [CompletionResultType]::ParameterValue, 'Become bubblewrap in a private mount namespace with the sandbox''s root mounted (started by the sandbox host)')
             [CompletionResult]::new('sandbox-init', 'sandbox-init', [CompletionResultType]::ParameterValue, 'A sandbox''s first process (started by bubblewrap)')
+            [CompletionResult]::new('tool-view', 'tool-view', [CompletionResultType]::ParameterValue, 'Make the namespace tools run in and hold it (started by `run`)')
             [CompletionResult]::new('generate-assets', 'generate-assets', [CompletionResultType]::ParameterValue, 'Regenerate completions/ and man/ from these definitions (for developers)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
@@ -1348,6 +1364,9 @@ Register-ArgumentCompleter -Native -CommandName 'runner' -ScriptBlock {
             break
         }
         'runner;help;sandbox-init' {
+            break
+        }
+        'runner;help;tool-view' {
             break
         }
         'runner;help;generate-assets' {

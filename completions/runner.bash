@@ -76,6 +76,9 @@ _runner() {
             runner,token)
                 cmd="runner__subcmd__token"
                 ;;
+            runner,tool-view)
+                cmd="runner__subcmd__tool__subcmd__view"
+                ;;
             runner,tools)
                 cmd="runner__subcmd__tools"
                 ;;
@@ -228,6 +231,9 @@ _runner() {
                 ;;
             runner__subcmd__help,token)
                 cmd="runner__subcmd__help__subcmd__token"
+                ;;
+            runner__subcmd__help,tool-view)
+                cmd="runner__subcmd__help__subcmd__tool__subcmd__view"
                 ;;
             runner__subcmd__help,tools)
                 cmd="runner__subcmd__help__subcmd__tools"
@@ -494,7 +500,7 @@ _runner() {
 
     case "${cmd}" in
         runner)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version register unregister run login logout env token template session approvals audit tools status invoke doctor service update policy sandbox-host sandbox-enter sandbox-init generate-assets help"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version register unregister run login logout env token template session approvals audit tools status invoke doctor service update policy sandbox-host sandbox-enter sandbox-init tool-view generate-assets help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -888,7 +894,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__doctor)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --sandbox-host --permission-config --workspace --kept-output-max-mb --browser-install-command --url --json --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --sandbox-host --permission-config --workspace --kept-output-max-mb --browser-install-command --hide-runner-files --url --json --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -928,6 +934,10 @@ _runner() {
                     ;;
                 --browser-install-command)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --hide-runner-files)
+                    COMPREPLY=($(compgen -W "auto on off" -- "${cur}"))
                     return 0
                     ;;
                 --url)
@@ -1526,7 +1536,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__help)
-            opts="register unregister run login logout env token template session approvals audit tools status invoke doctor service update policy sandbox-host sandbox-enter sandbox-init generate-assets help"
+            opts="register unregister run login logout env token template session approvals audit tools status invoke doctor service update policy sandbox-host sandbox-enter sandbox-init tool-view generate-assets help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2267,6 +2277,20 @@ _runner() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        runner__subcmd__help__subcmd__tool__subcmd__view)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         runner__subcmd__help__subcmd__tools)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -2656,7 +2680,7 @@ _runner() {
             return 0
             ;;
         runner__subcmd__run)
-            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --workspace --permission-config --call-log --max-concurrent-calls --kept-output-max-mb --worker-threads --mcp-config --browser-install-command --health-addr --auto-update --call-cgroups --idle-exit-s --max-lifetime-s --relay-proxy --help --version"
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --url --workspace --permission-config --call-log --max-concurrent-calls --kept-output-max-mb --worker-threads --mcp-config --browser-install-command --health-addr --auto-update --call-cgroups --hide-runner-files --idle-exit-s --max-lifetime-s --relay-proxy --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2728,6 +2752,10 @@ _runner() {
                     ;;
                 --call-cgroups)
                     COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --hide-runner-files)
+                    COMPREPLY=($(compgen -W "auto on off" -- "${cur}"))
                     return 0
                     ;;
                 --idle-exit-s)
@@ -4188,6 +4216,40 @@ _runner() {
                     ;;
                 --url)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        runner__subcmd__tool__subcmd__view)
+            opts="-h -V --config-dir --state-dir --ca-file --insecure-skip-tls-verify --log-format --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ca-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --insecure-skip-tls-verify)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)

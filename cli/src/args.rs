@@ -303,6 +303,10 @@ pub enum Command {
     #[command(hide = true)]
     SandboxInit,
 
+    /// Make the namespace tools run in and hold it (started by `run`).
+    #[command(hide = true)]
+    ToolView,
+
     /// Regenerate completions/ and man/ from these definitions (for developers).
     #[command(hide = true)]
     GenerateAssets {
@@ -443,6 +447,18 @@ pub struct RunArgs {
     #[arg(long, env = env_vars::CALL_CGROUPS, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     pub call_cgroups: bool,
 
+    /// Run tools with the runner's config and state directories (the
+    /// credential files among them), the service's environment file and,
+    /// when the keychain holds a runner secret, the session bus hidden
+    /// from them, the workspace left visible: in a mount namespace (as
+    /// root) or a user namespace mapping the runner's own uid (otherwise;
+    /// there setuid programs such as sudo do not raise privileges). `auto`
+    /// does it where this host allows and says once where it does not,
+    /// `on` refuses to start there; `runner doctor` says which applies.
+    #[arg(long, env = env_vars::HIDE_RUNNER_FILES, value_enum, value_name = "WHEN",
+          default_value_t = crate::exec::tool_view::HideRunnerFiles::Auto)]
+    pub hide_runner_files: crate::exec::tool_view::HideRunnerFiles,
+
     /// Exit (0) after this many seconds without a call: a sandbox's runner,
     /// whose host then destroys the sandbox.
     #[arg(long, hide = true, value_name = "SECONDS")]
@@ -514,6 +530,11 @@ pub struct DoctorArgs {
     /// `--browser-install-command`), to say whether it can install one.
     #[arg(long, env = env_vars::BROWSER_INSTALL_COMMAND, value_name = "COMMAND")]
     pub browser_install_command: Option<String>,
+    /// Whether `runner run` hides its files from tools (as it would be
+    /// started), to check that this machine allows it.
+    #[arg(long, env = env_vars::HIDE_RUNNER_FILES, value_enum, value_name = "WHEN",
+          default_value_t = crate::exec::tool_view::HideRunnerFiles::Auto)]
+    pub hide_runner_files: crate::exec::tool_view::HideRunnerFiles,
     #[command(flatten)]
     pub api: ApiArgs,
 }

@@ -41,6 +41,9 @@ pub const HTTP_ALLOW_LINK_LOCAL: &str = "RUNNER_HTTP_ALLOW_LINK_LOCAL";
 pub const HEALTH_ADDR: &str = "RUNNER_HEALTH_ADDR";
 pub const AUTO_UPDATE: &str = "RUNNER_AUTO_UPDATE";
 pub const CALL_CGROUPS: &str = "RUNNER_CALL_CGROUPS";
+/// `auto`, `on` or `off`: whether tools run with the runner's own files
+/// hidden (`crate::exec::tool_view`).
+pub const HIDE_RUNNER_FILES: &str = "RUNNER_HIDE_RUNNER_FILES";
 /// `runner service install --run-as`. (install.sh reads an unprefixed
 /// `RUN_AS` of its own and passes it on as the flag.)
 pub const RUN_AS: &str = "RUNNER_RUN_AS";

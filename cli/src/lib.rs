@@ -37,7 +37,8 @@ use config::Dirs;
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // Before any runtime: `sandbox-enter` unshares its mount namespace,
-    // which a process with more than one thread cannot.
+    // which a process with more than one thread cannot, and `tool-view`
+    // its user namespace.
     match &cli.command {
         Command::SandboxEnter { plan } => {
             init_tracing(cli.global.log_format, false);
@@ -47,6 +48,8 @@ pub fn main() -> ExitCode {
             init_tracing(cli.global.log_format, false);
             return sandbox::init::main();
         }
+        // `unshare(CLONE_NEWUSER)` too.
+        Command::ToolView => return exec::tool_view::holder::main(),
         _ => {}
     }
     let call_log = matches!(&cli.command, Command::Run(args) if args.call_log);
@@ -124,7 +127,10 @@ async fn dispatch(cli: Cli) -> anyhow::Result<u8> {
             }
         }
         // Handled in `main` before the runtime starts.
-        Command::Policy(_) | Command::SandboxEnter { .. } | Command::SandboxInit => {}
+        Command::Policy(_)
+        | Command::SandboxEnter { .. }
+        | Command::SandboxInit
+        | Command::ToolView => {}
     }
     Ok(exit::OK)
 }

@@ -639,6 +639,7 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
     self_update_check(&mut doctor);
     if cfg!(target_os = "linux") {
         doctor.ok("call cgroups", machine, crate::exec::describe().await);
+        runner_files_check(&mut doctor, dirs, &workspace, args.hide_runner_files).await;
     }
     let names: Vec<String> = tools::catalogue().into_iter().map(|t| t.name).collect();
     doctor.ok("tools", machine, names.join(", "));
@@ -1163,6 +1164,27 @@ fn workspace_check(dir: &std::path::Path) -> Result<String, String> {
                 })
         }
         Err(error) => Err(format!("{}: {error}", dir.display())),
+    }
+}
+
+/// Whether `runner run` would hide its files from tools here.
+async fn runner_files_check(
+    doctor: &mut Doctor,
+    dirs: &Dirs,
+    workspace: &std::path::Path,
+    setting: crate::exec::tool_view::HideRunnerFiles,
+) {
+    use crate::agent::process_secrecy;
+    let plan = process_secrecy::runner_files(dirs, workspace, None);
+    match process_secrecy::describe(setting, plan).await {
+        Ok(detail) => doctor.ok("runner files", "machine", detail),
+        Err((detail, fix)) => doctor.add(
+            "runner files",
+            "machine",
+            Outcome::Warn,
+            format!("{detail}; tools running as the runner's user can read its credential files"),
+            Some(fix),
+        ),
     }
 }
 

@@ -76,6 +76,22 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
     // The relay's policy (in `welcome`) supplies the file-access list.
     let boundary = Boundary::new(&workspace, Vec::new())
         .with_context(|| format!("workspace {}", workspace.display()))?;
+    let runner_files =
+        agent::process_secrecy::runner_files(dirs, boundary.root(), args.mcp_config.as_deref());
+    // File tools refuse them wherever processes could not be kept from them.
+    let boundary = match args.hide_runner_files {
+        crate::exec::tool_view::HideRunnerFiles::Off => boundary,
+        _ => boundary.hiding(runner_files.cover.clone()),
+    };
+    agent::process_secrecy::hide_runner_files(args.hide_runner_files, runner_files)
+        .await
+        .map_err(|why| {
+            ExitError::new(
+                exit::CONFIG,
+                format!("refusing to start: cannot hide the runner's files from tools: {why}"),
+            )
+            .with_hint("--hide-runner-files auto runs tools without hiding them where this machine cannot (`runner doctor` says why)")
+        })?;
 
     // Like the permission file: a configured MCP config that cannot be used
     // stops the runner before it connects.

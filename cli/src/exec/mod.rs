@@ -2,7 +2,9 @@
 //! ([`spawn`], with its cgroup where the runner may make one: [`cgroup`]),
 //! reading its output ([`pipes`], [`capture`], [`kept`]), stopping its
 //! whole process tree on timeout or cancel ([`tree`]), and stopping what a
-//! killed previous run left ([`leftovers`], by the [`owner`] id).
+//! killed previous run left ([`leftovers`], by the [`owner`] id); the
+//! namespaces its processes see the runner's files hidden in
+//! ([`tool_view`]).
 //!
 //! It runs nothing but a [`CheckedCommand`], which only the gate
 //! ([`crate::gate`]) makes, and imports nothing from `tools/`: the tools
@@ -22,6 +24,7 @@ mod run;
 mod spawn;
 mod spec;
 pub mod throttle;
+pub mod tool_view;
 pub mod tree;
 
 pub use environment::keep_secrets_from;
@@ -32,6 +35,18 @@ pub use tree::KILL_GRACE;
 
 use crate::call::CallScope;
 use crate::gate::CheckedCommand;
+
+/// Makes the namespace tools run in with the runner's files hidden
+/// ([`tool_view`]), and checks that a process can be started in it the
+/// way calls are; not yet [`tool_view::install`]ed.
+pub async fn prepare_tool_view(plan: tool_view::Plan) -> Result<tool_view::View, String> {
+    if !cfg!(target_os = "linux") {
+        return Err("only Linux has the namespaces this takes".to_owned());
+    }
+    let view = tool_view::View::prepare(plan).await?;
+    spawn::try_view(&view).await?;
+    Ok(view)
+}
 
 /// Runs `command` to completion, cancellation or the call's deadline, with
 /// `stdin` written to it, its processes kept together as `isolation` asks.

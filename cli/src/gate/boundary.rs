@@ -8,6 +8,10 @@
 //!   directory cannot point a tool outside it.
 //! * `..` is refused outright in any path: there is no legitimate need for it
 //!   that an absolute path does not serve, and it is the classic escape.
+//! * The runner's own files (its config and state directories, where the
+//!   credential files are: [`Boundary::hiding`]) are refused whatever the
+//!   list allows, but for the workspace where it lies in one of them, as
+//!   they are hidden from the processes tools run (`crate::exec::tool_view`).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -28,6 +32,8 @@ pub enum PathError {
     NotAllowed(String),
     #[error("file tools are disabled: the environment's file-access list is empty")]
     NoFileAccess,
+    #[error("path {0:?} is one of the runner's own files (its config or state directory, where its credentials are), which tools may not touch")]
+    RunnerFile(String),
     #[error("cannot resolve {path:?}{}: {reason}", relative_to(workspace.as_deref()))]
     Io {
         path: String,
@@ -52,6 +58,8 @@ pub struct Boundary {
     root: PathBuf,
     /// Directories from the relay's policy; `*` means every path.
     allowed: Vec<String>,
+    /// The runner's own files and directories, canonical.
+    hidden: Vec<PathBuf>,
 }
 
 impl Boundary {
@@ -60,6 +68,7 @@ impl Boundary {
         Ok(Boundary {
             root: root.canonicalize()?,
             allowed,
+            hidden: Vec::new(),
         })
     }
 
@@ -68,7 +77,16 @@ impl Boundary {
         Boundary {
             root: self.root.clone(),
             allowed,
+            hidden: self.hidden.clone(),
         }
+    }
+
+    /// The same boundary refusing every path in or under `hidden`
+    /// (canonical paths: the runner's own files), except those in the
+    /// workspace where the workspace lies under one of them.
+    pub fn hiding(mut self, hidden: Vec<PathBuf>) -> Boundary {
+        self.hidden = hidden;
+        self
     }
 
     pub fn root(&self) -> &Path {
@@ -178,6 +196,13 @@ impl Boundary {
     }
 
     fn check_allowed(&self, raw: &str, path: &Path) -> Result<(), PathError> {
+        let hidden = self.hidden.iter().any(|hidden| {
+            path.starts_with(hidden)
+                && !(self.root.starts_with(hidden) && path.starts_with(&self.root))
+        });
+        if hidden {
+            return Err(PathError::RunnerFile(raw.to_owned()));
+        }
         if self.allowed.is_empty() {
             return Err(PathError::NoFileAccess);
         }
@@ -289,6 +314,54 @@ mod tests {
             boundary.resolve_for_write(&sibling),
             Err(PathError::NotAllowed(_))
         ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_runners_own_files_are_refused_but_a_workspace_among_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = dir.path().canonicalize().expect("canonical");
+        let (config, state) = (base.join("config"), base.join("state"));
+        let workspace = state.join("workspace");
+        std::fs::create_dir_all(config.join("credentials")).expect("mkdir");
+        std::fs::create_dir_all(&workspace).expect("mkdir");
+        std::fs::write(config.join("credentials/token"), "t").expect("write");
+        std::fs::write(state.join("runner.lock"), "").expect("write");
+        std::fs::write(workspace.join("notes"), "n").expect("write");
+        std::os::unix::fs::symlink(&config, base.join("alias")).expect("symlink");
+        let boundary = Boundary::new(&workspace, vec!["*".to_owned()])
+            .expect("boundary")
+            .hiding(vec![config.clone(), state.clone()])
+            .with_allowed(vec!["*".to_owned()]);
+        let refused = |raw: String| {
+            assert_eq!(
+                boundary.resolve_existing(&raw),
+                Err(PathError::RunnerFile(raw.clone())),
+                "{raw}"
+            );
+        };
+        refused(config.join("credentials/token").display().to_string());
+        refused(config.display().to_string());
+        refused(state.join("runner.lock").display().to_string());
+        // Through a symlink, as resolved.
+        refused(base.join("alias/credentials/token").display().to_string());
+        assert!(matches!(
+            boundary.resolve_for_write(&config.join("new").display().to_string()),
+            Err(PathError::RunnerFile(_))
+        ));
+        assert!(boundary.resolve_existing("notes").is_ok());
+        assert!(boundary
+            .resolve_existing(&workspace.join("notes").display().to_string())
+            .is_ok());
+        // A workspace holding the config directory does not open it.
+        let home = Boundary::new(&base, vec!["*".to_owned()])
+            .expect("boundary")
+            .hiding(vec![config.clone()]);
+        assert!(matches!(
+            home.resolve_existing("config/credentials/token"),
+            Err(PathError::RunnerFile(_))
+        ));
+        assert!(home.resolve_existing("state/runner.lock").is_ok());
     }
 
     #[test]

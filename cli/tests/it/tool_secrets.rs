@@ -1,12 +1,16 @@
-//! A tool cannot read the runner's secrets through `/proc`: a runner
-//! started as an unprivileged user (tools run as the runner's user) with
+//! A tool cannot read the runner's secrets: not through `/proc` (a runner
+//! started as an unprivileged user, tools running as that user, with
 //! `RUNNER_API_KEY` in its environment, and `shell` calls that try its
-//! environment and its memory.
+//! environment and its memory), and not through its files or its keychain
+//! (the credential file, the config and state directories and the session
+//! bus socket are hidden from tools, as root and as another user), while
+//! the workspace under the state directory stays theirs.
 
-use std::os::unix::fs::chown;
-use std::path::Path;
+use std::os::unix::fs::{chown, PermissionsExt};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::support::*;
 
@@ -23,21 +27,11 @@ fn chown_tree(path: &Path) {
     }
 }
 
-#[tokio::test]
-async fn a_tool_cannot_read_the_runners_environment_or_memory() {
-    if !nix::unistd::Uid::effective().is_root() {
-        eprintln!(
-            "skipped: starting the runner as another user needs root (CI runs as root); \
-             as root a tool could read anything, so the test needs both"
-        );
-        return;
-    }
-    let relay = Relay::spawn().await;
-    let env = relay.create_env(dev_env()).await;
-    let token = relay.token(&env).await;
-    let mut runner = Runner::register(&relay, &token).await;
+/// `runner run` for `runner` as `nobody` (through `setpriv`), with the
+/// environment its own command would have plus `vars`.
+fn start_as_nobody(runner: &mut Runner, extra: &[&str], vars: &[(&str, &str)]) {
     chown_tree(runner.home.path());
-    let mut command = runner.command();
+    let command = runner.command();
     let program = command.as_std().get_program().to_owned();
     let mut as_nobody = tokio::process::Command::new("setpriv");
     as_nobody
@@ -50,7 +44,8 @@ async fn a_tool_cannot_read_the_runners_environment_or_memory() {
             "--",
         ])
         .arg(program)
-        .arg("run");
+        .arg("run")
+        .args(extra);
     for (key, value) in command.as_std().get_envs() {
         match value {
             Some(value) => as_nobody.env(key, value),
@@ -58,23 +53,51 @@ async fn a_tool_cannot_read_the_runners_environment_or_memory() {
         };
     }
     as_nobody
-        .env("RUNNER_API_KEY", SECRET)
+        .envs(vars.iter().copied())
         .env("HOME", runner.home.path())
+        .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
-    command = as_nobody;
-    runner.child = Some(command.spawn().expect("start the runner as nobody"));
-    relay.wait_status(&env, "online").await;
+    runner.child = Some(as_nobody.spawn().expect("start the runner as nobody"));
+}
 
+async fn shell(relay: &Relay, env: &str, command: &str) -> Value {
     let (status, body) = relay
         .invoke(
-            &env,
-            json!({"tool_name": "shell", "args": {"command": "id -u; echo ppid=$PPID"}}),
+            env,
+            json!({"tool_name": "shell", "args": {"command": command}}),
         )
         .await;
-    assert_eq!(status, 200, "{body}");
-    let stdout = body["result"]["stdout"].as_str().unwrap_or_default();
+    assert_eq!(status, 200, "{command}: {body}");
+    body
+}
+
+fn stdout(body: &Value) -> &str {
+    body["result"]["stdout"].as_str().unwrap_or_default()
+}
+
+fn stderr(body: &Value) -> &str {
+    body["result"]["stderr"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_tool_cannot_read_the_runners_environment_or_memory() {
+    if !nix::unistd::Uid::effective().is_root() {
+        eprintln!(
+            "SKIPPED: starting the runner as another user needs root (CI runs as root); \
+             as root a tool could read anything, so the test needs both"
+        );
+        return;
+    }
+    let relay = Relay::spawn().await;
+    let env = relay.create_env(dev_env()).await;
+    let token = relay.token(&env).await;
+    let mut runner = Runner::register(&relay, &token).await;
+    start_as_nobody(&mut runner, &[], &[("RUNNER_API_KEY", SECRET)]);
+    relay.wait_status(&env, "online").await;
+
+    let body = shell(&relay, &env, "id -u; echo ppid=$PPID").await;
     assert!(
-        stdout.starts_with(&format!("{NOBODY}\n")),
+        stdout(&body).starts_with(&format!("{NOBODY}\n")),
         "the tool runs as nobody: {body}"
     );
 
@@ -86,13 +109,7 @@ async fn a_tool_cannot_read_the_runners_environment_or_memory() {
         ),
         ("file descriptors", "ls -l /proc/$PPID/fd"),
     ] {
-        let (status, body) = relay
-            .invoke(
-                &env,
-                json!({"tool_name": "shell", "args": {"command": command}}),
-            )
-            .await;
-        assert_eq!(status, 200, "{what}: {body}");
+        let body = shell(&relay, &env, command).await;
         let text = body.to_string();
         assert!(
             !text.contains(SECRET),
@@ -103,11 +120,401 @@ async fn a_tool_cannot_read_the_runners_environment_or_memory() {
             "the runner's {what} was readable: {body}"
         );
         assert!(
-            body["result"]["stderr"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("Permission denied"),
+            stderr(&body).contains("Permission denied"),
             "{what}: {body}"
         );
     }
+}
+
+/// A registered runner whose files a tool will look for: its credential
+/// file, its config and state directories (the workspace inside the
+/// latter, as by default), and a session bus socket the runner is told
+/// about, which the config makes worth hiding (it says the token is in
+/// the keychain; the token itself comes from `RUNNER_TOKEN`, as in a
+/// service or container).
+struct Secrets {
+    relay: Relay,
+    env: String,
+    token: String,
+    runner: Runner,
+    credential_file: PathBuf,
+    bus: PathBuf,
+    _bus: UnixListener,
+}
+
+impl Secrets {
+    async fn new() -> Secrets {
+        let relay = Relay::spawn().await;
+        let env = relay.create_env(dev_env()).await;
+        let token = relay.token(&env).await;
+        let runner = Runner::register(&relay, &token).await;
+        let credential_file = runner.config_dir().join("credentials/registration-token");
+        let config_file = runner.config_dir().join("config.yaml");
+        let config = std::fs::read_to_string(&config_file).expect("config.yaml");
+        assert!(config.contains("token_location: file"), "{config}");
+        write(
+            &config_file,
+            &config.replace("token_location: file", "token_location: keyring"),
+        );
+        let bus = runner.home.path().join("bus");
+        let listener = UnixListener::bind(&bus).expect("bind the bus socket");
+        std::fs::set_permissions(&bus, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        std::fs::create_dir_all(runner.state_dir().join("workspace")).expect("workspace");
+        Secrets {
+            relay,
+            env,
+            token,
+            runner,
+            credential_file,
+            bus,
+            _bus: listener,
+        }
+    }
+
+    fn workspace(&self) -> PathBuf {
+        self.runner.state_dir().join("workspace")
+    }
+
+    /// What `runner run` needs beyond the runner's own command.
+    fn vars(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("RUNNER_TOKEN", self.token.clone()),
+            ("RUNNER_API_KEY", SECRET.to_owned()),
+            ("RUNNER_WORKSPACE", self.workspace().display().to_string()),
+            (
+                "DBUS_SESSION_BUS_ADDRESS",
+                format!("unix:path={}", self.bus.display()),
+            ),
+        ]
+    }
+
+    fn start(&mut self, extra: &[&str]) {
+        let vars = self.vars();
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.runner.start_with(extra, &vars);
+    }
+
+    fn start_as_nobody(&mut self) {
+        let vars = self.vars();
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        start_as_nobody(&mut self.runner, &[], &vars);
+    }
+
+    /// The files are there and readable, for this test process: what the
+    /// tool fails to see is hidden, not missing.
+    fn control(&self) {
+        let stored = std::fs::read_to_string(&self.credential_file).expect("credential file");
+        assert_eq!(stored.trim(), self.token);
+        let listing = |dir: PathBuf| -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .expect("list")
+                .map(|entry| entry.expect("entry").file_name().to_string_lossy().into())
+                .collect();
+            names.sort();
+            names
+        };
+        let config = listing(self.runner.config_dir());
+        assert!(config.contains(&"config.yaml".to_owned()), "{config:?}");
+        assert!(config.contains(&"credentials".to_owned()), "{config:?}");
+        let state = listing(self.runner.state_dir());
+        assert!(state.contains(&"runner.lock".to_owned()), "{state:?}");
+        std::os::unix::net::UnixStream::connect(&self.bus).expect("the bus socket answers");
+    }
+
+    /// A tool finds the credential file, the config and state directories
+    /// and the bus empty or refused, `file_read` refuses the credential
+    /// file, and the workspace works as ever.
+    async fn tool_finds_nothing(&self) {
+        let (relay, env) = (&self.relay, self.env.as_str());
+        let body = shell(
+            relay,
+            env,
+            &format!("cat '{}'", self.credential_file.display()),
+        )
+        .await;
+        assert!(!body.to_string().contains(&self.token), "{body}");
+        assert_ne!(body["exit_code"], 0, "{body}");
+        assert!(stderr(&body).contains("No such file"), "{body}");
+
+        let body = shell(
+            relay,
+            env,
+            &format!("ls -A '{}'", self.runner.config_dir().display()),
+        )
+        .await;
+        assert_eq!(
+            (body["exit_code"].clone(), stdout(&body)),
+            (json!(0), ""),
+            "{body}"
+        );
+        let body = shell(
+            relay,
+            env,
+            &format!("ls -A '{}'", self.runner.state_dir().display()),
+        )
+        .await;
+        assert_eq!(
+            (body["exit_code"].clone(), stdout(&body)),
+            (json!(0), "workspace\n"),
+            "only the workspace shows in the state directory: {body}"
+        );
+
+        let python = Path::new("/usr/bin/python3");
+        if python.exists() {
+            let connect = format!(
+                "{} -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(\"connected\")' '{}'",
+                python.display(),
+                self.bus.display()
+            );
+            let body = shell(relay, env, &connect).await;
+            assert!(!stdout(&body).contains("connected"), "{body}");
+            assert!(stderr(&body).contains("ConnectionRefusedError"), "{body}");
+        } else {
+            eprintln!("SKIPPED (the session bus part): no /usr/bin/python3 to connect with");
+        }
+
+        // Nor do the runner's own file tools, whatever the access list.
+        let (status, body) = relay
+            .invoke(
+                env,
+                json!({"tool_name": "file_read", "args": {"path": self.credential_file.display().to_string()}}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert!(!body.to_string().contains(&self.token), "{body}");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("one of the runner's own files"),
+            "{body}"
+        );
+
+        let body = shell(relay, env, "echo visible > seen.txt && cat seen.txt && pwd").await;
+        assert_eq!(
+            stdout(&body),
+            format!(
+                "visible\n{}\n",
+                self.workspace()
+                    .canonicalize()
+                    .expect("workspace")
+                    .display()
+            ),
+            "{body}"
+        );
+        let seen = std::fs::read_to_string(self.workspace().join("seen.txt")).expect("seen.txt");
+        assert_eq!(seen, "visible\n", "the tool wrote the real workspace");
+    }
+}
+
+/// As root (how CI runs): tools run in a mount namespace of their own in
+/// which the runner's files are covered. (Root's tools can still read the
+/// runner's environment and memory, and undo the namespace: docs/security.md.)
+#[tokio::test]
+async fn a_root_runners_tools_find_its_files_and_session_bus_hidden() {
+    if !nix::unistd::Uid::effective().is_root() {
+        eprintln!("SKIPPED: this test runs the runner as root; the nobody variant covers users");
+        return;
+    }
+    let mut secrets = Secrets::new().await;
+    secrets.start(&["--hide-runner-files", "on"]);
+    secrets.relay.wait_status(&secrets.env, "online").await;
+    secrets.control();
+    secrets.tool_finds_nothing().await;
+
+    // `runner doctor` says so.
+    let output = secrets
+        .runner
+        .command()
+        .args(["doctor", "--json"])
+        .env("RUNNER_WORKSPACE", secrets.workspace())
+        .output()
+        .await
+        .expect("doctor");
+    let report: Value = serde_json::from_slice(&output.stdout).expect("doctor's JSON");
+    let check = report["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|c| c["name"] == "runner files"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no runner files check: {report}"));
+    assert_eq!(check["outcome"], "ok", "{check}");
+    let detail = check["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.starts_with("hidden from tools (in a mount namespace)"),
+        "{detail}"
+    );
+
+    // Off, the same call reads the file: the check above can fail.
+    secrets.runner.stop().await;
+    secrets.start(&["--hide-runner-files", "off"]);
+    secrets.relay.wait_status(&secrets.env, "online").await;
+    let body = shell(
+        &secrets.relay,
+        &secrets.env,
+        &format!("cat '{}'", secrets.credential_file.display()),
+    )
+    .await;
+    assert_eq!(stdout(&body).trim(), secrets.token, "{body}");
+    let (_, body) = secrets
+        .relay
+        .invoke(
+            &secrets.env,
+            json!({"tool_name": "file_read", "args": {"path": secrets.credential_file.display().to_string()}}),
+        )
+        .await;
+    assert!(body.to_string().contains(&secrets.token), "{body}");
+}
+
+/// As another user (`nobody`): tools run in a user namespace mapping the
+/// runner's uid to itself, with its own mount namespace; nothing of the
+/// runner's is readable, `/proc` included.
+#[tokio::test]
+async fn an_unprivileged_runners_tools_find_nothing_of_it() {
+    if !nix::unistd::Uid::effective().is_root() {
+        eprintln!("SKIPPED: starting the runner as another user needs root (CI runs as root)");
+        return;
+    }
+    let probe = std::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "--",
+        ])
+        .args(["unshare", "--user", "--mount", "true"])
+        .status();
+    if !probe.is_ok_and(|status| status.success()) {
+        eprintln!("SKIPPED: this host gives no user namespace to an unprivileged user");
+        return;
+    }
+    let mut secrets = Secrets::new().await;
+    secrets.start_as_nobody();
+    secrets.relay.wait_status(&secrets.env, "online").await;
+    secrets.control();
+    let runner_pid = secrets
+        .runner
+        .child
+        .as_ref()
+        .and_then(|c| c.id())
+        .expect("pid");
+    let environ = std::fs::read(format!("/proc/{runner_pid}/environ")).expect("environ");
+    assert!(
+        String::from_utf8_lossy(&environ).contains(SECRET),
+        "the key is in the runner's environment, for root to see"
+    );
+    secrets.tool_finds_nothing().await;
+
+    let body = shell(
+        &secrets.relay,
+        &secrets.env,
+        "id -u; cat /proc/self/uid_map",
+    )
+    .await;
+    let ids: Vec<&str> = stdout(&body).split_whitespace().collect();
+    assert_eq!(ids, ["65534", "65534", "65534", "1"], "{body}");
+    for (what, command) in [
+        ("environment", "tr '\\0' '\\n' < /proc/$PPID/environ"),
+        (
+            "memory",
+            "set -o pipefail; head -c 16 /proc/$PPID/mem | od -c",
+        ),
+    ] {
+        let body = shell(&secrets.relay, &secrets.env, command).await;
+        assert!(!body.to_string().contains(SECRET), "{what}: {body}");
+        assert_ne!(body["exit_code"], 0, "{what}: {body}");
+        assert!(
+            stderr(&body).contains("Permission denied"),
+            "{what}: {body}"
+        );
+    }
+}
+
+/// `runner run` as root without `CAP_SYS_ADMIN` (a user namespace's root
+/// with it dropped from the bounding set, as in a container), where no
+/// namespace can be made: `on` refuses to start and says why; `auto`
+/// says so once and runs tools as before (the file tools still refuse
+/// the credential file).
+#[tokio::test]
+async fn where_no_namespace_can_be_made_on_refuses_to_start_and_auto_runs_tools_as_before() {
+    if !nix::unistd::Uid::effective().is_root() {
+        eprintln!("SKIPPED: dropping CAP_SYS_ADMIN from a root runner needs root");
+        return;
+    }
+    let probe = std::process::Command::new("unshare")
+        .args([
+            "--user",
+            "--map-root-user",
+            "--",
+            "setpriv",
+            "--bounding-set=-sys_admin",
+        ])
+        .args(["--inh-caps=-all", "--", "true"])
+        .status();
+    if !probe.is_ok_and(|status| status.success()) {
+        eprintln!("SKIPPED: no unshare/setpriv, or no user namespace for root here");
+        return;
+    }
+    let mut secrets = Secrets::new().await;
+    let capless = |secrets: &Secrets, setting: &str| {
+        let command = secrets.runner.command();
+        let mut capless = tokio::process::Command::new("unshare");
+        capless
+            .args([
+                "--user",
+                "--map-root-user",
+                "--",
+                "setpriv",
+                "--bounding-set=-sys_admin",
+            ])
+            .args(["--inh-caps=-all", "--"])
+            .arg(command.as_std().get_program())
+            .args(["run", "--hide-runner-files", setting]);
+        for (key, value) in command.as_std().get_envs() {
+            match value {
+                Some(value) => capless.env(key, value),
+                None => capless.env_remove(key),
+            };
+        }
+        capless
+            .envs(secrets.vars())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        capless.spawn().expect("start the runner")
+    };
+
+    let (code, stderr) = wait_output(capless(&secrets, "on")).await;
+    assert_eq!(code, Some(78), "{stderr}");
+    assert!(
+        stderr.contains("refusing to start: cannot hide the runner's files from tools: cannot make a mount namespace as root"),
+        "{stderr}"
+    );
+
+    secrets.runner.child = Some(capless(&secrets, "auto"));
+    secrets.relay.wait_status(&secrets.env, "online").await;
+    let body = shell(
+        &secrets.relay,
+        &secrets.env,
+        &format!("cat '{}'", secrets.credential_file.display()),
+    )
+    .await;
+    assert_eq!(stdout(&body).trim(), secrets.token, "{body}");
+    let (_, body) = secrets
+        .relay
+        .invoke(
+            &secrets.env,
+            json!({"tool_name": "file_read", "args": {"path": secrets.credential_file.display().to_string()}}),
+        )
+        .await;
+    assert!(!body.to_string().contains(&secrets.token), "{body}");
+    let (_, stderr) = secrets.runner.stop().await;
+    assert_eq!(
+        stderr
+            .matches("runner files are not hidden from tools")
+            .count(),
+        1,
+        "{stderr}"
+    );
 }

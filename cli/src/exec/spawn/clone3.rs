@@ -1,6 +1,10 @@
 //! Starting a call's first process *inside* its cgroup: `clone3` with
 //! `CLONE_INTO_CGROUP` (Linux 5.7), then `execve`, as std's `Command`
-//! does in its own `clone3` path, but with the cgroup given.
+//! does in its own `clone3` path, but with the cgroup given; and, where
+//! the runner hides its files from tools, inside the tools' namespaces
+//! (`setns` before the working directory is looked up: two system calls,
+//! where std's `Command` would need a `pre_exec` hook and lose its
+//! `posix_spawn` path).
 //!
 //! The fast path of [`super`]; its plain twin is [`super::command`] (std's
 //! `Command`, the process moving itself into the cgroup), and a test there
@@ -109,8 +113,12 @@ pub fn available() -> bool {
 /// What to start.
 #[derive(Debug)]
 pub struct Request<'a> {
-    /// The call cgroup's directory, open.
-    pub cgroup: BorrowedFd<'a>,
+    /// The call cgroup's directory, open (`None`: the runner's cgroup).
+    pub cgroup: Option<BorrowedFd<'a>>,
+    /// Namespaces the child enters before it changes to `workdir` and
+    /// `exec`s: a user namespace (first) and a mount namespace
+    /// (`crate::exec::tool_view`).
+    pub namespaces: Option<(Option<BorrowedFd<'a>>, BorrowedFd<'a>)>,
     /// The program's path (with a `/`: no PATH search here).
     pub program: &'a Path,
     /// `argv`, `argv[0]` included.
@@ -160,6 +168,9 @@ struct Prepared {
     envp: Vec<*const libc::c_char>,
     /// `(from, to)`: the fds that become 0, 1 and 2.
     stdio: [(RawFd, RawFd); 3],
+    /// The user and mount namespaces to enter, -1 for none.
+    user_namespace: RawFd,
+    mount_namespace: RawFd,
     /// The child's `errno` when it fails before `execve` succeeds; 0 until
     /// then. Shared memory instead of a close-on-exec pipe, as glibc's
     /// `posix_spawn` does: the parent reads it only after `CLONE_VFORK`
@@ -169,7 +180,8 @@ struct Prepared {
     failure: AtomicI32,
 }
 
-/// Starts `request` inside its cgroup, with stdout and stderr piped, in a
+/// Starts `request` inside its cgroup (where it names one) and its
+/// namespaces (where it names them), with stdout and stderr piped, in a
 /// process group of its own.
 pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
     if !available() {
@@ -226,13 +238,18 @@ pub fn spawn(request: &Request<'_>) -> Result<Child, Error> {
         stack = Vec::with_capacity(CHILD_STACK / std::mem::size_of::<u128>());
     }
     let mut pidfd: libc::c_int = -1;
+    let into_cgroup = if cgroup.is_some() {
+        CLONE_INTO_CGROUP
+    } else {
+        0
+    };
     let mut args = CloneArgs {
-        flags: CLONE_VM | CLONE_VFORK | CLONE_PIDFD | CLONE_INTO_CGROUP | CLONE_CLEAR_SIGHAND,
+        flags: CLONE_VM | CLONE_VFORK | CLONE_PIDFD | into_cgroup | CLONE_CLEAR_SIGHAND,
         pidfd: std::ptr::addr_of_mut!(pidfd) as u64,
         exit_signal: libc::SIGCHLD as u64,
         stack: stack.as_mut_ptr() as u64,
         stack_size: (stack.capacity() * std::mem::size_of::<u128>()) as u64,
-        cgroup: cgroup.as_raw_fd() as u64,
+        cgroup: cgroup.map_or(0, |cgroup| cgroup.as_raw_fd() as u64),
         ..CloneArgs::default()
     };
     // No signal handler may run in the child (on its small stack, in our
@@ -366,6 +383,10 @@ fn prepare(request: &Request<'_>, stdio: [(RawFd, RawFd); 3]) -> io::Result<Prep
     };
     let argv = pointers(&mut args.iter().map(|arg| arg.as_ptr()));
     let envp = pointers(&mut env.iter().map(|entry| entry.as_ptr()));
+    let (user_namespace, mount_namespace) = match request.namespaces {
+        Some((user, mount)) => (user.map_or(-1, |user| user.as_raw_fd()), mount.as_raw_fd()),
+        None => (-1, -1),
+    };
     Ok(Prepared {
         program,
         workdir,
@@ -373,6 +394,8 @@ fn prepare(request: &Request<'_>, stdio: [(RawFd, RawFd); 3]) -> io::Result<Prep
         argv,
         envp,
         stdio,
+        user_namespace,
+        mount_namespace,
         failure: AtomicI32::new(0),
     })
 }
@@ -467,6 +490,20 @@ unsafe extern "C" fn child_main(prepared: *const Prepared) -> ! {
         if libc::dup2(from, to) < 0 {
             fail(prepared);
         }
+    }
+    // The user namespace first: it gives the right to enter the mount
+    // namespace it owns. Entering a mount namespace moves the process to
+    // its root, so the working directory is looked up after, in the
+    // namespace the program will see.
+    if prepared.user_namespace >= 0
+        && libc::setns(prepared.user_namespace, libc::CLONE_NEWUSER) != 0
+    {
+        fail(prepared);
+    }
+    if prepared.mount_namespace >= 0
+        && libc::setns(prepared.mount_namespace, libc::CLONE_NEWNS) != 0
+    {
+        fail(prepared);
     }
     if libc::chdir(prepared.workdir.as_ptr()) != 0 {
         fail(prepared);
@@ -643,7 +680,8 @@ mod tests {
 
     fn request<'a>(group: &'a CallGroup, workdir: &'a Path, script: &str) -> Request<'a> {
         Request {
-            cgroup: group.dir_fd().expect("the call cgroup's directory is open"),
+            cgroup: Some(group.dir_fd().expect("the call cgroup's directory is open")),
+            namespaces: None,
             program: Path::new("/bin/sh"),
             argv: vec!["sh".into(), "-c".into(), script.into()],
             env: [("PATH", "/usr/bin:/bin"), ("X", "a b")]

@@ -1,12 +1,14 @@
 //! Starting a call's first process, with its pipes, in a process group of
-//! its own and, where the call has one, inside its cgroup.
+//! its own and, where the call has one, inside its cgroup; where the
+//! runner hides its files, in the tools' namespaces ([`super::tool_view`]).
 //!
 //! Two ways, one boundary: [`clone3`] creates the process inside the
-//! cgroup (the fast path: `unsafe`, x86_64 Linux, the `clone3` feature;
-//! used where the kernel allows it), [`command`] starts it with std's
-//! `Command` and lets it move itself in (the plain path: everywhere else,
-//! and whenever the fast path says it cannot). A test below starts the
-//! same process both ways and compares everything it can see.
+//! cgroup and the namespaces (the fast path: `unsafe`, x86_64 Linux, the
+//! `clone3` feature; used where the kernel allows it), [`command`] starts
+//! it with std's `Command` and lets it move itself in, through `nsenter`
+//! for the namespaces (the plain path: everywhere else, and whenever the
+//! fast path says it cannot). Tests below start the same process both
+//! ways and compare everything they can see.
 
 mod command;
 // `fast_spawn` (set by build.rs): x86_64 Linux with the `clone3` feature.
@@ -30,21 +32,74 @@ use super::pipes::Widening;
 #[cfg(fast_spawn)]
 use super::program::find_program;
 use super::spec::{Isolation, Spec};
+use super::tool_view::{self, View};
 
-/// Starts `spec` as `isolation` asks: created inside `group` where that
-/// is possible, else by the plain path (which joins `group` itself).
+/// Starts `spec` as `isolation` asks, in the tools' namespaces once the
+/// runner has them ([`tool_view::install`]): created inside `group` and
+/// the namespaces where that is possible, else by the plain path (which
+/// joins `group` and enters the namespaces itself).
 pub(in crate::exec) fn start(
     spec: &Spec,
     group: Option<&CallGroup>,
     call_id: &str,
     isolation: Isolation,
 ) -> Result<Running, String> {
-    if let Some(group) = group.filter(|_| isolation == Isolation::CgroupIfAvailable) {
-        if let Some(started) = start_in_cgroup(spec, group, call_id)? {
+    start_in_view(spec, group, call_id, isolation, tool_view::installed())
+}
+
+fn start_in_view(
+    spec: &Spec,
+    group: Option<&CallGroup>,
+    call_id: &str,
+    isolation: Isolation,
+    view: Option<&View>,
+) -> Result<Running, String> {
+    let fast = match isolation {
+        Isolation::CgroupIfAvailable => group.is_some() || view.is_some(),
+        Isolation::ProcessGroup => view.is_some(),
+        Isolation::CgroupSelfJoin => false,
+    };
+    if fast {
+        if let Some(started) = start_created(spec, group, call_id, view)? {
             return Ok(started);
         }
     }
-    command::spawn(spec, group, call_id).map(Running::Spawned)
+    command::spawn(spec, group, call_id, view).map(Running::Spawned)
+}
+
+/// Starts `sh -c :` the way calls start, in `view`, and waits for it: the
+/// error says why calls could not enter it here.
+pub(in crate::exec) async fn try_view(view: &View) -> Result<(), String> {
+    let spec = Spec {
+        program: "/bin/sh".into(),
+        arg0: Some("sh".to_owned()),
+        args: vec!["-c".to_owned(), ":".to_owned()],
+        workdir: "/".into(),
+        env: std::collections::HashMap::new(),
+        stdin: None,
+        join: super::spec::Join::Wrapper,
+    };
+    let mut child = start_in_view(
+        &spec,
+        None,
+        "tool-view-probe",
+        Isolation::ProcessGroup,
+        Some(view),
+    )?;
+    let (_, _, stderr) = child.take_pipes();
+    let mut error = String::new();
+    if let Some(mut stderr) = stderr {
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut error).await;
+    }
+    let status = child.wait().await.map_err(|error| error.to_string())?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`sh -c :` in the namespace ended with {status}: {}",
+            error.trim()
+        ))
+    }
 }
 
 /// Whether a call's process can be created inside its cgroup here (built
@@ -135,14 +190,16 @@ impl Running {
     }
 }
 
-/// Starts `spec` inside `group` with `clone3` ([`clone3`]): no move into
-/// the cgroup, no wrapper, no script prefix. `Ok(None)` where that is not
-/// possible here: the caller takes the plain path.
+/// Starts `spec` with `clone3` ([`clone3`]), inside `group` and `view`
+/// where given: no move into the cgroup, no wrapper, no script prefix.
+/// `Ok(None)` where that is not possible here: the caller takes the plain
+/// path.
 #[cfg(fast_spawn)]
-fn start_in_cgroup(
+fn start_created(
     spec: &Spec,
-    group: &CallGroup,
+    group: Option<&CallGroup>,
     call_id: &str,
+    view: Option<&View>,
 ) -> Result<Option<Running>, String> {
     use clone3::{Error, Request};
     if !clone3::available() {
@@ -150,8 +207,10 @@ fn start_in_cgroup(
     }
     // Held open by the cgroup since it was made; one whose files could not
     // be opened is left to the plain path.
-    let Some(cgroup) = group.dir_fd() else {
-        return Ok(None);
+    let cgroup = match group.map(CallGroup::dir_fd) {
+        Some(None) => return Ok(None),
+        Some(Some(cgroup)) => Some(cgroup),
+        None => None,
     };
     // No PATH search in the child: a program that is not found is left to
     // `Command`, whose error the call then reports as it always has.
@@ -167,6 +226,7 @@ fn start_in_cgroup(
         .collect();
     let request = Request {
         cgroup,
+        namespaces: view.map(View::namespaces),
         program: &program,
         argv,
         env: child_environment(spec, call_id).map_err(|error| {
@@ -194,7 +254,12 @@ fn start_in_cgroup(
 }
 
 #[cfg(not(fast_spawn))]
-fn start_in_cgroup(_: &Spec, _: &CallGroup, _: &str) -> Result<Option<Running>, String> {
+fn start_created(
+    _: &Spec,
+    _: Option<&CallGroup>,
+    _: &str,
+    _: Option<&View>,
+) -> Result<Option<Running>, String> {
     Ok(None)
 }
 
@@ -248,7 +313,8 @@ async fn start_inside(group: &CallGroup) -> Result<(), String> {
         .dir_fd()
         .ok_or("the call cgroup's directory could not be opened")?;
     let request = Request {
-        cgroup,
+        cgroup: Some(cgroup),
+        namespaces: None,
         program: Path::new(WRAPPER_SHELL),
         argv: vec!["sh".into(), "-c".into(), ":".into()],
         env: Vec::new(),
@@ -352,6 +418,157 @@ mod tests {
             assert_eq!(fast.2, "err\n");
         }
         assert_eq!(fast_path_available(), cfg!(fast_spawn));
+    }
+
+    /// A namespace like the runner's tools get, with `hidden` covered by
+    /// an empty tmpfs, made and held by util-linux's `unshare` (root only;
+    /// the runner's own helper is its binary, which unit tests lack).
+    async fn view_hiding(hidden: &Path) -> View {
+        use tokio::io::AsyncBufReadExt;
+        let mut holder = tokio::process::Command::new("unshare")
+            .args(["--mount", "--propagation", "slave", "sh", "-c"])
+            .arg(r#"mount -t tmpfs -o ro,mode=0755 runner-hidden "$1" && echo ready && exec cat"#)
+            .arg("sh")
+            .arg(hidden)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("unshare starts");
+        let stdout = holder.stdout.take().expect("stdout");
+        let mut line = String::new();
+        tokio::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .await
+            .expect("the holder answers");
+        assert_eq!(line, "ready\n");
+        View::held_by(holder, tool_view::Plan::default()).expect("the view opens")
+    }
+
+    /// Every way of starting a call's process in the tools' namespaces
+    /// (created inside them by `clone3`, with and without a cgroup; by
+    /// `nsenter` on the plain path, with and without one) gives the same
+    /// process: in the namespace, the hidden directory empty and the
+    /// working directory, argv, environment, stdin and exit code as asked.
+    #[tokio::test]
+    async fn every_way_of_starting_in_the_tools_view_gives_the_same_process() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("SKIPPED: making a mount namespace with util-linux's unshare needs root");
+            return;
+        }
+        let root = tempfile::tempdir().expect("tempdir");
+        let root = root.path().canonicalize().expect("canonical");
+        let (hidden, workdir) = (root.join("hidden"), root.join("work"));
+        std::fs::create_dir_all(&hidden).expect("hidden");
+        std::fs::create_dir_all(&workdir).expect("work");
+        std::fs::write(hidden.join("secret"), "the secret").expect("secret");
+        let view = view_hiding(&hidden).await;
+        let namespace = |pid: &str| {
+            std::fs::read_link(format!("/proc/{pid}/ns/mnt"))
+                .expect("mount namespace")
+                .display()
+                .to_string()
+        };
+        let script = format!(
+            r#"read line; echo "in: $line"; echo "ns: $(readlink /proc/self/ns/mnt)"; ls -A '{}' | wc -l; cat '{}/secret'; pwd; echo "argv0: $0"; echo "marker: $RUNNER_CALL_ID"; echo "var: $MINE"; echo err >&2; exit 7"#,
+            hidden.display(),
+            hidden.display()
+        );
+        let spec = Spec {
+            program: "bash".into(),
+            arg0: None,
+            args: vec!["-c".to_owned(), script],
+            workdir: workdir.clone(),
+            env: HashMap::from([("MINE".to_owned(), "x y".to_owned())]),
+            stdin: Some(b"hello\n".to_vec()),
+            join: Join::BashScript,
+        };
+        let group = CallGroup::create();
+        let fast = fast_path_available();
+        let mut ways: Vec<(&str, Running)> = vec![
+            (
+                "clone3, or nsenter where it is refused",
+                start_in_view(
+                    &spec,
+                    None,
+                    "same-call",
+                    Isolation::ProcessGroup,
+                    Some(&view),
+                )
+                .expect("starts"),
+            ),
+            (
+                "nsenter",
+                command::spawn(&spec, None, "same-call", Some(&view))
+                    .map(Running::Spawned)
+                    .expect("starts"),
+            ),
+        ];
+        if let Some(group) = &group {
+            ways.push((
+                "clone3 in a cgroup",
+                start_in_view(
+                    &spec,
+                    Some(group),
+                    "same-call",
+                    Isolation::CgroupIfAvailable,
+                    Some(&view),
+                )
+                .expect("starts"),
+            ));
+            ways.push((
+                "nsenter, then into a cgroup",
+                start_in_view(
+                    &spec,
+                    Some(group),
+                    "same-call",
+                    Isolation::CgroupSelfJoin,
+                    Some(&view),
+                )
+                .expect("starts"),
+            ));
+        }
+        let expected = format!(
+            "in: hello\nns: {}\n0\n{}\nargv0: bash\nmarker: same-call\nvar: x y\n",
+            namespace(&view_pid(&view)),
+            workdir.display()
+        );
+        assert_ne!(namespace("self"), namespace(&view_pid(&view)));
+        for (way, mut child) in ways {
+            if way.starts_with("clone3") && !fast {
+                eprintln!("{way}: clone3 is not available here, so this is nsenter again");
+            }
+            let (stdin, stdout, stderr) = child.take_pipes();
+            let mut stdin = stdin.expect("stdin is piped");
+            stdin.write_all(b"hello\n").await.expect("write");
+            drop(stdin);
+            let (mut out, mut err) = (String::new(), String::new());
+            let (mut stdout, mut stderr) = (stdout.expect("stdout"), stderr.expect("stderr"));
+            let (read_out, read_err) = tokio::join!(
+                stdout.read_to_string(&mut out),
+                stderr.read_to_string(&mut err)
+            );
+            read_out.expect("stdout reads");
+            read_err.expect("stderr reads");
+            let status = child.wait().await.expect("waits");
+            assert_eq!(out, expected, "{way}: {err}");
+            assert!(
+                err.contains("No such file"),
+                "{way}: the secret was read: {err}"
+            );
+            assert!(err.ends_with("err\n"), "{way}: {err}");
+            assert_eq!(status.code(), Some(7), "{way}");
+        }
+    }
+
+    /// The holder's pid, as the `/proc` path `nsenter` is given names it.
+    fn view_pid(view: &View) -> String {
+        let (_, args) = view.nsenter().expect("nsenter is installed");
+        args.iter()
+            .find_map(|arg| arg.strip_prefix("--mount=/proc/"))
+            .and_then(|rest| rest.split('/').next())
+            .expect("the holder's pid")
+            .to_owned()
     }
 
     /// Where this machine lets us make call cgroups, the probe creates a
