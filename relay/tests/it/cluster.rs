@@ -276,12 +276,17 @@ impl Cluster {
 
     /// Three relays started with these extra `serve` flags.
     async fn start_with(flags: &[&str]) -> Cluster {
+        Cluster::start_each([flags, flags, flags]).await
+    }
+
+    /// Three relays, each started with its own extra `serve` flags.
+    async fn start_each(flags: [&[&str]; 3]) -> Cluster {
         let database = Database::create().await;
         let prefix = format!("test_{}", random_suffix());
-        let (a, key) = RelayProcess::start_with("relay-a", &database, &prefix, flags).await;
+        let (a, key) = RelayProcess::start_with("relay-a", &database, &prefix, flags[0]).await;
         let admin_key = key.expect("the first relay on an empty database prints the admin key");
-        let (b, _) = RelayProcess::start_with("relay-b", &database, &prefix, flags).await;
-        let (c, _) = RelayProcess::start_with("relay-c", &database, &prefix, flags).await;
+        let (b, _) = RelayProcess::start_with("relay-b", &database, &prefix, flags[1]).await;
+        let (c, _) = RelayProcess::start_with("relay-c", &database, &prefix, flags[2]).await;
         Cluster {
             relays: vec![a, b, c],
             admin_key,

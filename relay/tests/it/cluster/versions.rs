@@ -11,9 +11,7 @@ use futures_util::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use super::{
-    random_suffix, Balancer, Cluster, Database, RealRunner, RelayProcess, REQUEST_TIMEOUT,
-};
+use super::{random_suffix, Balancer, Cluster, RealRunner};
 
 /// The header that carries a relay-to-relay message's version.
 const VERSION_HEADER: &str = "Runner-Relay-Protocol";
@@ -21,24 +19,7 @@ const VERSION_HEADER: &str = "Runner-Relay-Protocol";
 /// Relay A speaks version 1 (as builds before versions did), B and C
 /// this build's.
 async fn mixed_cluster() -> Cluster {
-    let database = Database::create().await;
-    let prefix = format!("test_{}", random_suffix());
-    let (a, key) =
-        RelayProcess::start_with("relay-a", &database, &prefix, &["--relay-protocol", "1"]).await;
-    let admin_key = key.expect("the first relay on an empty database prints the admin key");
-    let (b, _) = RelayProcess::start_with("relay-b", &database, &prefix, &[]).await;
-    let (c, _) = RelayProcess::start_with("relay-c", &database, &prefix, &[]).await;
-    Cluster {
-        relays: vec![a, b, c],
-        admin_key,
-        database,
-        prefix,
-        http: reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .timeout(REQUEST_TIMEOUT)
-            .build()
-            .expect("client"),
-    }
+    Cluster::start_each([&["--relay-protocol", "1"], &[], &[]]).await
 }
 
 /// A development environment whose real runner connects to relay `index`.
