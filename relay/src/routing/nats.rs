@@ -101,6 +101,9 @@ pub const LEASE_TTL: time::Duration = time::Duration::seconds(20);
 pub const MOVING_WINDOW: time::Duration = time::Duration::seconds(8);
 /// Bound on one publish or flush.
 pub const PUBLISH_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a holder waits for a call's result before acknowledging it,
+/// so that a short call's result is the answer itself (version 2).
+pub const QUICK_ANSWER: Duration = Duration::from_millis(20);
 /// Bound on one store operation in the routing path.
 pub const STORE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Room for the call's envelope (ids, tool name, inbox) around arguments
@@ -178,6 +181,11 @@ enum SessionAnswer {
     },
     /// The first part of a call in parts arrived: send the rest.
     Receiving,
+    /// Version 2: the call ended within [`QUICK_ANSWER`]; this is its
+    /// result, in place of the acknowledgement.
+    Done {
+        result: CallResult,
+    },
     /// A call in parts was refused (over the cap, parts lost or
     /// reordered), or a request this relay cannot read.
     Refused {
@@ -186,6 +194,14 @@ enum SessionAnswer {
     /// An answer of a newer relay this build does not know.
     #[serde(other)]
     Unknown,
+}
+
+/// [`SessionAnswer::Done`] borrowing its result, to encode it without a
+/// copy (the same JSON).
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Done<'a> {
+    Done { result: &'a CallResult },
 }
 
 /// JSON messages to a caller's inbox (each may travel in parts). Output
@@ -809,7 +825,7 @@ impl NatsRouter {
                 } => {
                     call.epoch = epoch;
                     match self.local.start_call(&environment_id, call).await {
-                        Ok(handle) => {
+                        Ok(mut handle) => {
                             // Registered before the answer, so no credit
                             // can arrive for a call not known here yet.
                             let gate = window.map(|window| {
@@ -827,10 +843,27 @@ impl NatsRouter {
                                 key,
                             };
                             let router = self.clone();
+                            // A caller of version 2 takes a call that ends
+                            // at once as the answer itself (`done`).
+                            let answers_itself = gate.is_none() && speak >= 2;
+                            let quick = answers_itself.then(|| reply_to.clone());
                             tokio::spawn(async move {
+                                if let Some(answer_to) = quick {
+                                    if !router
+                                        .answer_quickly(&mut handle, &reply, answer_to, speak)
+                                        .await
+                                    {
+                                        drop(answering);
+                                        return;
+                                    }
+                                }
                                 router.forward(handle, reply, gate, speak).await;
                                 drop(answering);
                             });
+                            if answers_itself {
+                                // Answered by the task above.
+                                continue;
+                            }
                             answer
                         }
                         Err(_) => SessionAnswer::NotConnected,
@@ -846,6 +879,49 @@ impl NatsRouter {
         }
         if let Err(error) = subscriber.unsubscribe().await {
             tracing::debug!(%error, "unsubscribing a session's call subject");
+        }
+    }
+
+    /// Holder side, to a caller of version 2, for a call without streamed
+    /// output: waits up to [`QUICK_ANSWER`] for the result and, if it fits
+    /// in one message, answers the call's request with it (`done`: the
+    /// caller needs no inbox, no acknowledgement, no second message);
+    /// otherwise acknowledges as version 1 does. Returns whether the call
+    /// still has to be forwarded to the inbox.
+    async fn answer_quickly(
+        &self,
+        handle: &mut CallHandle,
+        reply: &str,
+        answer_to: String,
+        speak: u32,
+    ) -> bool {
+        match tokio::time::timeout(QUICK_ANSWER, &mut handle.result).await {
+            Ok(Ok(result)) => {
+                let done = encode(&Done::Done { result: &result });
+                if done.len() <= self.part_size() {
+                    self.publish_in(speak, answer_to, None, done).await;
+                } else {
+                    // Too large for one message: acknowledged, and the
+                    // result goes to the inbox in parts.
+                    let accepted = encode(&SessionAnswer::Accepted);
+                    self.publish_in(speak, answer_to, None, accepted).await;
+                    self.send_payload(speak, reply, encode(&Reply::Result(result)))
+                        .await;
+                }
+                false
+            }
+            Ok(Err(_runner_gone)) => {
+                let accepted = encode(&SessionAnswer::Accepted);
+                self.publish_in(speak, answer_to, None, accepted).await;
+                self.send_payload(speak, reply, encode(&Reply::Disconnected))
+                    .await;
+                false
+            }
+            Err(_still_running) => {
+                let accepted = encode(&SessionAnswer::Accepted);
+                self.publish_in(speak, answer_to, None, accepted).await;
+                true
+            }
         }
     }
 
@@ -1139,6 +1215,9 @@ impl NatsRouter {
                 window: call.stream.then_some(CREDIT_WINDOW),
             };
             let retry = match self.ask(speak, &subject, encode(&request)).await {
+                Asked::Answer(SessionAnswer::Done { result }) => {
+                    return Ok(answered(result));
+                }
                 Asked::Answer(SessionAnswer::Accepted) => {
                     let call_id = call.call_id;
                     let route = Route { epoch, speak };
@@ -1388,6 +1467,20 @@ impl NatsRouter {
     }
 }
 
+/// A handle for a call whose result came with its answer.
+fn answered(result: CallResult) -> CallHandle {
+    let (_no_output, output) = mpsc::channel(1);
+    let (result_tx, result_rx) = oneshot::channel();
+    let call_id = result.call_id.clone();
+    // The receiver is in the handle returned: it is alive.
+    let _ = result_tx.send(result);
+    CallHandle {
+        call_id,
+        output,
+        result: result_rx,
+    }
+}
+
 /// Where a forwarded call went: the holder's session and the version the
 /// caller speaks with it.
 #[derive(Debug, Clone, Copy)]
@@ -1609,6 +1702,27 @@ mod tests {
             other => panic!("expected a grant, got {other:?}"),
         }
         assert!(credit.handed(10).is_none());
+    }
+
+    #[test]
+    fn a_borrowed_done_answer_reads_as_the_owned_one() {
+        let result = CallResult {
+            call_id: "c1".to_owned(),
+            result: serde_json::json!({"n": 1}),
+            exit_code: Some(0),
+            error: None,
+            error_code: None,
+        };
+        let encoded = encode(&Done::Done { result: &result });
+        match serde_json::from_slice::<SessionAnswer>(&encoded) {
+            Ok(SessionAnswer::Done { result: read }) => assert_eq!(read, result),
+            other => panic!("{other:?}"),
+        }
+        // What a newer relay might answer is read as unknown, not as an error.
+        assert!(matches!(
+            serde_json::from_str::<SessionAnswer>(r#"{"type":"later","x":1}"#),
+            Ok(SessionAnswer::Unknown)
+        ));
     }
 
     #[test]

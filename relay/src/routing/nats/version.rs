@@ -8,7 +8,10 @@
 //!   it speaks in its session announcement, and a caller speaks the lower
 //!   of its own and the holder's, so a newer relay never sends an older
 //!   one what it cannot read. A holder answers a request of a version it
-//!   does not speak with `refused` at once.
+//!   does not speak with `refused` at once. A call without streamed
+//!   output that ends within [`super::QUICK_ANSWER`] is answered with its
+//!   result (`done`) instead of an acknowledgement and a second message
+//!   to the caller's inbox.
 //!
 //! A version changes when a message changes meaning or shape in a way an
 //! older relay would misread; a field an older relay ignores needs none.
