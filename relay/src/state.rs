@@ -342,6 +342,7 @@ impl AppState {
     pub fn with_cluster(mut self, cluster: Arc<NatsRouter>) -> Self {
         self.relay_id = cluster.relay_id().into();
         cluster.use_metrics(self.metrics.clone());
+        cluster.use_journal(self.journal.clone());
         // Other relays change the store: reads are kept only while its
         // change feed is listened to (`read_cache::follow_changes`).
         self.reads = Arc::new(ReadCache::new(false));

@@ -662,10 +662,7 @@ async fn relay_call(
             guard.armed = false;
             metrics.finish(Outcome::Disconnected);
             tracing::warn!(%environment_id, %call_id, "runner disconnected during the call");
-            state
-                .router
-                .journal_lost(environment_id, call_id, &tool)
-                .await;
+            journal_given_up(state, &guard, &tool).await;
             Err(disconnected(call_id))
         }
         Err(_elapsed) => {
@@ -773,7 +770,7 @@ impl Streaming {
                         self.metrics.finish(Outcome::Disconnected);
                         tracing::warn!(environment_id = %self.environment_id, call_id = %self.call_id, "runner disconnected during the call");
                         self.audit.ended(AuditDecision::Error, RUNNER_DISCONNECTED);
-                        self.state.router.journal_lost(&self.environment_id, &self.call_id, &self.tool).await;
+                        journal_given_up(&self.state, &self.guard, &self.tool).await;
                         error_body(RUNNER_DISCONNECTED, DISCONNECTED_MESSAGE, &self.call_id)
                     }
                 }

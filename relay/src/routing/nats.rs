@@ -65,7 +65,9 @@ use time::OffsetDateTime;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::{CallHandle, CallRouter, LocalRouter, OutputChunk, Presence, RouteError};
+use super::{
+    CallHandle, CallRouter, JournalWriter, LocalRouter, OutputChunk, Presence, RouteError,
+};
 use crate::clock::{from_unix, Clock};
 use crate::metrics::labels::NatsOutcome;
 use crate::metrics::Metrics;
@@ -373,6 +375,9 @@ pub struct NatsRouter {
     answering: Mutex<HashSet<String>>,
     /// The relay's metrics (round trips), once the state is built.
     metrics: OnceLock<Metrics>,
+    /// The relay's journal writer, once the state is built: a call whose
+    /// holder lost it is journalled here.
+    journal: OnceLock<Arc<JournalWriter>>,
     /// Sessions held elsewhere, as last read from the store.
     copies: SessionCopies,
     /// The inboxes of the calls this relay sends to others.
@@ -421,6 +426,7 @@ impl NatsRouter {
             credits: Mutex::default(),
             answering: Mutex::default(),
             metrics: OnceLock::new(),
+            journal: OnceLock::new(),
             copies: SessionCopies::default(),
             replies,
         }))
@@ -430,6 +436,12 @@ impl NatsRouter {
     /// call wins: one relay, one set of metrics).
     pub fn use_metrics(&self, metrics: Metrics) {
         let _ = self.metrics.set(metrics);
+    }
+
+    /// Journals the calls whose holder lost them in `journal` (the first
+    /// call wins: one relay, one journal).
+    pub fn use_journal(&self, journal: Arc<JournalWriter>) {
+        let _ = self.journal.set(journal);
     }
 
     /// This relay's instance id.
@@ -1220,13 +1232,15 @@ impl NatsRouter {
                 }
                 Asked::Answer(SessionAnswer::Accepted) => {
                     let call_id = call.call_id;
-                    let route = Route { epoch, speak };
+                    let tool = call.tool;
+                    let route = Route { epoch, speak, tool };
                     return Ok(self.follow(environment_id, route, call_id, inbox, None));
                 }
                 Asked::Answer(SessionAnswer::Flowing) => {
                     let call_id = call.call_id;
                     let window = Some(CREDIT_WINDOW);
-                    let route = Route { epoch, speak };
+                    let tool = call.tool;
+                    let route = Route { epoch, speak, tool };
                     return Ok(self.follow(environment_id, route, call_id, inbox, window));
                 }
                 // The holder lost the socket: a newer session is coming.
@@ -1343,8 +1357,11 @@ impl NatsRouter {
     ) -> CallHandle {
         let (output_tx, output) = mpsc::channel(OUTPUT_QUEUE);
         let (mut result_tx, result) = oneshot::channel();
-        let Route { epoch, speak } = route;
+        let Route { epoch, speak, tool } = route;
         let client = self.client.clone();
+        let journal = self.journal.get().cloned();
+        let clock = self.clock.clone();
+        let environment = environment_id.to_owned();
         let subject = self.call_subject(environment_id, epoch);
         let probe = encode(&SessionRequest::Probe {
             call_id: call_id.clone(),
@@ -1357,6 +1374,7 @@ impl NatsRouter {
         });
         let stall = self.local.output_stall();
         let span = tracing::info_span!("remote_call", environment_id, epoch, %call_id);
+        let call_id_of_task = call_id.clone();
         let task = async move {
             let mut incoming = Reassembly::new(MAX_REPLY_BYTES);
             let mut probes = tokio::time::interval(PROBE_INTERVAL);
@@ -1381,6 +1399,12 @@ impl NatsRouter {
                             continue;
                         }
                         tracing::warn!("the relay holding the runner's socket lost the call");
+                        // Nobody else will say so: the holder is gone, or
+                        // no longer knows the call. A result that still
+                        // comes (the runner kept it) replaces this entry.
+                        if let Some(journal) = &journal {
+                            journal.lost(&environment, &call_id_of_task, &tool, clock.now()).await;
+                        }
                         break;
                     }
                     message = inbox.next() => {
@@ -1482,11 +1506,12 @@ fn answered(result: CallResult) -> CallHandle {
 }
 
 /// Where a forwarded call went: the holder's session and the version the
-/// caller speaks with it.
-#[derive(Debug, Clone, Copy)]
+/// caller speaks with it, and the call's tool (for the journal).
+#[derive(Debug, Clone)]
 struct Route {
     epoch: u64,
     speak: u32,
+    tool: String,
 }
 
 /// A request in version `speak`.

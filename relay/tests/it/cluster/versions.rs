@@ -37,36 +37,54 @@ async fn runner_on(cluster: &Cluster, index: usize, name: &str) -> (String, Bala
 
 /// The version headers seen on each environment's call subject.
 type Seen = Arc<Mutex<HashMap<String, Vec<Option<String>>>>>;
+/// The `type` of each answer, by the request's reply subject.
+type Answers = Arc<Mutex<HashMap<String, Vec<String>>>>;
+/// Each request's reply subject and version header.
+type Asked = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
-/// Records the version header of every request on the call subjects.
-async fn watch_calls(prefix: &str) -> (Seen, tokio::task::JoinHandle<()>) {
+/// Records the version header of every request on the call subjects, and
+/// what the holders answered (the requests' replies, on `_INBOX.>`).
+async fn watch_calls(prefix: &str) -> (Seen, Asked, Answers, tokio::task::JoinHandle<()>) {
     let client = async_nats::connect(super::NATS_URL).await.expect("NATS");
     let mut calls = client
         .subscribe(format!("{prefix}.call.>"))
         .await
         .expect("subscribe");
+    let mut replies = client.subscribe("_INBOX.>").await.expect("subscribe");
     client.flush().await.expect("flush");
     let seen: Seen = Arc::default();
-    let record = seen.clone();
+    let asked: Asked = Arc::default();
+    let answers: Answers = Arc::default();
+    let (record, record_asked, record_answers) = (seen.clone(), asked.clone(), answers.clone());
     let task = tokio::spawn(async move {
         let _client = client;
-        while let Some(message) = calls.next().await {
-            // <prefix>.call.<env>.<epoch>
-            let env = message.subject.split('.').nth(2).unwrap_or("").to_owned();
-            let version = message
-                .headers
-                .as_ref()
-                .and_then(|headers| headers.get(VERSION_HEADER))
-                .map(|value| value.as_str().to_owned());
-            record
-                .lock()
-                .expect("lock")
-                .entry(env)
-                .or_default()
-                .push(version);
+        loop {
+            tokio::select! {
+                Some(message) = calls.next() => {
+                    // <prefix>.call.<env>.<epoch>
+                    let env = message.subject.split('.').nth(2).unwrap_or("").to_owned();
+                    let version = message
+                        .headers
+                        .as_ref()
+                        .and_then(|headers| headers.get(VERSION_HEADER))
+                        .map(|value| value.as_str().to_owned());
+                    if let Some(reply) = &message.reply {
+                        record_asked.lock().expect("lock").push((reply.to_string(), version.clone()));
+                    }
+                    record.lock().expect("lock").entry(env).or_default().push(version);
+                }
+                Some(message) = replies.next() => {
+                    let kind = serde_json::from_slice::<Value>(&message.payload)
+                        .ok()
+                        .and_then(|answer| answer["type"].as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    record_answers.lock().expect("lock").entry(message.subject.to_string()).or_default().push(kind);
+                }
+                else => break,
+            }
         }
     });
-    (seen, task)
+    (seen, asked, answers, task)
 }
 
 async fn stored_announcement(cluster: &Cluster, env: &str) -> Value {
@@ -124,7 +142,7 @@ async fn exchange(cluster: &Cluster, through: usize, env: &str, big: &[u8], labe
 #[ignore = "needs PostgreSQL and NATS (run by .ci/run with --include-ignored)"]
 async fn relays_of_two_versions_exchange_calls_both_ways() {
     let cluster = mixed_cluster().await;
-    let (seen, watching) = watch_calls(&cluster.prefix).await;
+    let (seen, asked, answers, watching) = watch_calls(&cluster.prefix).await;
     let (old_env, _old_balancer, old_runner) = runner_on(&cluster, 0, "on-old").await;
     let (new_env, _new_balancer, new_runner) = runner_on(&cluster, 1, "on-new").await;
 
@@ -193,6 +211,30 @@ async fn relays_of_two_versions_exchange_calls_both_ways() {
     assert!(
         to_new.iter().any(|version| version.as_deref() == Some("2")),
         "the new caller's requests should carry version 2: {to_new:?}"
+    );
+
+    // A call that ends at once is answered with its result (`done`) only
+    // in version 2: an old caller (or a request to an old holder) gets the
+    // acknowledgement it knows.
+    let asked = asked.lock().expect("lock").clone();
+    let answers = answers.lock().expect("lock").clone();
+    let answered = |version: Option<&str>| -> Vec<String> {
+        asked
+            .iter()
+            .filter(|(_, asked_in)| asked_in.as_deref() == version)
+            .flat_map(|(reply, _)| answers.get(reply).cloned().unwrap_or_default())
+            .collect()
+    };
+    let old = answered(None);
+    assert!(old.iter().any(|kind| kind == "accepted"), "{old:?}");
+    assert!(
+        !old.iter().any(|kind| kind == "done"),
+        "a version 1 request was answered `done`: {old:?}"
+    );
+    let new = answered(Some("2"));
+    assert!(
+        new.iter().any(|kind| kind == "done"),
+        "no version 2 call was answered with its result: {new:?}"
     );
 }
 
