@@ -143,6 +143,23 @@ struct Secrets {
 }
 
 impl Secrets {
+    /// A `shell` call's answer to `cat` of the credential file.
+    async fn cat_credential_file(&self) -> Value {
+        let command = format!("cat '{}'", self.credential_file.display());
+        shell(&self.relay, &self.env, &command).await
+    }
+
+    /// The runner's `file_read` of the credential file: status and body.
+    async fn file_read_credential_file(&self) -> (u16, Value) {
+        let path = self.credential_file.display().to_string();
+        self.relay
+            .invoke(
+                &self.env,
+                json!({"tool_name": "file_read", "args": {"path": path}}),
+            )
+            .await
+    }
+
     async fn new() -> Secrets {
         let relay = Relay::spawn().await;
         let env = relay.create_env(dev_env()).await;
@@ -226,12 +243,7 @@ impl Secrets {
     /// file, and the workspace works as ever.
     async fn tool_finds_nothing(&self) {
         let (relay, env) = (&self.relay, self.env.as_str());
-        let body = shell(
-            relay,
-            env,
-            &format!("cat '{}'", self.credential_file.display()),
-        )
-        .await;
+        let body = self.cat_credential_file().await;
         assert!(!body.to_string().contains(&self.token), "{body}");
         assert_ne!(body["exit_code"], 0, "{body}");
         assert!(stderr(&body).contains("No such file"), "{body}");
@@ -274,12 +286,7 @@ impl Secrets {
         }
 
         // Nor do the runner's own file tools, whatever the access list.
-        let (status, body) = relay
-            .invoke(
-                env,
-                json!({"tool_name": "file_read", "args": {"path": self.credential_file.display().to_string()}}),
-            )
-            .await;
+        let (status, body) = self.file_read_credential_file().await;
         assert_eq!(status, 200, "{body}");
         assert!(!body.to_string().contains(&self.token), "{body}");
         assert!(
@@ -348,20 +355,9 @@ async fn a_root_runners_tools_find_its_files_and_session_bus_hidden() {
     secrets.runner.stop().await;
     secrets.start(&["--hide-runner-files", "off"]);
     secrets.relay.wait_status(&secrets.env, "online").await;
-    let body = shell(
-        &secrets.relay,
-        &secrets.env,
-        &format!("cat '{}'", secrets.credential_file.display()),
-    )
-    .await;
+    let body = secrets.cat_credential_file().await;
     assert_eq!(stdout(&body).trim(), secrets.token, "{body}");
-    let (_, body) = secrets
-        .relay
-        .invoke(
-            &secrets.env,
-            json!({"tool_name": "file_read", "args": {"path": secrets.credential_file.display().to_string()}}),
-        )
-        .await;
+    let (_, body) = secrets.file_read_credential_file().await;
     assert!(body.to_string().contains(&secrets.token), "{body}");
 }
 
@@ -494,20 +490,9 @@ async fn where_no_namespace_can_be_made_on_refuses_to_start_and_auto_runs_tools_
 
     secrets.runner.child = Some(capless(&secrets, "auto"));
     secrets.relay.wait_status(&secrets.env, "online").await;
-    let body = shell(
-        &secrets.relay,
-        &secrets.env,
-        &format!("cat '{}'", secrets.credential_file.display()),
-    )
-    .await;
+    let body = secrets.cat_credential_file().await;
     assert_eq!(stdout(&body).trim(), secrets.token, "{body}");
-    let (_, body) = secrets
-        .relay
-        .invoke(
-            &secrets.env,
-            json!({"tool_name": "file_read", "args": {"path": secrets.credential_file.display().to_string()}}),
-        )
-        .await;
+    let (_, body) = secrets.file_read_credential_file().await;
     assert!(!body.to_string().contains(&secrets.token), "{body}");
     let (_, stderr) = secrets.runner.stop().await;
     assert_eq!(
