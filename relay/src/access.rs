@@ -29,6 +29,16 @@ pub fn can_manage(member: &Member, scope: &Scope) -> bool {
     }
 }
 
+/// The scopes the member may create environments and templates in, the
+/// ones [`can_manage`] allows: shared for admins, then their teams'.
+pub fn manageable_scopes(member: &Member) -> Vec<Scope> {
+    let shared = member.is_admin.then_some(Scope::Shared);
+    shared
+        .into_iter()
+        .chain(member.teams.iter().cloned().map(Scope::Team))
+        .collect()
+}
+
 /// Whether the environment exists as far as this member is concerned.
 /// Sandbox hosts and sandboxes are the organisation's machinery: admins see
 /// them; a member reaches a sandbox through the session it serves.

@@ -8,11 +8,11 @@ use std::time::Instant;
 use runner_proto::api::InvokeRequest;
 use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
 use runner_proto::ws::CallResult;
-use serde_json::Value;
 
 use super::error::ApiError;
 use crate::audit::AuditRecord;
 use crate::audit_writer::AuditLog;
+use crate::routing::stored_result::json_len;
 use crate::state::AppState;
 
 /// What a call ended with when nobody saw its end (the caller went away).
@@ -149,24 +149,6 @@ impl Drop for CallAudit {
     fn drop(&mut self) {
         self.finish(AuditDecision::Error, Some(ABANDONED));
     }
-}
-
-/// Length of `value` as compact JSON, without keeping the text.
-fn json_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing to a counter cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 #[cfg(test)]

@@ -15,9 +15,10 @@ pub const DEFAULT_RESULT_MAX_BYTES: usize = 256 * 1024;
 /// had.
 pub const TRUNCATED_FIELD: &str = "journal_truncated";
 
-/// Bytes of `value`'s JSON, counted as it is written (nothing is kept:
-/// every call's result is measured in the journal's writer).
-fn json_len(value: &impl serde::Serialize) -> usize {
+/// Bytes of `value`'s compact JSON, counted as it is written (nothing is
+/// kept: every call's result is measured in the journal's writer and in
+/// its audit entry).
+pub fn json_len(value: &impl serde::Serialize) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {

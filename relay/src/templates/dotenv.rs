@@ -147,6 +147,16 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a key: `[A-Za-z_][A-Za-z0-9_]*`.
+    /// The word at the cursor, for an error message (at most 40
+    /// characters, up to `=` or white space).
+    fn word(&self) -> String {
+        self.rest
+            .chars()
+            .take_while(|c| !matches!(c, '=' | '\n' | '\r' | ' ' | '\t'))
+            .take(40)
+            .collect()
+    }
+
     fn key(&mut self) -> Result<String, DotenvError> {
         let end = self
             .rest
@@ -156,12 +166,7 @@ impl<'a> Reader<'a> {
             })
             .map_or(self.rest.len(), |(at, _)| at);
         if end == 0 {
-            let word: String = self
-                .rest
-                .chars()
-                .take_while(|c| !matches!(c, '=' | '\n' | '\r' | ' ' | '\t'))
-                .take(40)
-                .collect();
+            let word = self.word();
             return Err(self.error(format!(
                 "{word:?} is not a variable name: a name starts with a letter or `_` and has \
                  only letters, digits and `_`"
@@ -169,12 +174,7 @@ impl<'a> Reader<'a> {
         }
         let (key, rest) = self.rest.split_at(end);
         if !rest.starts_with(['=', ' ', '\t', '\n', '\r']) && !rest.is_empty() {
-            let word: String = self
-                .rest
-                .chars()
-                .take_while(|c| !matches!(c, '=' | '\n' | '\r' | ' ' | '\t'))
-                .take(40)
-                .collect();
+            let word = self.word();
             return Err(self.error(format!(
                 "{word:?} is not a variable name: a name has only letters, digits and `_`"
             )));

@@ -136,17 +136,10 @@ async fn list_page(
         .into_iter()
         .filter(|row| filter.keeps(row))
         .collect();
-    let mut scopes = Vec::new();
-    if signed.member.is_admin {
-        scopes.push("shared".to_owned());
-    }
-    scopes.extend(
-        signed
-            .member
-            .teams
-            .iter()
-            .map(|team| format!("team:{team}")),
-    );
+    let scopes = access::manageable_scopes(&signed.member)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     render(&EnvironmentsPage {
         chrome: signed.chrome(Section::Environments),
         rows,

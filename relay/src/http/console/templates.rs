@@ -217,17 +217,10 @@ async fn list_page(
         .iter()
         .map(TemplateRow::of)
         .collect();
-    let mut scopes = Vec::new();
-    if signed.member.is_admin {
-        scopes.push("shared".to_owned());
-    }
-    scopes.extend(
-        signed
-            .member
-            .teams
-            .iter()
-            .map(|team| format!("team:{team}")),
-    );
+    let scopes = access::manageable_scopes(&signed.member)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     render(&TemplatesPage {
         chrome: signed.chrome(Section::Templates),
         rows,
