@@ -843,10 +843,14 @@ impl NatsRouter {
                             let gate = window.map(|window| {
                                 self.open_credit(&environment_id, &handle.call_id, window)
                             });
-                            let answer = if gate.is_some() {
-                                SessionAnswer::Flowing
-                            } else {
-                                SessionAnswer::Accepted
+                            // A caller of version 2 takes a call that ends
+                            // at once as the answer itself (`done`): the
+                            // task below answers it.
+                            let answers_itself = gate.is_none() && speak >= 2;
+                            let answer = match &gate {
+                                Some(_) => Some(SessionAnswer::Flowing),
+                                None if answers_itself => None,
+                                None => Some(SessionAnswer::Accepted),
                             };
                             let key = format!("{environment_id}/{}", handle.call_id);
                             self.answering().insert(key.clone());
@@ -855,28 +859,25 @@ impl NatsRouter {
                                 key,
                             };
                             let router = self.clone();
-                            // A caller of version 2 takes a call that ends
-                            // at once as the answer itself (`done`).
-                            let answers_itself = gate.is_none() && speak >= 2;
                             let quick = answers_itself.then(|| reply_to.clone());
                             tokio::spawn(async move {
-                                if let Some(answer_to) = quick {
-                                    if !router
-                                        .answer_quickly(&mut handle, &reply, answer_to, speak)
-                                        .await
-                                    {
-                                        drop(answering);
-                                        return;
+                                let forward = match quick {
+                                    Some(answer_to) => {
+                                        router
+                                            .answer_quickly(&mut handle, &reply, answer_to, speak)
+                                            .await
                                     }
+                                    None => true,
+                                };
+                                if forward {
+                                    router.forward(handle, reply, gate, speak).await;
                                 }
-                                router.forward(handle, reply, gate, speak).await;
                                 drop(answering);
                             });
-                            if answers_itself {
-                                // Answered by the task above.
-                                continue;
+                            match answer {
+                                Some(answer) => answer,
+                                None => continue,
                             }
-                            answer
                         }
                         Err(_) => SessionAnswer::NotConnected,
                     }
