@@ -47,3 +47,7 @@ if ! command -v st >/dev/null 2>&1 || ! python3 -c 'import schemathesis' 2>/dev/
   echo "installing: schemathesis (pip)" >&2
   python3 -m pip install --quiet --disable-pip-version-check 'schemathesis>=4.32,<5'
 fi
+# The container image test (cli/tests/it/container_image.rs) builds
+# installers/Dockerfile with podman, on a stand-in for its base image made
+# from Debian's packages (no image registry is reachable from CI).
+"$(dirname "$0")/prepare-image-test.sh"

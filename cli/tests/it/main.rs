@@ -9,6 +9,7 @@ mod backlog;
 mod browser_install;
 mod cli;
 mod console;
+mod container_image;
 mod dev_mode;
 mod doctor;
 mod doctor_proxy;

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Prepares this machine for the container image test
+# (cli/tests/it/container_image.rs): podman with runc, and a local stand-in
+# for the Dockerfile's base image, debian:bookworm-slim.
+# Idempotent and quiet when everything is present.
+#
+# The base image is not pulled: the test machines reach no image registry,
+# only Debian's package mirror. The stand-in is Debian's own bookworm made
+# with `debootstrap --variant=minbase` (essential packages and apt, as the
+# slim image has), imported into podman under the official image's name.
+# The tarball is cached under /var/cache/runner-tests/, so a second
+# machine setup (or an emptied podman store) only imports it again.
+#
+# The podman settings the test needs (the runtime, the ulimits) are not
+# written here into the machine's configuration: the test passes its own
+# file, cli/tests/it/containers.conf, in CONTAINERS_CONF (see why there).
+set -euo pipefail
+
+base=docker.io/library/debian:bookworm-slim
+mirror=http://deb.debian.org/debian
+cache=/var/cache/runner-tests
+tarball="$cache/debian-bookworm-minbase.tar"
+
+missing=()
+need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
+need podman podman
+# crun (podman's default runtime) fails on this kind of machine; see
+# cli/tests/it/containers.conf.
+need runc runc
+need debootstrap debootstrap
+need newuidmap uidmap
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing packages: ${missing[*]} (run as root, or install them)" >&2
+    exit 1
+  fi
+  echo "installing: ${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if podman image exists "$base"; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "missing image: $base (run as root to make its stand-in)" >&2
+  exit 1
+fi
+if [ ! -s "$tarball" ]; then
+  echo "making: a stand-in for $base (debootstrap --variant=minbase bookworm from $mirror)" >&2
+  mkdir -p "$cache"
+  root="$(mktemp -d "$cache/bookworm.XXXXXX")"
+  trap 'rm -rf "$root" "$tarball.partial"' EXIT
+  if ! debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.log" 2>&1; then
+    cat "$root.log" >&2
+    rm -f "$root.log"
+    exit 1
+  fi
+  rm -f "$root.log"
+  # As the slim image: no package lists or apt caches in the image.
+  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin
+  tar --numeric-owner -C "$root" -cf "$tarball.partial" .
+  mv "$tarball.partial" "$tarball"
+fi
+echo "importing: $tarball as $base" >&2
+# The official image's PATH and command, so a Dockerfile sees the same.
+podman import --quiet \
+  --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+  --change 'CMD ["bash"]' \
+  "$tarball" "$base" >/dev/null
