@@ -14,7 +14,11 @@
 # --methods` (ping, shell-true, shell-uname; default ping); under valgrind
 # the runner cannot create a call inside its cgroup (`clone3`) and moves
 # it in instead, so a runner's `shell` figure counts that path. The profiles stay in the work
-# directory printed at the end, for `callgrind_annotate`.
+# directory printed at the end, for `callgrind_annotate`. EXTRA_FLAGS are
+# added to the profiled process's `serve`/`run`, e.g.
+# EXTRA_FLAGS='--no-audit --no-metrics' for what the audit log and metrics
+# cost the relay. Valgrind's CPU has no SHA extensions: SHA-256 runs its
+# portable code there, many times the instructions of the real machine's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +45,7 @@ cat >"$work/bin/$program" <<EOF
 #!/bin/sh
 case "\$1" in
   serve|run) valgrind --tool=callgrind --callgrind-out-file="$work/out.\$RUN.%p" \
-      --log-file="$work/valgrind.\$RUN.%p" "$bin_dir/$program" "\$@" & wait ;;
+      --log-file="$work/valgrind.\$RUN.%p" "$bin_dir/$program" "\$@" ${EXTRA_FLAGS:-} & wait ;;
   *) exec "$bin_dir/$program" "\$@" ;;
 esac
 EOF

@@ -4,6 +4,8 @@
 //! an approved call. And the masking of a call's `env` values, which
 //! neither the audit log nor an approver is shown.
 
+use std::io::Write;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -12,53 +14,67 @@ pub const MASK: &str = "***";
 
 /// `value` as canonical JSON.
 pub fn to_string(value: &Value) -> String {
-    let mut out = String::new();
-    write(value, &mut out);
-    out
+    let mut out = Vec::new();
+    // Writing into memory cannot fail.
+    let _ = write(value, &mut out);
+    // Only JSON of `str`s was written: always UTF-8.
+    String::from_utf8(out)
+        .unwrap_or_else(|bytes| String::from_utf8_lossy(bytes.as_bytes()).into_owned())
 }
 
-fn write(value: &Value, out: &mut String) {
+/// Hex SHA-256 of `value`'s canonical JSON, streamed into the hash
+/// (no copy of the text is made).
+pub fn sha256_hex_of(value: &Value) -> String {
+    let mut hasher = Sha256::new();
+    // A hasher takes every write.
+    let _ = write(value, &mut hasher);
+    hex_of(&hasher.finalize().into())
+}
+
+fn write(value: &Value, out: &mut impl Write) -> std::io::Result<()> {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
+            keys.sort_unstable();
+            out.write_all(b"{")?;
             for (i, key) in keys.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.write_all(b",")?;
                 }
-                write_string(key, out);
-                out.push(':');
+                serde_json::to_writer(&mut *out, key)?;
+                out.write_all(b":")?;
                 if let Some(value) = map.get(key) {
-                    write(value, out);
+                    write(value, out)?;
                 }
             }
-            out.push('}');
+            out.write_all(b"}")
         }
         Value::Array(items) => {
-            out.push('[');
+            out.write_all(b"[")?;
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.write_all(b",")?;
                 }
-                write(item, out);
+                write(item, out)?;
             }
-            out.push(']');
+            out.write_all(b"]")
         }
-        Value::String(text) => write_string(text, out),
-        // Numbers, booleans and null have one compact form.
-        other => out.push_str(&other.to_string()),
+        // Strings, numbers, booleans and null have one compact form.
+        other => Ok(serde_json::to_writer(&mut *out, other)?),
     }
-}
-
-fn write_string(text: &str, out: &mut String) {
-    // A string always serialises.
-    out.push_str(&serde_json::to_string(text).unwrap_or_default());
 }
 
 /// Hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+    hex_of(&Sha256::digest(bytes).into())
+}
+
+/// Lower-case hex of a SHA-256, without building it a character at a time.
+pub fn hex_of(digest: &[u8; 32]) -> String {
+    let mut text = [0u8; 64];
+    // The buffer is exactly twice the input, and hex digits are ASCII.
+    let _ = hex::encode_to_slice(digest, &mut text);
+    std::str::from_utf8(&text).unwrap_or_default().to_owned()
 }
 
 /// `args` with every value of its `env` object (environment variables the
@@ -88,6 +104,19 @@ mod tests {
         assert_eq!(
             to_string(&value),
             r#"{"a":{"c":1.5,"d":[true,null,"x"]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn the_streamed_digest_is_the_digest_of_the_text() {
+        let value =
+            json!({"z": "\u{1b}é\"", "a": [1, -2.5e-3, {"k": null}], "m": {"y": true, "x": false}});
+        let text = to_string(&value);
+        assert_eq!(sha256_hex_of(&value), sha256_hex(text.as_bytes()));
+        assert_eq!(sha256_hex(b""), hex::encode(Sha256::digest(b"")));
+        assert_eq!(
+            text,
+            r#"{"a":[1,-0.0025,{"k":null}],"m":{"x":false,"y":true},"z":"\u001bé\""}"#
         );
     }
 

@@ -124,7 +124,7 @@ pub fn call_hash(
         "timeout_s": timeout_s,
         "call_id": call_id,
     });
-    canonical::sha256_hex(canonical::to_string(&call).as_bytes())
+    canonical::sha256_hex_of(&call)
 }
 
 /// A comment as kept: trimmed, at most [`MAX_COMMENT_CHARS`] characters.

@@ -5,7 +5,6 @@
 
 use runner_proto::audit::{AuditAction, AuditDecision};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::{AuditRecord, StoredAudit};
 
@@ -79,7 +78,7 @@ fn hash_in(buffer: &mut Vec<u8>, prev_hash: &str, seq: u64, record: &AuditRecord
     buffer.clear();
     // Strings, integers and unit enums into memory: serialising cannot fail.
     let _ = serde_json::to_writer(&mut *buffer, &hashed);
-    hex::encode(Sha256::digest(buffer.as_slice()))
+    crate::canonical::sha256_hex(buffer)
 }
 
 /// Chains `records` after the entry (`seq`, `hash`): their sequence

@@ -174,6 +174,15 @@ fn truncate_to_millis(at: OffsetDateTime) -> OffsetDateTime {
 /// control characters replaced, so that a client cannot forge lines in a
 /// terminal or a log.
 pub fn client_name(user_agent: &str) -> Option<String> {
+    // Most clients send a short printable ASCII name: kept as it is.
+    let plain = user_agent.len() <= MAX_CLIENT_CHARS
+        && user_agent
+            .bytes()
+            .all(|b| b.is_ascii_graphic() || b == b' ');
+    if plain {
+        let trimmed = user_agent.trim();
+        return (!trimmed.is_empty()).then(|| trimmed.to_owned());
+    }
     let cleaned: String = user_agent
         .chars()
         .take(MAX_CLIENT_CHARS)
@@ -196,8 +205,7 @@ pub struct ArgsRecord {
 /// The digest of `args` and, when `keep` is set, their masked canonical
 /// JSON.
 pub fn args_record(args: &Value, keep: bool) -> ArgsRecord {
-    let canonical = canonical::to_string(args);
-    let digest = canonical::sha256_hex(canonical.as_bytes());
+    let digest = canonical::sha256_hex_of(args);
     let masked = keep.then(|| canonical::to_string(&canonical::mask_env(args)));
     ArgsRecord { digest, masked }
 }

@@ -22,8 +22,9 @@ const ABANDONED: &str = "abandoned";
 #[derive(Debug)]
 pub struct CallAudit {
     log: Arc<AuditLog>,
-    /// `None` once recorded, or when the audit is off.
-    record: Option<AuditRecord>,
+    /// `None` once recorded, or when the audit is off. Boxed: the guard
+    /// lives in request futures, which stay small when it is a pointer.
+    record: Option<Box<AuditRecord>>,
     started: Instant,
 }
 
@@ -40,7 +41,7 @@ impl CallAudit {
             let mut record = AuditRecord::new(state.clock.now(), actor, AuditAction::ToolInvoke)
                 .environment(environment_id);
             record.session_id = session_id.map(str::to_owned);
-            record
+            Box::new(record)
         });
         Self {
             log: state.audit.clone(),
@@ -141,7 +142,7 @@ impl CallAudit {
         record.code = code.map(str::to_owned);
         record.duration_ms =
             Some(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX));
-        self.log.record(record);
+        self.log.record(*record);
     }
 }
 

@@ -59,8 +59,11 @@ impl Origin {
             key_id: None,
             client: headers
                 .get(header::USER_AGENT)
-                .map(|value| String::from_utf8_lossy(value.as_bytes()))
-                .and_then(|text| client_name(&text)),
+                .and_then(|value| match value.to_str() {
+                    Ok(text) => client_name(text),
+                    // Not visible ASCII: what it says, cleaned.
+                    Err(_) => client_name(&String::from_utf8_lossy(value.as_bytes())),
+                }),
             source: peer.map(|addr| addr.ip().to_string()),
         }
     }

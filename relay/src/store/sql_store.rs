@@ -30,25 +30,27 @@ use crate::sessions::{Lock, MemberName, WorkSession};
 use crate::templates::TemplateRecord;
 
 /// Most audit rows one `INSERT` carries: a power of two within SQLite's
-/// 32 766 and PostgreSQL's 65 535 bound parameters.
-const AUDIT_ROWS_PER_INSERT: usize = 1024;
+/// 32 766 and PostgreSQL's 65 535 bound parameters. Small, because each
+/// shape is parsed once per connection and parsing grows with its length,
+/// while a row costs the same to insert in a statement of 64 as of 1,024.
+const AUDIT_ROWS_PER_INSERT: usize = 64;
 const _: () = assert!(AUDIT_ROWS_PER_INSERT * AuditRow::WIDTH <= 32_766);
 
-/// The rows of an append cut into statements of a power of two rows each
-/// (largest first): every statement text is prepared once and kept in the
-/// connection's cache, so a batch of any size reuses at most eleven shapes
-/// instead of preparing a new one for each size.
-fn audit_chunks<T>(mut rows: &[T]) -> impl Iterator<Item = &[T]> {
+/// The sizes of the statements an append of `rows` rows is cut into: a
+/// power of two rows each (largest first), so that every statement text is
+/// prepared once and kept in the connection's cache, and a batch of any
+/// size reuses at most seven shapes instead of preparing a new one for
+/// each size.
+fn audit_chunk_sizes(mut rows: usize) -> impl Iterator<Item = usize> {
     std::iter::from_fn(move || {
-        if rows.is_empty() {
+        if rows == 0 {
             return None;
         }
-        let fits = rows.len().min(AUDIT_ROWS_PER_INSERT);
+        let fits = rows.min(AUDIT_ROWS_PER_INSERT);
         // The largest power of two not above `fits` (at least 1).
         let size = 1usize << (usize::BITS - 1 - fits.leading_zeros());
-        let (chunk, rest) = rows.split_at(size);
-        rows = rest;
-        Some(chunk)
+        rows -= size;
+        Some(size)
     })
 }
 /// Locks the audit chain's head row for the rest of the transaction and
@@ -1293,14 +1295,15 @@ where
             return Ok(());
         };
         let (last_seq, last_hash) = (*last_seq, last_hash.clone());
-        let rows: Vec<_> = records.iter().zip(&linked).collect();
-        for chunk in audit_chunks(&rows) {
-            let sql = audit_insert(chunk.len(), B::POSITIONAL_PARAMETERS);
+        // The hashes are bound by value: sqlx copies what it borrows.
+        let mut rows = records.iter().zip(linked);
+        for size in audit_chunk_sizes(records.len()) {
+            let sql = audit_insert(size, B::POSITIONAL_PARAMETERS);
             let mut insert = sqlx::query(&sql);
-            for (record, (seq, prev_hash, hash)) in chunk {
+            for (record, (seq, prev_hash, hash)) in rows.by_ref().take(size) {
                 let actor = &record.actor;
                 insert = insert
-                    .bind(count_to_db(*seq))
+                    .bind(count_to_db(seq))
                     .bind(record.at_ms())
                     .bind(record.action.as_str())
                     .bind(actor.member_id.as_deref())
@@ -1321,8 +1324,8 @@ where
                     .bind(record.exit_code)
                     .bind(record.duration_ms.map(count_to_db))
                     .bind(record.bytes_out.map(count_to_db))
-                    .bind(prev_hash.as_str())
-                    .bind(hash.as_str());
+                    .bind(prev_hash)
+                    .bind(hash);
             }
             insert.execute(&mut *tx).await?;
         }
@@ -1436,15 +1439,19 @@ mod tests {
     #[test]
     fn audit_appends_use_few_statement_shapes() {
         for count in [1usize, 2, 3, 7, 200, 1023, 1024, 1025, 5000] {
-            let rows: Vec<usize> = (0..count).collect();
-            let chunks: Vec<&[usize]> = audit_chunks(&rows).collect();
-            assert_eq!(chunks.concat(), rows, "{count}: every row once, in order");
-            assert!(
-                chunks
-                    .iter()
-                    .all(|chunk| chunk.len().is_power_of_two()
-                        && chunk.len() <= AUDIT_ROWS_PER_INSERT)
+            let sizes: Vec<usize> = audit_chunk_sizes(count).collect();
+            assert_eq!(
+                sizes.iter().sum::<usize>(),
+                count,
+                "{count}: every row once"
             );
+            assert!(
+                sizes
+                    .iter()
+                    .all(|size| size.is_power_of_two() && *size <= AUDIT_ROWS_PER_INSERT),
+                "{count}: {sizes:?}"
+            );
+            assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "largest first");
         }
     }
 }
