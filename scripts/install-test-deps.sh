@@ -16,6 +16,13 @@ need bwrap bubblewrap
 # The browser tool's test drives a real headless Chromium.
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || missing+=(chromium)
 python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml)
+# The container image test (cli/tests/it/container_image.rs) builds with
+# podman; crun, podman's default runtime, fails under hybrid cgroups, so
+# runc (cli/tests/it/containers.conf); debootstrap makes the base image.
+need podman podman
+need runc runc
+need debootstrap debootstrap
+need newuidmap uidmap
 # The tests of /metrics parse the exposition with the Prometheus client's
 # own parser (scripts/parse-openmetrics.py); apt's module is under
 # /usr/bin/python3, which those tests try first.

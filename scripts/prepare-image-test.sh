@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares this machine for the container image test
-# (cli/tests/it/container_image.rs): podman with runc, and a local stand-in
-# for the Dockerfile's base image, debian:bookworm-slim.
+# (cli/tests/it/container_image.rs): a local stand-in for the Dockerfile's
+# base image, debian:bookworm-slim, in podman's store.
 # Idempotent and quiet when everything is present.
 #
 # The base image is not pulled: the test machines reach no image registry,
@@ -21,22 +21,15 @@ mirror=http://deb.debian.org/debian
 cache=/var/cache/runner-tests
 tarball="$cache/debian-bookworm-minbase.tar"
 
+# The packages (podman, runc, debootstrap, uidmap) come with the rest of
+# the tests' packages, from install-test-deps.sh, which runs this script.
 missing=()
-need() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
-need podman podman
-# crun (podman's default runtime) fails on this kind of machine; see
-# cli/tests/it/containers.conf.
-need runc runc
-need debootstrap debootstrap
-need newuidmap uidmap
+for command in podman runc debootstrap newuidmap; do
+  command -v "$command" >/dev/null 2>&1 || missing+=("$command")
+done
 if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "missing packages: ${missing[*]} (run as root, or install them)" >&2
-    exit 1
-  fi
-  echo "installing: ${missing[*]}" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "missing: ${missing[*]} (run scripts/install-test-deps.sh as root)" >&2
+  exit 1
 fi
 
 if podman image exists "$base"; then

@@ -6,8 +6,9 @@
 //! with SIGTERM (forwarded by tini), long before podman would kill it.
 //!
 //! It needs podman (with runc) and the base image, which no registry
-//! serves here: `scripts/prepare-image-test.sh` installs the one and makes
-//! a stand-in for the other from Debian's packages. The podman settings
+//! serves here: `scripts/install-test-deps.sh` installs the one and runs
+//! `scripts/prepare-image-test.sh`, which makes a stand-in for the other
+//! from Debian's packages. The podman settings
 //! this machine needs are in `containers.conf` beside this file, passed in
 //! `CONTAINERS_CONF`. The build's `apt-get` fetches from Debian's mirror.
 
@@ -21,7 +22,7 @@ use tokio::process::Command;
 use crate::support::{self, dev_env, Relay};
 
 /// What makes a machine ready for this test.
-const PREPARE: &str = "scripts/prepare-image-test.sh";
+const PREPARE: &str = "scripts/install-test-deps.sh";
 /// The Dockerfile's `FROM`.
 const BASE_IMAGE: &str = "docker.io/library/debian:bookworm-slim";
 /// A build runs `apt-get` against Debian's mirror on a loaded machine.
@@ -152,7 +153,7 @@ async fn container_logs(container: &str) -> String {
 }
 
 #[tokio::test]
-#[ignore = "needs podman and the stand-in base image: run scripts/prepare-image-test.sh as root (.ci/run does, and runs it with --include-ignored)"]
+#[ignore = "needs podman and the stand-in base image: run scripts/install-test-deps.sh as root (.ci/run does, and runs it with --include-ignored)"]
 async fn the_docker_image_runs_the_runner_against_a_relay_and_stops_on_sigterm() {
     require_podman_and_base_image().await;
     let unique = format!(
