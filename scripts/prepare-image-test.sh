@@ -35,11 +35,13 @@ fi
 if podman image exists "$base"; then
   exit 0
 fi
-if [ "$(id -u)" -ne 0 ]; then
-  echo "missing image: $base (run as root to make its stand-in)" >&2
-  exit 1
-fi
 if [ ! -s "$tarball" ]; then
+  # debootstrap needs root; importing the tarball it leaves does not
+  # (rootless podman keeps its own images, so each user imports it).
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing image: $base (run this script as root once to make its stand-in, then as yourself)" >&2
+    exit 1
+  fi
   echo "making: a stand-in for $base (debootstrap --variant=minbase bookworm from $mirror)" >&2
   mkdir -p "$cache"
   root="$(mktemp -d "$cache/bookworm.XXXXXX")"
