@@ -22,6 +22,7 @@ pub mod enforcement;
 pub mod environment;
 pub mod heap;
 pub mod http;
+pub mod kept_copies;
 pub mod listener;
 pub mod members;
 pub mod metrics;

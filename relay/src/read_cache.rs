@@ -30,15 +30,15 @@
 //! * only checks that use an environment (invoke, journal reads) read the
 //!   copy; anything that writes an environment back reads the store.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::environment::EnvironmentRecord;
+pub use crate::kept_copies::Generation;
+use crate::kept_copies::{Changes, KeptCopies};
 use crate::metrics::Metrics;
 use crate::store::changes::{Change, Heard};
 use crate::store::{Member, Store};
@@ -58,47 +58,19 @@ const MAX_ENTRIES: usize = 50_000;
 const FEED_RETRY: Duration = Duration::from_millis(500);
 const FEED_RETRY_MAX: Duration = Duration::from_secs(30);
 
-#[derive(Debug)]
-struct Timed<T> {
-    until: Instant,
-    value: T,
-}
-
 /// See the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ReadCache {
     enabled: AtomicBool,
     /// Key hash → (member, stored hash), shared: a request takes two
     /// reference counts, not a copy of the member's names and teams.
-    members: Mutex<HashMap<String, Timed<KnownMember>>>,
+    members: KeptCopies<KnownMember>,
     /// Shared, not copied, by the calls that read them: a copy cost a
     /// dozen allocations a call.
-    environments: Mutex<HashMap<String, Timed<Arc<EnvironmentRecord>>>>,
-    /// Bumped by every change: a copy read from the store before a change
-    /// must not be kept after it.
-    generation: AtomicU64,
-}
-
-/// Where the copies stood when a store read began; see
-/// [`ReadCache::keep_environment`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Generation(u64);
-
-fn locked<T>(map: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Single map operations: a poisoned map is still consistent.
-    map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn get<T: Clone>(map: &Mutex<HashMap<String, Timed<T>>>, key: &str) -> Option<T> {
-    let mut map = locked(map);
-    match map.get(key) {
-        Some(entry) if entry.until > Instant::now() => Some(entry.value.clone()),
-        Some(_) => {
-            map.remove(key);
-            None
-        }
-        None => None,
-    }
+    environments: KeptCopies<Arc<EnvironmentRecord>>,
+    /// Moved on by every change of either: a copy read from the store
+    /// before a change must not be kept after it.
+    changes: Changes,
 }
 
 impl ReadCache {
@@ -107,7 +79,9 @@ impl ReadCache {
     pub fn new(enabled: bool) -> Self {
         Self {
             enabled: AtomicBool::new(enabled),
-            ..Self::default()
+            members: KeptCopies::new(MEMBER_TTL, MAX_ENTRIES),
+            environments: KeptCopies::new(ENVIRONMENT_TTL, MAX_ENTRIES),
+            changes: Changes::default(),
         }
     }
 
@@ -127,91 +101,56 @@ impl ReadCache {
     }
 
     pub fn member(&self, key_hash: &str) -> Option<KnownMember> {
-        self.enabled()
-            .then(|| get(&self.members, key_hash))
-            .flatten()
+        self.enabled().then(|| self.members.get(key_hash)).flatten()
     }
 
     /// Keeps a member read from the store since `read_from`, unless
     /// something changed meanwhile.
     pub fn keep_member(&self, read_from: Generation, key_hash: &str, found: &KnownMember) {
-        if !self.enabled() {
-            return;
+        if self.enabled() {
+            self.members
+                .keep(&self.changes, read_from, key_hash, found.clone());
         }
-        let mut map = locked(&self.members);
-        // Checked under the lock that `forget_members` also takes.
-        if self.generation() != read_from {
-            return;
-        }
-        if map.len() >= MAX_ENTRIES {
-            map.clear();
-        }
-        map.insert(
-            key_hash.to_owned(),
-            Timed {
-                until: Instant::now() + MEMBER_TTL,
-                value: found.clone(),
-            },
-        );
     }
 
     pub fn environment(&self, id: &str) -> Option<Arc<EnvironmentRecord>> {
-        self.enabled()
-            .then(|| get(&self.environments, id))
-            .flatten()
+        self.enabled().then(|| self.environments.get(id)).flatten()
     }
 
     /// Take before reading from the store.
     pub fn generation(&self) -> Generation {
-        Generation(self.generation.load(Ordering::Acquire))
+        self.changes.generation()
     }
 
     /// Keeps a copy read from the store since `read_from`, unless some
     /// environment changed meanwhile (the copy may predate the change).
     pub fn keep_environment(&self, read_from: Generation, environment: &Arc<EnvironmentRecord>) {
-        if !self.enabled() {
-            return;
+        if self.enabled() {
+            self.environments.keep(
+                &self.changes,
+                read_from,
+                &environment.id,
+                Arc::clone(environment),
+            );
         }
-        let mut map = locked(&self.environments);
-        // Checked under the lock that `forget_environment` also takes.
-        if self.generation() != read_from {
-            return;
-        }
-        if map.len() >= MAX_ENTRIES {
-            map.clear();
-        }
-        map.insert(
-            environment.id.clone(),
-            Timed {
-                until: Instant::now() + ENVIRONMENT_TTL,
-                value: Arc::clone(environment),
-            },
-        );
     }
 
     /// Team membership, a key or a default environment changed: every
     /// member is read from the store again.
     pub fn forget_members(&self) {
-        let mut map = locked(&self.members);
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        map.clear();
+        self.members.forget_all(&self.changes);
     }
 
     /// The environment changed or is gone: the next read goes to the store.
     /// Call after the change is written.
     pub fn forget_environment(&self, id: &str) {
-        let mut map = locked(&self.environments);
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        map.remove(id);
+        self.environments.forget(&self.changes, id);
     }
 
     /// Anything may have changed: every copy goes.
     pub fn forget_all(&self) {
-        let mut environments = locked(&self.environments);
-        let mut members = locked(&self.members);
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        environments.clear();
-        members.clear();
+        self.environments.forget_all(&self.changes);
+        self.members.forget_all(&self.changes);
     }
 
     /// Applies what the change feed heard.

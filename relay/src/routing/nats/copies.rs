@@ -12,13 +12,10 @@
 //! the store's own lease refresh makes it anyway. "No session" is never
 //! kept: a runner that just connected is found at once.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
+use crate::kept_copies::{Changes, Generation, KeptCopies};
 use crate::routing::Presence;
 
 /// How long a copy is used before the store is read again.
@@ -35,76 +32,45 @@ pub struct RemoteSession {
     pub presence: Arc<Presence>,
 }
 
-#[derive(Debug)]
-struct Copy {
-    until: Instant,
-    session: RemoteSession,
-}
-
 /// See the module documentation.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SessionCopies {
-    copies: Mutex<HashMap<String, Copy>>,
-    /// Bumped by every forget: a store read that began before one is not
-    /// kept after it.
-    generation: AtomicU64,
+    copies: KeptCopies<RemoteSession>,
+    /// Moved on by every forget: a store read that began before one is
+    /// not kept after it.
+    changes: Changes,
 }
 
-/// Where the copies stood when a store read began.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Generation(u64);
+impl Default for SessionCopies {
+    fn default() -> Self {
+        Self {
+            copies: KeptCopies::new(COPY_TTL, MAX_COPIES),
+            changes: Changes::default(),
+        }
+    }
+}
 
 impl SessionCopies {
-    fn locked(&self) -> MutexGuard<'_, HashMap<String, Copy>> {
-        // Single map operations: a poisoned map is still consistent.
-        self.copies
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     /// The environment's session, if a fresh copy is kept.
     pub fn get(&self, environment_id: &str) -> Option<RemoteSession> {
-        let mut copies = self.locked();
-        match copies.get(environment_id) {
-            Some(copy) if copy.until > Instant::now() => Some(copy.session.clone()),
-            Some(_) => {
-                copies.remove(environment_id);
-                None
-            }
-            None => None,
-        }
+        self.copies.get(environment_id)
     }
 
     /// Take before reading a session from the store.
     pub fn generation(&self) -> Generation {
-        Generation(self.generation.load(Ordering::Acquire))
+        self.changes.generation()
     }
 
     /// Keeps a session read from the store since `read_from`, unless a
     /// copy was forgotten meanwhile.
     pub fn keep(&self, read_from: Generation, environment_id: &str, session: &RemoteSession) {
-        let mut copies = self.locked();
-        // Checked under the lock that `forget` also takes.
-        if self.generation() != read_from {
-            return;
-        }
-        if copies.len() >= MAX_COPIES {
-            copies.clear();
-        }
-        copies.insert(
-            environment_id.to_owned(),
-            Copy {
-                until: Instant::now() + COPY_TTL,
-                session: session.clone(),
-            },
-        );
+        self.copies
+            .keep(&self.changes, read_from, environment_id, session.clone());
     }
 
     /// The session changed (superseded, disconnected, or found not served).
     pub fn forget(&self, environment_id: &str) {
-        let mut copies = self.locked();
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        copies.remove(environment_id);
+        self.copies.forget(&self.changes, environment_id);
     }
 }
 
