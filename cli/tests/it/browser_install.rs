@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::support::{wait_until, Relay, Runner};
+use crate::support::{doctor_check, wait_until, Relay, Runner};
 use crate::tools_support::{tool_names, wait_for_tools, which, BinDir};
 
 /// An install command: records its arguments in `marker`, then puts a
@@ -53,38 +53,75 @@ fn path_var(bin: &BinDir) -> String {
     bin.path().display().to_string()
 }
 
+/// A registered runner of an environment that does (or does not) want
+/// browser tools, a PATH of one empty directory, and an install command
+/// that fills it.
+struct Setup {
+    relay: Relay,
+    env: String,
+    runner: Runner,
+    bin: BinDir,
+    /// Holds the install script.
+    _scripts: BinDir,
+    marker: PathBuf,
+    script: PathBuf,
+}
+
+impl Setup {
+    async fn new(install_browser_tools: bool) -> Setup {
+        let relay = Relay::spawn().await;
+        let (env, runner) = Runner::registered(
+            &relay,
+            json!({"tier": "development", "install_browser_tools": install_browser_tools}),
+        )
+        .await;
+        let bin = BinDir::new();
+        let scripts = BinDir::new();
+        let marker = scripts.path().join("ran");
+        let script = install_script(&scripts, bin.path(), &marker);
+        Setup {
+            relay,
+            env,
+            runner,
+            bin,
+            _scripts: scripts,
+            marker,
+            script,
+        }
+    }
+
+    /// Waits until the runner announces `browser`, then checks the install
+    /// command ran once, with `args`.
+    async fn installed_with(&self, args: &str) {
+        wait_for_tools(&self.relay, &self.env, "browser is announced", |names| {
+            names.iter().any(|name| name == "browser")
+        })
+        .await;
+        assert_eq!(
+            std::fs::read_to_string(&self.marker).expect("the install command ran"),
+            format!("{args}\n")
+        );
+    }
+}
+
 #[tokio::test]
 async fn an_environment_that_wants_browser_tools_gets_chromium_installed_and_announced() {
-    let relay = Relay::spawn().await;
-    let (env, mut runner) = Runner::registered(
-        &relay,
-        json!({"tier": "development", "install_browser_tools": true}),
-    )
-    .await;
-    let bin = BinDir::new();
-    let scripts = BinDir::new();
-    let marker = scripts.path().join("ran");
-    let script = install_script(&scripts, bin.path(), &marker);
+    let mut setup = Setup::new(true).await;
     // The config file's way: a program and its arguments, as a list.
-    let config = runner.config_dir().join("config.yaml");
+    let config = setup.runner.config_dir().join("config.yaml");
     let mut text = std::fs::read_to_string(&config).expect("config written by register");
     text.push_str(&format!(
         "browser_install_command:\n- {}\n- --from-config\n",
-        script.display()
+        setup.script.display()
     ));
     std::fs::write(&config, text).expect("write config");
-    runner.start_with(&[], &[("PATH", &path_var(&bin))]);
-    relay.wait_status(&env, "online").await;
+    setup
+        .runner
+        .start_with(&[], &[("PATH", &path_var(&setup.bin))]);
+    setup.relay.wait_status(&setup.env, "online").await;
 
-    wait_for_tools(&relay, &env, "browser is announced", |names| {
-        names.iter().any(|name| name == "browser")
-    })
-    .await;
-    assert_eq!(
-        std::fs::read_to_string(&marker).expect("the install command ran"),
-        "--from-config\n"
-    );
-    let record = wait_for_record(&runner, "the install is recorded", |record| {
+    setup.installed_with("--from-config").await;
+    let record = wait_for_record(&setup.runner, "the install is recorded", |record| {
         record["attempt"]["outcome"]["status"] == "succeeded"
     })
     .await;
@@ -93,7 +130,7 @@ async fn an_environment_that_wants_browser_tools_gets_chromium_installed_and_ann
         record["attempt"]["source"]["kind"], "configured",
         "{record}"
     );
-    let (_, stderr) = runner.stop().await;
+    let (_, stderr) = setup.runner.stop().await;
     assert!(
         stderr.contains("installing chromium: --from-config"),
         "the install's output is logged: {stderr}"
@@ -102,34 +139,27 @@ async fn an_environment_that_wants_browser_tools_gets_chromium_installed_and_ann
 
 #[tokio::test]
 async fn the_setting_turned_on_reaches_a_connected_runner_and_off_never_runs_the_install() {
-    let relay = Relay::spawn().await;
-    let (env, mut runner) = Runner::registered(
-        &relay,
-        json!({"tier": "development", "install_browser_tools": false}),
-    )
-    .await;
-    let bin = BinDir::new();
-    let scripts = BinDir::new();
-    let marker = scripts.path().join("ran");
-    let script = install_script(&scripts, bin.path(), &marker);
-    let command = format!("{} --from-flag", script.display());
-    runner.start_with(
+    let mut setup = Setup::new(false).await;
+    let command = format!("{} --from-flag", setup.script.display());
+    setup.runner.start_with(
         &["--browser-install-command", &command],
-        &[("PATH", &path_var(&bin))],
+        &[("PATH", &path_var(&setup.bin))],
     );
-    relay.wait_status(&env, "online").await;
+    let (relay, env) = (&setup.relay, &setup.env);
+    relay.wait_status(env, "online").await;
 
     // Off: the runner heard it (the record says so) and did nothing.
-    let record = wait_for_record(&runner, "the runner heard the setting", |record| {
+    let record = wait_for_record(&setup.runner, "the runner heard the setting", |record| {
         record["wanted"] == false
     })
     .await;
     assert!(record.get("attempt").is_none(), "{record}");
-    assert!(!marker.exists(), "the install ran with the setting off");
     assert!(
-        !tool_names(&relay, &env)
-            .await
-            .contains(&"browser".to_owned()),
+        !setup.marker.exists(),
+        "the install ran with the setting off"
+    );
+    assert!(
+        !tool_names(relay, env).await.contains(&"browser".to_owned()),
         "no browser yet"
     );
 
@@ -142,15 +172,8 @@ async fn the_setting_turned_on_reaches_a_connected_runner_and_off_never_runs_the
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    wait_for_tools(&relay, &env, "browser is announced", |names| {
-        names.iter().any(|name| name == "browser")
-    })
-    .await;
-    assert_eq!(
-        std::fs::read_to_string(&marker).expect("the install command ran"),
-        "--from-flag\n"
-    );
-    let (_, stderr) = runner.stop().await;
+    setup.installed_with("--from-flag").await;
+    let (_, stderr) = setup.runner.stop().await;
     assert_eq!(
         stderr.matches("connected to the relay").count(),
         1,
@@ -175,11 +198,7 @@ async fn doctor(runner: &Runner, vars: &[(&str, &str)]) -> Value {
             String::from_utf8_lossy(&output.stderr)
         )
     });
-    report["checks"]
-        .as_array()
-        .and_then(|checks| checks.iter().find(|check| check["name"] == "browser"))
-        .cloned()
-        .unwrap_or_else(|| panic!("no browser check in {report}"))
+    doctor_check(&report, "browser").clone()
 }
 
 #[tokio::test]

@@ -266,11 +266,7 @@ async fn doctor_reports_without_log_lines_about_the_tools_it_finds() {
     // Not registered: doctor says so and fails.
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     let report: serde_json::Value = serde_json::from_str(&stdout).expect("JSON report");
-    let tools = report["checks"]
-        .as_array()
-        .and_then(|checks| checks.iter().find(|c| c["name"] == "tools"))
-        .map(|check| check["detail"].to_string())
-        .unwrap_or_default();
+    let tools = crate::support::doctor_check(&report, "tools")["detail"].to_string();
     assert!(tools.contains("git"), "the tools check lists git: {report}");
     assert!(
         !stderr.contains("tool binaries on PATH changed"),

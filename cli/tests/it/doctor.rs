@@ -3,14 +3,7 @@
 
 use serde_json::Value;
 
-use crate::support::{dev_env, runner_bin, Relay, Runner};
-
-fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["checks"]
-        .as_array()
-        .and_then(|checks| checks.iter().find(|c| c["name"] == name))
-        .unwrap_or_else(|| panic!("no {name:?} check in {report}"))
-}
+use crate::support::{dev_env, doctor_check as check, runner_bin, Relay, Runner};
 
 async fn doctor(mut command: tokio::process::Command) -> (Option<i32>, Value, String) {
     command.arg("doctor");

@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::support::{runner_bin, Relay};
+use crate::support::{doctor_check as check, runner_bin, Relay};
 use crate::tls::TestPki;
 
 const RELAY_CA: &str = "runner test CA";
@@ -187,13 +187,6 @@ async fn doctor(
         "token leaked"
     );
     (output.status.code(), stdout)
-}
-
-fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
-    report["checks"]
-        .as_array()
-        .and_then(|checks| checks.iter().find(|c| c["name"] == name))
-        .unwrap_or_else(|| panic!("no {name} check in {report}"))
 }
 
 fn proxy_authority(proxy: &ConnectProxy) -> String {

@@ -428,6 +428,14 @@ pub async fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// The check named `name` in a `runner doctor --json` report.
+pub fn doctor_check<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .and_then(|checks| checks.iter().find(|c| c["name"] == name))
+        .unwrap_or_else(|| panic!("no {name:?} check in {report}"))
+}
+
 pub fn write(path: &Path, text: &str) {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).expect("mkdir");

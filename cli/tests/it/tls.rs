@@ -212,10 +212,7 @@ async fn a_runner_connects_over_tls_and_doctor_explains_an_untrusted_ca() {
         .expect("doctor runs");
     assert_eq!(output.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json report");
-    let tls = report["checks"]
-        .as_array()
-        .and_then(|checks| checks.iter().find(|c| c["name"] == "tls"))
-        .expect("a tls check");
+    let tls = crate::support::doctor_check(&report, "tls");
     assert_eq!(tls["outcome"], "fail", "{tls}");
     assert!(
         tls["fix"]

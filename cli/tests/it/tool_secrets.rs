@@ -16,6 +16,15 @@ use crate::support::*;
 
 /// `nobody`'s ids on Debian.
 const NOBODY: u32 = 65534;
+/// `setpriv` dropping to [`NOBODY`]; the command to run follows `--`.
+const AS_NOBODY: [&str; 6] = [
+    "setpriv",
+    "--reuid",
+    "65534",
+    "--regid",
+    "65534",
+    "--clear-groups",
+];
 const SECRET: &str = "rnrk_secret-the-tools-must-not-see";
 
 fn chown_tree(path: &Path) {
@@ -33,16 +42,10 @@ fn start_as_nobody(runner: &mut Runner, extra: &[&str], vars: &[(&str, &str)]) {
     chown_tree(runner.home.path());
     let command = runner.command();
     let program = command.as_std().get_program().to_owned();
-    let mut as_nobody = tokio::process::Command::new("setpriv");
+    let mut as_nobody = tokio::process::Command::new(AS_NOBODY[0]);
     as_nobody
-        .args([
-            "--reuid",
-            &NOBODY.to_string(),
-            "--regid",
-            &NOBODY.to_string(),
-            "--clear-groups",
-            "--",
-        ])
+        .args(&AS_NOBODY[1..])
+        .arg("--")
         .arg(program)
         .arg("run")
         .args(extra);
@@ -77,6 +80,17 @@ fn stdout(body: &Value) -> &str {
 
 fn stderr(body: &Value) -> &str {
     body["result"]["stderr"].as_str().unwrap_or_default()
+}
+
+/// Whether `argv` runs and succeeds here: what a test needs of the host.
+fn host_runs(argv: &[&str]) -> bool {
+    let Some((program, args)) = argv.split_first() else {
+        return false;
+    };
+    std::process::Command::new(program)
+        .args(args)
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 #[tokio::test]
@@ -339,11 +353,7 @@ async fn a_root_runners_tools_find_its_files_and_session_bus_hidden() {
         .await
         .expect("doctor");
     let report: Value = serde_json::from_slice(&output.stdout).expect("doctor's JSON");
-    let check = report["checks"]
-        .as_array()
-        .and_then(|checks| checks.iter().find(|c| c["name"] == "runner files"))
-        .cloned()
-        .unwrap_or_else(|| panic!("no runner files check: {report}"));
+    let check = crate::support::doctor_check(&report, "runner files");
     assert_eq!(check["outcome"], "ok", "{check}");
     let detail = check["detail"].as_str().unwrap_or_default();
     assert!(
@@ -370,18 +380,13 @@ async fn an_unprivileged_runners_tools_find_nothing_of_it() {
         eprintln!("SKIPPED: starting the runner as another user needs root (CI runs as root)");
         return;
     }
-    let probe = std::process::Command::new("setpriv")
-        .args([
-            "--reuid",
-            "65534",
-            "--regid",
-            "65534",
-            "--clear-groups",
-            "--",
-        ])
-        .args(["unshare", "--user", "--mount", "true"])
-        .status();
-    if !probe.is_ok_and(|status| status.success()) {
+    if !host_runs(
+        &[
+            &AS_NOBODY[..],
+            &["--", "unshare", "--user", "--mount", "true"],
+        ]
+        .concat(),
+    ) {
         eprintln!("SKIPPED: this host gives no user namespace to an unprivileged user");
         return;
     }
@@ -438,17 +443,17 @@ async fn where_no_namespace_can_be_made_on_refuses_to_start_and_auto_runs_tools_
         eprintln!("SKIPPED: dropping CAP_SYS_ADMIN from a root runner needs root");
         return;
     }
-    let probe = std::process::Command::new("unshare")
-        .args([
-            "--user",
-            "--map-root-user",
-            "--",
-            "setpriv",
-            "--bounding-set=-sys_admin",
-        ])
-        .args(["--inh-caps=-all", "--", "true"])
-        .status();
-    if !probe.is_ok_and(|status| status.success()) {
+    if !host_runs(&[
+        "unshare",
+        "--user",
+        "--map-root-user",
+        "--",
+        "setpriv",
+        "--bounding-set=-sys_admin",
+        "--inh-caps=-all",
+        "--",
+        "true",
+    ]) {
         eprintln!("SKIPPED: no unshare/setpriv, or no user namespace for root here");
         return;
     }

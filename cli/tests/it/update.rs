@@ -345,13 +345,7 @@ fn a_build_without_a_release_key_says_self_update_is_off() {
     // doctor names it.
     let (_, stdout, _) = fixture.runner(&["doctor", "--json"], &off);
     let report: serde_json::Value = serde_json::from_str(&stdout).expect("json");
-    let check = report["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|check| check["name"] == "self-update")
-        .expect("a self-update check")
-        .clone();
+    let check = crate::support::doctor_check(&report, "self-update");
     assert_eq!(check["outcome"], "warn", "{check}");
     assert!(
         check["detail"]

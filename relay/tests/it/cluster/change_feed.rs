@@ -46,6 +46,15 @@ async fn until_answered(cluster: &Cluster, relay: usize, env: &str, want: Status
     }
 }
 
+/// Every relay answers `want` within [`APPLIES_WITHIN`]; `kept` says
+/// what a relay that took longer held on to.
+async fn applies_everywhere(cluster: &Cluster, env: &str, want: StatusCode, kept: &str) {
+    for relay in 0..3 {
+        let took = until_answered(cluster, relay, env, want).await;
+        assert!(took < APPLIES_WITHIN, "relay {relay} {kept} for {took:?}");
+    }
+}
+
 /// The relays' `runner_relay_change_feed_listening` gauges.
 async fn listening(cluster: &Cluster, token: &str) -> Vec<String> {
     let mut gauges = Vec::new();
@@ -103,13 +112,7 @@ async fn a_change_made_by_another_process_applies_on_every_relay_at_once() {
         .execute(&mut db)
         .await
         .expect("update");
-    for relay in 0..3 {
-        let took = until_answered(&cluster, relay, &env, StatusCode::FORBIDDEN).await;
-        assert!(
-            took < APPLIES_WITHIN,
-            "relay {relay} used its old copy for {took:?}"
-        );
-    }
+    applies_everywhere(&cluster, &env, StatusCode::FORBIDDEN, "used its old copy").await;
 
     // The feed's connections are cut; a change made while they reconnect
     // may go unheard, so every copy is dropped when they are back.
@@ -127,13 +130,7 @@ async fn a_change_made_by_another_process_applies_on_every_relay_at_once() {
         .execute(&mut db)
         .await
         .expect("update");
-    for relay in 0..3 {
-        let took = until_answered(&cluster, relay, &env, StatusCode::OK).await;
-        assert!(
-            took < APPLIES_WITHIN,
-            "relay {relay} used its old copy for {took:?}"
-        );
-    }
+    applies_everywhere(&cluster, &env, StatusCode::OK, "used its old copy").await;
     assert_eq!(
         listening(&cluster, token).await,
         on,
@@ -145,11 +142,11 @@ async fn a_change_made_by_another_process_applies_on_every_relay_at_once() {
         .execute(&mut db)
         .await
         .expect("delete keys");
-    for relay in 0..3 {
-        let took = until_answered(&cluster, relay, &env, StatusCode::UNAUTHORIZED).await;
-        assert!(
-            took < APPLIES_WITHIN,
-            "relay {relay} kept a deleted key for {took:?}"
-        );
-    }
+    applies_everywhere(
+        &cluster,
+        &env,
+        StatusCode::UNAUTHORIZED,
+        "kept a deleted key",
+    )
+    .await;
 }
