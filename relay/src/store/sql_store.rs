@@ -31,8 +31,7 @@ use crate::templates::TemplateRecord;
 
 /// Most audit rows one `INSERT` carries: a power of two within SQLite's
 /// 32 766 and PostgreSQL's 65 535 bound parameters. Small, because each
-/// shape is parsed once per connection and parsing grows with its length,
-/// while a row costs the same to insert in a statement of 64 as of 1,024.
+/// shape is parsed once per connection and parsing grows with its length.
 const AUDIT_ROWS_PER_INSERT: usize = 64;
 const _: () = assert!(AUDIT_ROWS_PER_INSERT * AuditRow::WIDTH <= 32_766);
 
