@@ -70,7 +70,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Lower-case hex of a SHA-256, without building it a character at a time.
-pub fn hex_of(digest: &[u8; 32]) -> String {
+fn hex_of(digest: &[u8; 32]) -> String {
     let mut text = [0u8; 64];
     // The buffer is exactly twice the input, and hex digits are ASCII.
     let _ = hex::encode_to_slice(digest, &mut text);

@@ -92,11 +92,9 @@ impl ReadCache {
 
     /// Turns keeping copies on or off; off also drops every copy.
     pub fn set_enabled(&self, enabled: bool) {
+        self.enabled.store(enabled, Ordering::Release);
         if !enabled {
-            self.enabled.store(false, Ordering::Release);
             self.forget_all();
-        } else {
-            self.enabled.store(true, Ordering::Release);
         }
     }
 
@@ -158,7 +156,9 @@ impl ReadCache {
         match heard {
             Heard::Change(Change::Environment(id)) => self.forget_environment(id),
             Heard::Change(Change::Members) => self.forget_members(),
-            Heard::Unknown | Heard::Lost | Heard::Failed => self.forget_all(),
+            Heard::Unknown | Heard::Lost => self.forget_all(),
+            // Nothing is heard any more: nothing is kept until it is.
+            Heard::Failed => self.set_enabled(false),
         }
     }
 }
@@ -209,7 +209,6 @@ pub async fn follow_changes(
             cache.apply(&heard);
             match heard {
                 Heard::Failed => {
-                    cache.set_enabled(false);
                     metrics.set_change_feed_listening(false);
                     break;
                 }

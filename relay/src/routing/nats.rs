@@ -567,17 +567,13 @@ impl NatsRouter {
                     continue;
                 }
             };
-            if matches!(
-                control,
-                Control::Superseded { .. } | Control::Disconnect { .. }
-            ) {
-                self.copies.forget(environment_id);
-            }
             match control {
                 Control::Superseded { epoch, instance_id } => {
+                    self.copies.forget(environment_id);
                     self.local.supersede(environment_id, epoch, &instance_id);
                 }
                 Control::Disconnect { code, reason } => {
+                    self.copies.forget(environment_id);
                     if self.local.disconnect(environment_id, code, &reason).await {
                         tracing::info!(environment_id, code, %reason, "runner disconnected at another relay's request");
                     }
@@ -1170,7 +1166,7 @@ impl NatsRouter {
         if !fresh {
             return Lookup::Gone;
         }
-        let Ok(mut announcement) = serde_json::from_str::<Announcement>(&record.presence) else {
+        let Ok(announcement) = serde_json::from_str::<Announcement>(&record.presence) else {
             tracing::warn!(environment_id, "corrupt stored presence");
             return Lookup::Gone;
         };
@@ -1178,19 +1174,20 @@ impl NatsRouter {
         if heartbeat.sandbox_capacity.is_none() {
             heartbeat.sandbox_capacity = announcement.sandbox_capacity;
         }
+        let protocol = announcement.relay_protocol;
         let presence = Arc::new(Presence {
-            session_id: announcement.session_id.clone(),
-            instance_id: announcement.instance_id.clone(),
-            runner_version: announcement.runner_version.clone(),
-            host: announcement.host.clone(),
-            tools: std::mem::take(&mut announcement.tools).into(),
+            session_id: announcement.session_id,
+            instance_id: announcement.instance_id,
+            runner_version: announcement.runner_version,
+            host: announcement.host,
+            tools: announcement.tools.into(),
             connected_at: from_unix(announcement.connected_at),
             heartbeat,
             epoch: record.epoch,
-            token_hash: std::mem::take(&mut announcement.token_hash),
+            token_hash: announcement.token_hash,
         });
         Lookup::Live(RemoteSession {
-            protocol: announcement.relay_protocol,
+            protocol,
             epoch: record.epoch,
             presence,
         })
@@ -1227,7 +1224,7 @@ impl NatsRouter {
                 // Only streamed calls send output along the way.
                 window: call.stream.then_some(CREDIT_WINDOW),
             };
-            let retry = match self.ask(speak, &subject, encode(&request)).await {
+            match self.ask(speak, &subject, encode(&request)).await {
                 Asked::Answer(SessionAnswer::Done { result }) => {
                     return Ok(answered(result));
                 }
@@ -1245,7 +1242,7 @@ impl NatsRouter {
                     return Ok(self.follow(environment_id, route, call_id, inbox, window));
                 }
                 // The holder lost the socket: a newer session is coming.
-                Asked::Answer(SessionAnswer::NotConnected) | Asked::NoResponders => true,
+                Asked::Answer(SessionAnswer::NotConnected) | Asked::NoResponders => {}
                 Asked::Answer(SessionAnswer::Refused { reason }) => {
                     tracing::warn!(environment_id, %reason, "the holder refused the call");
                     return Err(disconnected());
@@ -1254,9 +1251,9 @@ impl NatsRouter {
                     self.copies.forget(environment_id);
                     return Err(disconnected());
                 }
-            };
+            }
             self.copies.forget(environment_id);
-            if retry && from_copy {
+            if from_copy {
                 tracing::debug!(
                     environment_id,
                     epoch,
@@ -1264,7 +1261,7 @@ impl NatsRouter {
                 );
                 continue;
             }
-            if retry && tokio::time::Instant::now() + RETRY_DELAY < deadline {
+            if tokio::time::Instant::now() + RETRY_DELAY < deadline {
                 tracing::debug!(environment_id, epoch, "nobody serves the session; retrying");
                 tokio::time::sleep(RETRY_DELAY).await;
                 continue;
@@ -1421,8 +1418,9 @@ impl NatsRouter {
                         match decode_reply(payload) {
                             Ok(Incoming::Chunk(chunk)) => {
                                 // In order and without loss while the reader
-                                // keeps taking chunks (the inbox waits in the
-                                // NATS client meanwhile); a reader stalled
+                                // keeps taking chunks (replies wait in the
+                                // inbox meanwhile, as many as the credit
+                                // granted allows); a reader stalled
                                 // past the local stall timeout loses the
                                 // rest of the output, never the result.
                                 if !reader_stalled {

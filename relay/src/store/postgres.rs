@@ -118,10 +118,15 @@ impl Backend for PostgresBackend {
     async fn listen_for_changes(
         pool: &PgPool,
     ) -> Result<Option<Box<dyn ChangeListener>>, StoreError> {
-        let mut listener = tokio::time::timeout(CONNECT_TIMEOUT, PgListener::connect_with(pool))
+        // Connecting and `LISTEN` together, bounded like any connect.
+        let listening = async {
+            let mut listener = PgListener::connect_with(pool).await?;
+            listener.listen(changes::CHANNEL).await?;
+            Ok::<_, sqlx::Error>(listener)
+        };
+        let listener = tokio::time::timeout(CONNECT_TIMEOUT, listening)
             .await
             .map_err(|_elapsed| StoreError::Database(sqlx::Error::PoolTimedOut))??;
-        listener.listen(changes::CHANNEL).await?;
         Ok(Some(Box::new(PostgresChanges { listener })))
     }
 

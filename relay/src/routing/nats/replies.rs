@@ -26,7 +26,9 @@ pub struct Replies {
     /// its number.
     base: String,
     next: AtomicU64,
-    open: Mutex<HashMap<u64, mpsc::UnboundedSender<Message>>>,
+    /// `None` once the subscription ended: every inbox, open or new,
+    /// then reads its end at once rather than waiting for nothing.
+    open: Mutex<Option<HashMap<u64, mpsc::UnboundedSender<Message>>>>,
 }
 
 impl Replies {
@@ -40,7 +42,7 @@ impl Replies {
         let replies = Arc::new(Replies {
             base: format!("{subject_prefix}.reply.{nonce}"),
             next: AtomicU64::new(1),
-            open: Mutex::default(),
+            open: Mutex::new(Some(HashMap::new())),
         });
         let subscriber = client.subscribe(format!("{}.*", replies.base)).await?;
         let handing = Arc::clone(&replies);
@@ -48,7 +50,7 @@ impl Replies {
         Ok(replies)
     }
 
-    fn open(&self) -> MutexGuard<'_, HashMap<u64, mpsc::UnboundedSender<Message>>> {
+    fn open(&self) -> MutexGuard<'_, Option<HashMap<u64, mpsc::UnboundedSender<Message>>>> {
         // Single map operations: a poisoned map is still consistent.
         self.open
             .lock()
@@ -66,20 +68,24 @@ impl Replies {
                 continue;
             };
             let open = self.open();
-            if let Some(inbox) = open.get(&number) {
+            if let Some(inbox) = open.as_ref().and_then(|open| open.get(&number)) {
                 // A closed inbox is removed by its drop; until then its
                 // messages have nobody to read them.
                 let _ = inbox.send(message);
             }
         }
         tracing::error!(subject = %self.base, "the NATS reply subscription ended");
+        // The calls waiting for replies end as their inboxes close.
+        *self.open() = None;
     }
 
     /// A new inbox, open until dropped.
     pub fn inbox(self: &Arc<Self>) -> Inbox {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = mpsc::unbounded_channel();
-        self.open().insert(number, sender);
+        if let Some(open) = self.open().as_mut() {
+            open.insert(number, sender);
+        }
         Inbox {
             subject: format!("{}.{number}", self.base),
             number,
@@ -108,6 +114,48 @@ impl Inbox {
 
 impl Drop for Inbox {
     fn drop(&mut self) {
-        self.replies.open().remove(&self.number);
+        if let Some(open) = self.replies.open().as_mut() {
+            open.remove(&self.number);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A call waiting for replies ends when the subscription does, and so
+    /// does one that starts after, instead of waiting for nothing.
+    #[tokio::test]
+    #[ignore = "needs NATS at 127.0.0.1:4222 (run by .ci/run with --include-ignored)"]
+    async fn inboxes_end_when_the_subscription_ends() {
+        let client = async_nats::connect("127.0.0.1:4222")
+            .await
+            .expect("NATS at 127.0.0.1:4222");
+        let replies = Replies::start(&client, "test-replies")
+            .await
+            .expect("start");
+        let mut waiting = replies.inbox();
+        client
+            .publish(waiting.subject.clone(), "first".into())
+            .await
+            .expect("publish");
+        let first = tokio::time::timeout(Duration::from_secs(5), waiting.next())
+            .await
+            .expect("a reply within 5 s")
+            .expect("a reply");
+        assert_eq!(&first.payload[..], b"first");
+
+        client.drain().await.expect("drain");
+        let ended = tokio::time::timeout(Duration::from_secs(5), waiting.next()).await;
+        assert!(
+            matches!(ended, Ok(None)),
+            "an open inbox still waits after its subscription ended"
+        );
+        let mut late = replies.inbox();
+        let ended = tokio::time::timeout(Duration::from_secs(1), late.next()).await;
+        assert!(matches!(ended, Ok(None)), "a new inbox waits for nothing");
     }
 }
