@@ -42,29 +42,59 @@ pub fn hide_from_tools() {
 /// service's environment file, the MCP config (which may hold the
 /// servers' credentials) and, where the keychain holds a secret of the
 /// runner's, the session bus sockets a tool would ask it through.
-pub fn runner_files(dirs: &Dirs, workspace: &Path, mcp_config: Option<&Path>) -> Plan {
+pub fn runner_files(dirs: &Dirs, workspace: &Path, mcp_config: Option<&Path>) -> RunnerFiles {
     let mut cover = vec![
         dirs.config.clone(),
         dirs.state.clone(),
         PathBuf::from(crate::service::ENV_FILE),
     ];
     cover.extend(mcp_config.map(Path::to_owned));
+    let mut unhidden_bus = None;
     if keychain_holds_a_secret(dirs) {
-        cover.extend(session_bus().sockets);
+        let bus = session_bus();
+        cover.extend(bus.sockets);
+        unhidden_bus = bus.unhidden;
     }
-    Plan::new(&cover, &[workspace.to_owned()])
+    RunnerFiles {
+        plan: Plan::new(&cover, &[workspace.to_owned()]),
+        unhidden_bus,
+    }
+}
+
+/// What [`runner_files`] found to hide.
+#[derive(Debug, Clone)]
+pub struct RunnerFiles {
+    pub plan: Plan,
+    /// The session bus's abstract address, where the keychain holds a
+    /// secret of the runner's: no mount hides it.
+    pub unhidden_bus: Option<String>,
+}
+
+impl RunnerFiles {
+    /// What stays reachable however the files are hidden, if anything.
+    fn gap(&self) -> Option<String> {
+        self.unhidden_bus.as_ref().map(|address| {
+            format!("the session bus {address} is an abstract socket, which no mount hides")
+        })
+    }
 }
 
 /// Makes tools run with `plan` hidden, as `setting` says: `Err` only for
 /// `on` where it cannot be done (the runner must not start).
-pub async fn hide_runner_files(setting: HideRunnerFiles, plan: Plan) -> Result<(), String> {
+pub async fn hide_runner_files(setting: HideRunnerFiles, files: RunnerFiles) -> Result<(), String> {
     if setting == HideRunnerFiles::Off {
         tracing::info!("--hide-runner-files off: tools can read the runner's files");
         return Ok(());
     }
-    match crate::exec::prepare_tool_view(plan).await {
+    let gap = files.gap();
+    match crate::exec::prepare_tool_view(files.plan).await {
         Ok(view) => {
             tracing::info!("runner files: {}", view.describe());
+            if let Some(gap) = gap {
+                tracing::warn!(
+                    "runner files: {gap}; a tool may ask the keychain through it (runner doctor)"
+                );
+            }
             tool_view::install(view);
             Ok(())
         }
@@ -80,14 +110,18 @@ pub async fn hide_runner_files(setting: HideRunnerFiles, plan: Plan) -> Result<(
 
 /// `runner doctor`'s line: whether `runner run` would hide its files with
 /// `setting`, and what (`Ok`), or why not and what would (`Err`).
-pub async fn describe(setting: HideRunnerFiles, plan: Plan) -> Result<String, (String, String)> {
+pub async fn describe(
+    setting: HideRunnerFiles,
+    files: RunnerFiles,
+) -> Result<String, (String, String)> {
     if setting == HideRunnerFiles::Off {
         return Err((
             "not hidden: --hide-runner-files is off".to_owned(),
             "--hide-runner-files auto (RUNNER_HIDE_RUNNER_FILES)".to_owned(),
         ));
     }
-    let mut detail = match crate::exec::prepare_tool_view(plan).await {
+    let gap = files.gap();
+    let mut detail = match crate::exec::prepare_tool_view(files.plan).await {
         Ok(view) => view.describe(),
         Err(why) => {
             let fix = if nix::unistd::geteuid().is_root() {
@@ -98,10 +132,8 @@ pub async fn describe(setting: HideRunnerFiles, plan: Plan) -> Result<String, (S
             return Err((format!("not hidden: {why}"), fix.to_owned()));
         }
     };
-    if let Some(address) = session_bus().unhidden {
-        detail.push_str(&format!(
-            "; the session bus {address} is an abstract socket, which no mount hides"
-        ));
+    if let Some(gap) = gap {
+        detail.push_str(&format!("; {gap}"));
     }
     Ok(detail)
 }

@@ -1175,8 +1175,8 @@ async fn runner_files_check(
     setting: crate::exec::tool_view::HideRunnerFiles,
 ) {
     use crate::agent::process_secrecy;
-    let plan = process_secrecy::runner_files(dirs, workspace, None);
-    match process_secrecy::describe(setting, plan).await {
+    let files = process_secrecy::runner_files(dirs, workspace, None);
+    match process_secrecy::describe(setting, files).await {
         Ok(detail) => doctor.ok("runner files", "machine", detail),
         Err((detail, fix)) => doctor.add(
             "runner files",

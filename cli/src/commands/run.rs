@@ -78,10 +78,11 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
         .with_context(|| format!("workspace {}", workspace.display()))?;
     let runner_files =
         agent::process_secrecy::runner_files(dirs, boundary.root(), args.mcp_config.as_deref());
-    // File tools refuse them wherever processes could not be kept from them.
+    // File tools run in the runner's own namespace: they refuse these
+    // paths unless hiding is off.
     let boundary = match args.hide_runner_files {
         crate::exec::tool_view::HideRunnerFiles::Off => boundary,
-        _ => boundary.hiding(runner_files.cover.clone()),
+        _ => boundary.hiding(runner_files.plan.cover.clone()),
     };
     agent::process_secrecy::hide_runner_files(args.hide_runner_files, runner_files)
         .await

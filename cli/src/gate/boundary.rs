@@ -32,7 +32,7 @@ pub enum PathError {
     NotAllowed(String),
     #[error("file tools are disabled: the environment's file-access list is empty")]
     NoFileAccess,
-    #[error("path {0:?} is one of the runner's own files (its config or state directory, where its credentials are), which tools may not touch")]
+    #[error("path {0:?} is one of the runner's own files (its config, state and credentials, the service's environment file, its MCP config), which tools may not touch")]
     RunnerFile(String),
     #[error("cannot resolve {path:?}{}: {reason}", relative_to(workspace.as_deref()))]
     Io {

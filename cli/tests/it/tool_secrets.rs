@@ -163,6 +163,22 @@ impl Secrets {
         shell(&self.relay, &self.env, &command).await
     }
 
+    /// What the runner's browser shows of `path` as a `file://` page (an
+    /// error page where it is hidden).
+    async fn browser_text_of(&self, path: &Path) -> String {
+        let browser = |args: Value| {
+            self.relay.invoke(
+                &self.env,
+                json!({"tool_name": "browser", "args": args, "timeout_s": 120}),
+            )
+        };
+        let url = format!("file://{}", path.display());
+        let (status, body) = browser(json!({"action": "navigate", "url": url})).await;
+        assert_eq!(status, 200, "{body}");
+        let (_, body) = browser(json!({"action": "text", "selector": "body"})).await;
+        body.to_string()
+    }
+
     /// The runner's `file_read` of the credential file: status and body.
     async fn file_read_credential_file(&self) -> (u16, Value) {
         let path = self.credential_file.display().to_string();
@@ -369,6 +385,49 @@ async fn a_root_runners_tools_find_its_files_and_session_bus_hidden() {
     assert_eq!(stdout(&body).trim(), secrets.token, "{body}");
     let (_, body) = secrets.file_read_credential_file().await;
     assert!(body.to_string().contains(&secrets.token), "{body}");
+}
+
+/// The browser runs in the tools' view too: a `file://` page of the
+/// credential file shows nothing of it; with hiding off it shows the
+/// token, so the check can fail. (Without the test's bus, which never
+/// answers and would hold Chromium's start.)
+#[tokio::test]
+async fn a_root_runners_browser_cannot_open_its_files() {
+    if !nix::unistd::Uid::effective().is_root() {
+        eprintln!("SKIPPED: this test runs the runner as root; the nobody variant covers users");
+        return;
+    }
+    assert!(
+        ["chromium", "chromium-browser", "google-chrome"]
+            .iter()
+            .any(|name| crate::tools_support::which(name).is_some()),
+        "Chromium must be installed for this test (scripts/install-test-deps.sh)"
+    );
+    let mut secrets = Secrets::new().await;
+    // The workspace stays visible in the view: the browser works there.
+    let visible = secrets.workspace().join("page.txt");
+    write(&visible, "visible-in-the-view");
+    for (setting, shown) in [("on", false), ("off", true)] {
+        let vars = secrets.vars();
+        let vars: Vec<(&str, &str)> = vars
+            .iter()
+            .filter(|(key, _)| *key != "DBUS_SESSION_BUS_ADDRESS")
+            .map(|(key, value)| (*key, value.as_str()))
+            .collect();
+        secrets
+            .runner
+            .start_with(&["--hide-runner-files", setting], &vars);
+        secrets.relay.wait_status(&secrets.env, "online").await;
+        let page = secrets.browser_text_of(&visible).await;
+        assert!(page.contains("visible-in-the-view"), "{setting}: {page}");
+        let page = secrets.browser_text_of(&secrets.credential_file).await;
+        assert_eq!(
+            page.contains(&secrets.token),
+            shown,
+            "--hide-runner-files {setting}: {page}"
+        );
+        secrets.runner.stop().await;
+    }
 }
 
 /// As another user (`nobody`): tools run in a user namespace mapping the

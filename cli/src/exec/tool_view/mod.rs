@@ -18,8 +18,8 @@
 //!
 //! Where no namespace can be made (no user namespaces for this user, a
 //! seccomp profile, a container without `CAP_SYS_ADMIN`), the setting
-//! decides ([`HideRunnerFiles`]): `auto` runs tools as before and says so
-//! once, `on` refuses to start. See docs/security.md for what it does not
+//! decides ([`HideRunnerFiles`]): `auto` runs tools without hiding the
+//! files and says so once, `on` refuses to start. See docs/security.md for what it does not
 //! stop.
 
 pub mod holder;
@@ -42,7 +42,7 @@ const PREPARE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum HideRunnerFiles {
     /// Where this host allows a mount namespace (as root, or in a user
-    /// namespace); elsewhere tools run as before, and the runner says so.
+    /// namespace); elsewhere tools run without it, and the runner says so.
     #[default]
     Auto,
     /// Always: the runner refuses to start where it cannot.
@@ -143,6 +143,29 @@ pub fn install(view: View) {
 /// The view calls enter, once [`install`]ed.
 pub(in crate::exec) fn installed() -> Option<&'static View> {
     INSTALLED.get()
+}
+
+/// A command for a tool's process that is not a call's (the browser):
+/// `program` in the installed view, through `nsenter`, working in the
+/// namespace's root (a directory inherited from outside would lead back
+/// out); `program` itself where no view is installed. Errs where a view
+/// is installed and there is no `nsenter`: such a process never runs
+/// outside the view.
+pub fn command_in_view(program: &Path) -> Result<tokio::process::Command, String> {
+    let Some(view) = installed() else {
+        return Ok(tokio::process::Command::new(program));
+    };
+    let Some((nsenter, mut args)) = view.nsenter() else {
+        return Err(format!(
+            "cannot start {}: the runner hides its files from tools, which takes nsenter (util-linux), and there is none on the runner's PATH",
+            program.display()
+        ));
+    };
+    // Before the closing `--`.
+    args.insert(args.len().saturating_sub(1), "--wd=/".to_owned());
+    let mut command = tokio::process::Command::new(nsenter);
+    command.args(args).arg(program);
+    Ok(command)
 }
 
 impl View {

@@ -30,8 +30,6 @@ use crate::exec::program::find_on_path;
 /// Longest an install may take, every step together; then its processes
 /// are stopped and the attempt counts as failed.
 pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(20 * 60);
-/// Time between SIGTERM and SIGKILL when an install is stopped.
-const KILL_GRACE: Duration = Duration::from_secs(5);
 /// The record `runner doctor` reads, in the state directory.
 pub const RECORD_FILE: &str = "browser-install.json";
 /// The package every known package manager calls Chromium by.
@@ -191,14 +189,9 @@ pub fn plan(
     })
 }
 
-/// Whether this process runs as root.
-pub fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
 /// The plan for this machine as the runner sees it now.
 pub fn plan_here(configured: Option<&InstallCommand>) -> Result<Plan, Blocked> {
-    plan(configured, is_root(), find_on_path)
+    plan(configured, nix::unistd::geteuid().is_root(), find_on_path)
 }
 
 /// How an install ended.
@@ -469,7 +462,7 @@ async fn run_step(step: &Step, deadline: tokio::time::Instant) -> Outcome {
         status = child.wait() => status,
         () = tokio::time::sleep_until(deadline) => {
             let _ = killpg(group, Signal::SIGTERM);
-            if tokio::time::timeout(KILL_GRACE, child.wait()).await.is_err() {
+            if tokio::time::timeout(crate::exec::KILL_GRACE, child.wait()).await.is_err() {
                 let _ = killpg(group, Signal::SIGKILL);
                 let _ = child.wait().await;
             }
@@ -505,17 +498,21 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Logs each line of an install's output, until the pipe closes.
+/// Logs each line of an install's output, until the pipe closes. Reads to
+/// the end whatever the bytes are: a pipe closed early would kill the
+/// install with SIGPIPE at its next write.
 async fn log_lines(pipe: impl AsyncRead + Unpin, program: String) {
-    let mut lines = BufReader::new(pipe).lines();
+    let mut pipe = BufReader::new(pipe);
+    let mut line = Vec::new();
     loop {
-        match lines.next_line().await {
-            Ok(Some(line)) => {
-                let line: String = line.chars().take(LOG_LINE_CHARS).collect();
-                tracing::info!(%program, "browser install: {line}");
+        line.clear();
+        match pipe.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                let text: String = text.trim_end().chars().take(LOG_LINE_CHARS).collect();
+                tracing::info!(%program, "browser install: {text}");
             }
-            // Not UTF-8 or a read error: nothing more worth logging.
-            Ok(None) | Err(_) => return,
         }
     }
 }
@@ -537,6 +534,30 @@ mod tests {
                 .contains(&name)
                 .then(|| PathBuf::from(format!("/usr/bin/{name}")))
         }
+    }
+
+    /// An install whose output is not UTF-8 keeps its pipe: the next
+    /// write succeeds instead of meeting a closed pipe (SIGPIPE).
+    #[tokio::test]
+    async fn output_that_is_not_utf8_is_read_to_the_end() {
+        use tokio::io::AsyncWriteExt;
+        let (mut install, pipe) = tokio::io::duplex(64);
+        let reading = tokio::spawn(log_lines(pipe, "apt-get".to_owned()));
+        install
+            .write_all(b"Unpacking \xff\xfe\n")
+            .await
+            .expect("write");
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        install
+            .write_all(b"Setting up chromium\n")
+            .await
+            .expect("the pipe is still read after a line that is not UTF-8");
+        drop(install);
+        reading
+            .await
+            .expect("the reader ends at the end of the output");
     }
 
     #[test]

@@ -57,7 +57,9 @@ impl Browser {
             .prefix("runner-browser-")
             .tempdir()
             .map_err(|error| format!("cannot make a browser profile directory: {error}"))?;
-        let mut command = tokio::process::Command::new(binary);
+        // In the tools' view: a `file://` page must not show the runner's
+        // files either.
+        let mut command = crate::exec::tool_view::command_in_view(binary)?;
         crate::exec::keep_secrets_from(&mut command);
         let mut child = command
             .args([
