@@ -33,8 +33,22 @@ pub use spawn::describe;
 pub use spec::Isolation;
 pub use tree::KILL_GRACE;
 
-use crate::call::CallScope;
+use crate::call::{CallScope, CALL_OWNER_VAR};
 use crate::gate::CheckedCommand;
+
+/// A command for a tool's own process that is not a call's (the browser):
+/// in the tools' view where one is installed ([`tool_view::command_in_view`]),
+/// without the runner's secrets in its environment, and carrying the
+/// runner's owner id, so that the next start stops it ([`leftovers`]) when
+/// this runner is killed before it can.
+pub fn tool_process(program: &std::path::Path) -> Result<tokio::process::Command, String> {
+    let mut command = tool_view::command_in_view(program)?;
+    keep_secrets_from(&mut command);
+    if let Some(owner) = owner::owner() {
+        command.env(CALL_OWNER_VAR, owner);
+    }
+    Ok(command)
+}
 
 /// Makes the namespace tools run in with the runner's files hidden
 /// ([`tool_view`]), and checks that a process can be started in it the

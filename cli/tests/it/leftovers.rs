@@ -244,3 +244,53 @@ async fn a_restarted_runner_stops_what_its_killed_run_left_and_nothing_else() {
     let _ = bystander.kill();
     let _ = bystander.wait();
 }
+
+/// The browser is not a call, but it carries the runner's owner id: a
+/// runner killed with the browser open leaves Chromium running, and the
+/// next start stops it.
+#[tokio::test]
+async fn a_restarted_runner_stops_the_browser_its_killed_run_left() {
+    assert!(
+        ["chromium", "chromium-browser", "google-chrome"]
+            .iter()
+            .any(|name| crate::tools_support::which(name).is_some()),
+        "Chromium must be installed for this test (scripts/install-test-deps.sh)"
+    );
+    let relay = Relay::spawn().await;
+    let (env, mut runner) = Runner::online(&relay, dev_env()).await;
+    let (status, body) = relay
+        .invoke(
+            &env,
+            json!({"tool_name": "browser", "args": {"action": "navigate", "url": "about:blank"}, "timeout_s": 120}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["error"].is_null(), "{body}");
+    let owner = std::fs::read_to_string(runner.state_dir().join("runner-id")).expect("runner-id");
+    let owned = format!("RUNNER_CALL_OWNER={}", owner.trim());
+    let browser: Vec<i32> = live_with(&owned).into_values().collect();
+    assert!(!browser.is_empty(), "Chromium carries the owner id");
+    let _guard = KillOnDrop(browser.clone());
+
+    let mut killed = runner.child.take().expect("running");
+    killed.start_kill().expect("SIGKILL");
+    let _ = killed.wait().await;
+    assert!(
+        browser.iter().any(|pid| alive(*pid)),
+        "Chromium outlives a kill -9 of its runner"
+    );
+
+    runner.start(&[]);
+    relay.wait_status(&env, "online").await;
+    support::wait_until("the restarted runner stopped Chromium", || {
+        browser.iter().all(|pid| !alive(*pid))
+    })
+    .await;
+    let (code, stderr) = runner.stop().await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("a previous run of this runner left running")
+            && stderr.contains("chromium"),
+        "{stderr}"
+    );
+}

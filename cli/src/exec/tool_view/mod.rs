@@ -151,7 +151,7 @@ pub(in crate::exec) fn installed() -> Option<&'static View> {
 /// out); `program` itself where no view is installed. Errs where a view
 /// is installed and there is no `nsenter`: such a process never runs
 /// outside the view.
-pub fn command_in_view(program: &Path) -> Result<tokio::process::Command, String> {
+pub(in crate::exec) fn command_in_view(program: &Path) -> Result<tokio::process::Command, String> {
     let Some(view) = installed() else {
         return Ok(tokio::process::Command::new(program));
     };

@@ -59,8 +59,7 @@ impl Browser {
             .map_err(|error| format!("cannot make a browser profile directory: {error}"))?;
         // In the tools' view: a `file://` page must not show the runner's
         // files either.
-        let mut command = crate::exec::tool_view::command_in_view(binary)?;
-        crate::exec::keep_secrets_from(&mut command);
+        let mut command = crate::exec::tool_process(binary)?;
         let mut child = command
             .args([
                 "--headless",
