@@ -2,20 +2,27 @@
 //! fields and the previous entry's hash, so changing a row changes its
 //! hash, and deleting one leaves a gap in the sequence and a `prev_hash`
 //! that no longer matches.
+//!
+//! Two row formats verify side by side (docs/audit.md). Format 2, which
+//! the relay writes, keeps the fields a query filters on in columns and
+//! the rest in one JSON array, `entry`; its hash covers the columns and
+//! that text, framed by length. Format 1, rows written before, keeps
+//! every field in a column; its hash covers a fixed JSON rendering of
+//! them.
 
 use runner_proto::audit::{AuditAction, AuditDecision};
 use serde::Serialize;
 
-use super::{AuditRecord, StoredAudit};
+use super::{AuditRecord, RowFormat, StoredAudit};
 
 /// The `prev_hash` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// The fields an entry's hash covers, in a fixed order (struct fields
+/// The fields a format 1 hash covers, in a fixed order (struct fields
 /// serialise in declaration order; the arguments are already canonical
 /// text).
 #[derive(Serialize)]
-struct Hashed<'a> {
+struct Format1<'a> {
     v: u8,
     seq: u64,
     prev_hash: &'a str,
@@ -41,16 +48,11 @@ struct Hashed<'a> {
     bytes_out: Option<u64>,
 }
 
-/// Hex SHA-256 of entry `seq` holding `record` after `prev_hash`.
-pub fn hash(prev_hash: &str, seq: u64, record: &AuditRecord) -> String {
-    hash_in(&mut Vec::new(), prev_hash, seq, record)
-}
-
-/// [`hash`], serialising into `buffer` (cleared first), so that a batch
-/// reuses one allocation.
-fn hash_in(buffer: &mut Vec<u8>, prev_hash: &str, seq: u64, record: &AuditRecord) -> String {
+/// Hex SHA-256 of a format 1 row: entry `seq` holding `record` after
+/// `prev_hash`.
+pub fn columns_hash(prev_hash: &str, seq: u64, record: &AuditRecord) -> String {
     let actor = &record.actor;
-    let hashed = Hashed {
+    let hashed = Format1 {
         v: 1,
         seq,
         prev_hash,
@@ -75,24 +77,184 @@ fn hash_in(buffer: &mut Vec<u8>, prev_hash: &str, seq: u64, record: &AuditRecord
         duration_ms: record.duration_ms,
         bytes_out: record.bytes_out,
     };
-    buffer.clear();
     // Strings, integers and unit enums into memory: serialising cannot fail.
-    let _ = serde_json::to_writer(&mut *buffer, &hashed);
+    let text = serde_json::to_vec(&hashed).unwrap_or_default();
+    crate::canonical::sha256_hex(&text)
+}
+
+/// The fields of a format 2 row that have no column, in the order its
+/// `entry`, a JSON array, holds them (absent ones as `null`). An array
+/// rather than an object keeps a row as small as a format 1 row: an object
+/// would repeat every name in every row.
+pub const ENTRY_FIELDS: [&str; 13] = [
+    "actor.name",
+    "actor.kind",
+    "actor.key_id",
+    "actor.client",
+    "actor.source",
+    "call_id",
+    "target",
+    "args_digest",
+    "args",
+    "code",
+    "exit_code",
+    "duration_ms",
+    "bytes_out",
+];
+
+/// An `entry` as read back, in [`ENTRY_FIELDS`] order.
+type StoredEntry = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<i32>,
+    Option<u64>,
+    Option<u64>,
+);
+
+/// The `entry` of `record` in a format 2 row.
+pub fn entry_text(record: &AuditRecord) -> String {
+    let actor = &record.actor;
+    let fields = (
+        actor.name.as_deref(),
+        actor.kind.as_deref(),
+        actor.key_id.as_deref(),
+        actor.client.as_deref(),
+        actor.source.as_deref(),
+        record.call_id.as_deref(),
+        record.target.as_deref(),
+        record.args_digest.as_deref(),
+        record.args.as_deref(),
+        record.code.as_deref(),
+        record.exit_code,
+        record.duration_ms,
+        record.bytes_out,
+    );
+    // Strings and integers into memory: serialising cannot fail.
+    serde_json::to_string(&fields).unwrap_or_default()
+}
+
+/// Puts the fields of a stored `entry` into `record`, whose columns are
+/// already set; false (and `record` unchanged) if `text` is not an entry.
+pub fn fill_from_entry(text: &str, record: &mut AuditRecord) -> bool {
+    let Ok(fields) = serde_json::from_str::<StoredEntry>(text) else {
+        return false;
+    };
+    let actor = &mut record.actor;
+    (
+        actor.name,
+        actor.kind,
+        actor.key_id,
+        actor.client,
+        actor.source,
+        record.call_id,
+        record.target,
+        record.args_digest,
+        record.args,
+        record.code,
+        record.exit_code,
+        record.duration_ms,
+        record.bytes_out,
+    ) = fields;
+    true
+}
+
+/// What a format 2 hash covers, before the fields: the format's name, so
+/// that no format 1 text (JSON, starting `{`) is ever the same bytes.
+const FORMAT2_TAG: &[u8] = b"runner audit 2\n";
+
+/// Hex SHA-256 of a format 2 row: entry `seq` holding `record`, whose
+/// other fields are `entry`, after `prev_hash`. Every value is framed by
+/// its length (and an absent one told from an empty one), so no two rows
+/// give the same bytes. `buffer` is cleared first: a batch reuses it.
+fn entry_hash_in(
+    buffer: &mut Vec<u8>,
+    prev_hash: &str,
+    seq: u64,
+    record: &AuditRecord,
+    entry: &str,
+) -> String {
+    fn text(buffer: &mut Vec<u8>, value: &str) {
+        let length = u64::try_from(value.len()).unwrap_or(u64::MAX);
+        buffer.extend_from_slice(&length.to_le_bytes());
+        buffer.extend_from_slice(value.as_bytes());
+    }
+    fn optional(buffer: &mut Vec<u8>, value: Option<&str>) {
+        match value {
+            None => buffer.push(0),
+            Some(value) => {
+                buffer.push(1);
+                text(buffer, value);
+            }
+        }
+    }
+    buffer.clear();
+    buffer.extend_from_slice(FORMAT2_TAG);
+    buffer.extend_from_slice(&seq.to_le_bytes());
+    text(buffer, prev_hash);
+    buffer.extend_from_slice(&record.at_ms().to_le_bytes());
+    text(buffer, record.action.as_str());
+    optional(buffer, record.actor.member_id.as_deref());
+    optional(buffer, record.environment_id.as_deref());
+    optional(buffer, record.session_id.as_deref());
+    optional(buffer, record.tool.as_deref());
+    text(buffer, record.decision.as_str());
+    text(buffer, entry);
     crate::canonical::sha256_hex(buffer)
 }
 
-/// Chains `records` after the entry (`seq`, `hash`): their sequence
-/// numbers and hashes.
-pub fn link(mut seq: u64, mut prev: String, records: &[AuditRecord]) -> Vec<(u64, String, String)> {
+/// Hex SHA-256 of a format 2 row (see [`entry_hash_in`]).
+pub fn entry_hash(prev_hash: &str, seq: u64, record: &AuditRecord, entry: &str) -> String {
+    entry_hash_in(&mut Vec::new(), prev_hash, seq, record, entry)
+}
+
+/// A record's place in the chain, as appended in format 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Linked {
+    pub seq: u64,
+    pub prev_hash: String,
+    pub hash: String,
+    /// The fields without a column, as stored and hashed.
+    pub entry: String,
+}
+
+/// Chains `records` after the entry (`seq`, `hash`), in format 2.
+pub fn link(mut seq: u64, mut prev: String, records: &[AuditRecord]) -> Vec<Linked> {
     let mut linked = Vec::with_capacity(records.len());
     let mut buffer = Vec::with_capacity(1024);
     for record in records {
         seq += 1;
-        let own = hash_in(&mut buffer, &prev, seq, record);
-        linked.push((seq, prev, own.clone()));
-        prev = own;
+        let entry = entry_text(record);
+        let hash = entry_hash_in(&mut buffer, &prev, seq, record, &entry);
+        let next = hash.clone();
+        linked.push(Linked {
+            seq,
+            prev_hash: prev,
+            hash,
+            entry,
+        });
+        prev = next;
     }
     linked
+}
+
+/// Whether a stored row's fields still give its stored hash.
+pub fn intact(entry: &StoredAudit) -> bool {
+    match &entry.format {
+        RowFormat::Columns => {
+            columns_hash(&entry.prev_hash, entry.seq, &entry.record) == entry.hash
+        }
+        RowFormat::Entry { text, damaged } => {
+            !damaged && entry_hash(&entry.prev_hash, entry.seq, &entry.record, text) == entry.hash
+        }
+    }
 }
 
 /// What is wrong with the chain at one entry.
@@ -179,7 +341,7 @@ impl Verifier {
             // Read in order with a unique key: only a corrupt store repeats.
             return Err(Break::BrokenLink { seq: entry.seq });
         }
-        if hash(&entry.prev_hash, entry.seq, &entry.record) != entry.hash {
+        if !intact(entry) {
             return Err(Break::ChangedRow { seq: entry.seq });
         }
         // The previous entry's hash, unless it was pruned (then the stored
@@ -234,16 +396,173 @@ mod tests {
                 record
             })
             .collect();
-        link(0, GENESIS.to_owned(), &records)
+        stored(link(0, GENESIS.to_owned(), &records), records)
+    }
+
+    fn stored(linked: Vec<Linked>, records: Vec<AuditRecord>) -> Vec<StoredAudit> {
+        linked
             .into_iter()
             .zip(records)
-            .map(|((seq, prev_hash, hash), record)| StoredAudit {
-                seq,
+            .map(|(linked, record)| StoredAudit {
+                seq: linked.seq,
                 record,
-                prev_hash,
-                hash,
+                prev_hash: linked.prev_hash,
+                hash: linked.hash,
+                format: RowFormat::Entry {
+                    text: linked.entry,
+                    damaged: false,
+                },
             })
             .collect()
+    }
+
+    /// A record with every field set.
+    fn full() -> AuditRecord {
+        let at = OffsetDateTime::from_unix_timestamp(1_700_000_000).expect("a valid time");
+        let actor = AuditActor {
+            member_id: Some("mem_1".into()),
+            name: Some("Ada \"the\" admin\n".into()),
+            kind: Some("person".into()),
+            key_id: Some("0123456789ab".into()),
+            client: Some("runner/1.0".into()),
+            source: Some("127.0.0.1".into()),
+        };
+        let mut record = AuditRecord::new(at, actor, AuditAction::ToolInvoke)
+            .environment("env_1")
+            .session("ses_1")
+            .target("apr_1");
+        record.tool = Some("shell".into());
+        record.call_id = Some("call_1".into());
+        record.args_digest = Some("ab".repeat(32));
+        record.args = Some(r#"{"command":"true"}"#.into());
+        record.decision = AuditDecision::Error;
+        record.code = Some("runner_error".into());
+        record.exit_code = Some(-1);
+        record.duration_ms = Some(12);
+        record.bytes_out = Some(34);
+        record
+    }
+
+    /// The record a format 2 row reads back as: its columns, then its entry.
+    fn read_back(record: &AuditRecord, entry: &str) -> AuditRecord {
+        let mut columns = AuditRecord::new(record.at, AuditActor::default(), record.action);
+        columns.actor.member_id = record.actor.member_id.clone();
+        columns.environment_id = record.environment_id.clone();
+        columns.session_id = record.session_id.clone();
+        columns.tool = record.tool.clone();
+        columns.decision = record.decision;
+        assert!(fill_from_entry(entry, &mut columns), "{entry}");
+        columns
+    }
+
+    #[test]
+    fn an_entry_holds_every_field_without_a_column() {
+        for record in [
+            full(),
+            AuditRecord::new(
+                OffsetDateTime::UNIX_EPOCH,
+                AuditActor::default(),
+                AuditAction::AuthFailed,
+            ),
+        ] {
+            let entry = entry_text(&record);
+            assert_eq!(read_back(&record, &entry), record, "{entry}");
+        }
+        // Absent fields are left out.
+        let bare = AuditRecord::new(
+            OffsetDateTime::UNIX_EPOCH,
+            AuditActor::default(),
+            AuditAction::AuthFailed,
+        );
+        assert_eq!(
+            entry_text(&bare),
+            "[null,null,null,null,null,null,null,null,null,null,null,null,null]"
+        );
+        assert_eq!(
+            entry_text(&full()),
+            r#"["Ada \"the\" admin\n","person","0123456789ab","runner/1.0","127.0.0.1","call_1","apr_1","abababababababababababababababababababababababababababababababab","{\"command\":\"true\"}","runner_error",-1,12,34]"#
+        );
+        for bad in [
+            "not json",
+            "{}",
+            "[null]",
+            "[1,null,null,null,null,null,null,null,null,null,null,null,null]",
+        ] {
+            let mut record = bare.clone();
+            assert!(!fill_from_entry(bad, &mut record), "{bad}");
+            assert_eq!(record, bare);
+        }
+    }
+
+    #[test]
+    fn hashes_of_both_formats_are_pinned() {
+        // A change of either format's bytes would make every stored row
+        // fail `verify`: these values must never change.
+        let record = full();
+        assert_eq!(
+            columns_hash(GENESIS, 7, &record),
+            "77dbf4bd3d4aac9deb7d97db9330ebd7d4643645b88f1889b8a77262b204adbc"
+        );
+        assert_eq!(
+            entry_hash(GENESIS, 7, &record, &entry_text(&record)),
+            "5ef77f06e2c5bdd177fffe09a03a04b92aefa5216a01ed6e4cf74a92bad5067b"
+        );
+    }
+
+    #[test]
+    fn rows_of_both_formats_verify_in_one_chain() {
+        let first = full();
+        let first_hash = columns_hash(GENESIS, 1, &first);
+        let mut rest: Vec<AuditRecord> = (0..3).map(|_| full()).collect();
+        rest[1].tool = Some("other".into());
+        let mut entries = vec![StoredAudit {
+            seq: 1,
+            record: first,
+            prev_hash: GENESIS.to_owned(),
+            hash: first_hash.clone(),
+            format: RowFormat::Columns,
+        }];
+        entries.extend(stored(link(1, first_hash, &rest), rest));
+        let head = entries[3].hash.clone();
+        assert_eq!(verify(&entries, 0, (4, &head)), Ok(4));
+
+        // Format 1: an edited column.
+        let mut edited = entries.clone();
+        edited[0].record.actor.name = Some("mallory".into());
+        assert_eq!(
+            verify(&edited, 0, (4, &head)),
+            Err(Break::ChangedRow { seq: 1 })
+        );
+        // Format 2: an edited column, an edited entry, a stray column.
+        let mut edited = entries.clone();
+        edited[2].record.environment_id = Some("env_2".into());
+        assert_eq!(
+            verify(&edited, 0, (4, &head)),
+            Err(Break::ChangedRow { seq: 3 })
+        );
+        let mut edited = entries.clone();
+        if let RowFormat::Entry { text, .. } = &mut edited[2].format {
+            *text = text.replace("Ada", "Eve");
+        }
+        assert_eq!(
+            verify(&edited, 0, (4, &head)),
+            Err(Break::ChangedRow { seq: 3 })
+        );
+        let mut edited = entries.clone();
+        if let RowFormat::Entry { damaged, .. } = &mut edited[3].format {
+            *damaged = true;
+        }
+        assert_eq!(
+            verify(&edited, 0, (4, &head)),
+            Err(Break::ChangedRow { seq: 4 })
+        );
+        // A format 2 row claimed to be format 1 does not verify either.
+        let mut edited = entries;
+        edited[1].format = RowFormat::Columns;
+        assert_eq!(
+            verify(&edited, 0, (4, &head)),
+            Err(Break::ChangedRow { seq: 2 })
+        );
     }
 
     fn verify(entries: &[StoredAudit], pruned: u64, head: (u64, &str)) -> Result<u64, Break> {

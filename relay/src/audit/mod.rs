@@ -94,6 +94,25 @@ pub struct StoredAudit {
     pub record: AuditRecord,
     pub prev_hash: String,
     pub hash: String,
+    pub format: RowFormat,
+}
+
+/// How a stored row keeps its fields, which decides how its hash is
+/// computed ([`chain`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowFormat {
+    /// Format 1 (rows written before format 2): every field in its own
+    /// column.
+    Columns,
+    /// Format 2: the fields without a column in `text`, the stored
+    /// `entry`, hashed as it is stored.
+    Entry {
+        text: String,
+        /// The row is not what format 2 writes: a column it leaves empty
+        /// holds a value, or `entry` is not its JSON. Only an edit does
+        /// that.
+        damaged: bool,
+    },
 }
 
 impl StoredAudit {

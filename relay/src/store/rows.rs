@@ -12,7 +12,8 @@ use super::{InvocationRecord, Member, MemberKind, SessionRecord, StoreError, Tok
 use crate::approvals::ApprovalRecord;
 use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
 
-use crate::audit::{from_unix_ms, AuditRecord, StoredAudit};
+use crate::audit::chain;
+use crate::audit::{from_unix_ms, AuditRecord, RowFormat, StoredAudit};
 use crate::clock::from_unix;
 use crate::environment::{EnvironmentRecord, Scope};
 use crate::sandboxes::{self, SandboxRecord};
@@ -566,15 +567,20 @@ pub struct AuditRow {
     bytes_out: Option<i64>,
     prev_hash: String,
     hash: String,
+    entry: Option<String>,
 }
 
 impl AuditRow {
-    /// In the order [`super::sql_store`]'s append binds them.
+    /// Every column, read.
     pub const COLUMNS: &str = "seq, at_ms, action, actor_id, actor_name, actor_kind, key_id, \
          client, source, environment_id, session_id, tool, call_id, target, args_digest, args, \
-         decision, code, exit_code, duration_ms, bytes_out, prev_hash, hash";
-    /// Columns a row has.
-    pub const WIDTH: usize = 23;
+         decision, code, exit_code, duration_ms, bytes_out, prev_hash, hash, entry";
+    /// The columns a format 2 row is written with, in the order
+    /// [`super::sql_store`]'s append binds them (the others stay NULL).
+    pub const WRITTEN: &str = "seq, at_ms, action, actor_id, environment_id, session_id, tool, \
+         decision, entry, prev_hash, hash";
+    /// How many [`Self::WRITTEN`] names.
+    pub const WRITTEN_WIDTH: usize = 11;
 }
 
 /// An unsigned count as stored (saturating: durations and byte counts
@@ -596,31 +602,59 @@ impl TryFrom<AuditRow> for StoredAudit {
             from_unix_ms(row.at_ms),
             AuditActor {
                 member_id: row.actor_id,
-                name: row.actor_name,
-                kind: row.actor_kind,
-                key_id: row.key_id,
-                client: row.client,
-                source: row.source,
+                ..AuditActor::default()
             },
             action,
         );
         record.environment_id = row.environment_id;
         record.session_id = row.session_id;
         record.tool = row.tool;
-        record.call_id = row.call_id;
-        record.target = row.target;
-        record.args_digest = row.args_digest;
-        record.args = row.args;
         record.decision = decision;
-        record.code = row.code;
-        record.exit_code = row.exit_code;
-        record.duration_ms = row.duration_ms.map(|ms| u64::try_from(ms).unwrap_or(0));
-        record.bytes_out = row.bytes_out.map(|n| u64::try_from(n).unwrap_or(0));
+        let format = match row.entry {
+            // Format 2: the other columns are left empty.
+            Some(text) => {
+                let mut damaged = row.actor_name.is_some()
+                    || row.actor_kind.is_some()
+                    || row.key_id.is_some()
+                    || row.client.is_some()
+                    || row.source.is_some()
+                    || row.call_id.is_some()
+                    || row.target.is_some()
+                    || row.args_digest.is_some()
+                    || row.args.is_some()
+                    || row.code.is_some()
+                    || row.exit_code.is_some()
+                    || row.duration_ms.is_some()
+                    || row.bytes_out.is_some();
+                if !chain::fill_from_entry(&text, &mut record) {
+                    damaged = true;
+                }
+                RowFormat::Entry { text, damaged }
+            }
+            None => {
+                let actor = &mut record.actor;
+                actor.name = row.actor_name;
+                actor.kind = row.actor_kind;
+                actor.key_id = row.key_id;
+                actor.client = row.client;
+                actor.source = row.source;
+                record.call_id = row.call_id;
+                record.target = row.target;
+                record.args_digest = row.args_digest;
+                record.args = row.args;
+                record.code = row.code;
+                record.exit_code = row.exit_code;
+                record.duration_ms = row.duration_ms.map(|ms| u64::try_from(ms).unwrap_or(0));
+                record.bytes_out = row.bytes_out.map(|n| u64::try_from(n).unwrap_or(0));
+                RowFormat::Columns
+            }
+        };
         Ok(StoredAudit {
             seq: u64::try_from(row.seq).unwrap_or(0),
             record,
             prev_hash: row.prev_hash,
             hash: row.hash,
+            format,
         })
     }
 }

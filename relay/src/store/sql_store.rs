@@ -33,7 +33,7 @@ use crate::templates::TemplateRecord;
 /// 32 766 and PostgreSQL's 65 535 bound parameters. Small, because each
 /// shape is parsed once per connection and parsing grows with its length.
 const AUDIT_ROWS_PER_INSERT: usize = 64;
-const _: () = assert!(AUDIT_ROWS_PER_INSERT * AuditRow::WIDTH <= 32_766);
+const _: () = assert!(AUDIT_ROWS_PER_INSERT * AuditRow::WRITTEN_WIDTH <= 32_766);
 
 /// The sizes of the statements an append of `rows` rows is cut into: a
 /// power of two rows each (largest first), so that every statement text is
@@ -60,23 +60,23 @@ const LOCK_AUDIT_HEAD: &str =
     "UPDATE audit_head SET seq = seq WHERE id = 1 RETURNING seq, hash, pruned_through";
 
 /// `INSERT INTO audit_log` of `rows` rows, placeholders in
-/// [`AuditRow::COLUMNS`] order: `?` when `positional` (see
+/// [`AuditRow::WRITTEN`] order: `?` when `positional` (see
 /// [`Backend::POSITIONAL_PARAMETERS`]), else `$1`, `$2`…
 fn audit_insert(rows: usize, positional: bool) -> String {
-    let mut sql = format!("INSERT INTO audit_log ({}) VALUES ", AuditRow::COLUMNS);
+    let mut sql = format!("INSERT INTO audit_log ({}) VALUES ", AuditRow::WRITTEN);
     for row in 0..rows {
         if row > 0 {
             sql.push_str(", ");
         }
         sql.push('(');
-        for column in 0..AuditRow::WIDTH {
+        for column in 0..AuditRow::WRITTEN_WIDTH {
             if column > 0 {
                 sql.push_str(", ");
             }
             if positional {
                 sql.push('?');
             } else {
-                sql.push_str(&format!("${}", row * AuditRow::WIDTH + column + 1));
+                sql.push_str(&format!("${}", row * AuditRow::WRITTEN_WIDTH + column + 1));
             }
         }
         sql.push(')');
@@ -1290,41 +1290,29 @@ where
         let (seq, hash, _pruned): (i64, String, i64) =
             sqlx::query_as(LOCK_AUDIT_HEAD).fetch_one(&mut *tx).await?;
         let linked = chain::link(u64::try_from(seq).unwrap_or(0), hash, records);
-        let Some((last_seq, _, last_hash)) = linked.last() else {
+        let Some(last) = linked.last() else {
             return Ok(());
         };
-        let (last_seq, last_hash) = (*last_seq, last_hash.clone());
-        // The hashes are bound by value: sqlx copies what it borrows.
+        let (last_seq, last_hash) = (last.seq, last.hash.clone());
+        // The hashes and the entry are bound by value: sqlx copies what it
+        // borrows.
         let mut rows = records.iter().zip(linked);
         for size in audit_chunk_sizes(records.len()) {
             let sql = audit_insert(size, B::POSITIONAL_PARAMETERS);
             let mut insert = sqlx::query(&sql);
-            for (record, (seq, prev_hash, hash)) in rows.by_ref().take(size) {
-                let actor = &record.actor;
+            for (record, linked) in rows.by_ref().take(size) {
                 insert = insert
-                    .bind(count_to_db(seq))
+                    .bind(count_to_db(linked.seq))
                     .bind(record.at_ms())
                     .bind(record.action.as_str())
-                    .bind(actor.member_id.as_deref())
-                    .bind(actor.name.as_deref())
-                    .bind(actor.kind.as_deref())
-                    .bind(actor.key_id.as_deref())
-                    .bind(actor.client.as_deref())
-                    .bind(actor.source.as_deref())
+                    .bind(record.actor.member_id.as_deref())
                     .bind(record.environment_id.as_deref())
                     .bind(record.session_id.as_deref())
                     .bind(record.tool.as_deref())
-                    .bind(record.call_id.as_deref())
-                    .bind(record.target.as_deref())
-                    .bind(record.args_digest.as_deref())
-                    .bind(record.args.as_deref())
                     .bind(record.decision.as_str())
-                    .bind(record.code.as_deref())
-                    .bind(record.exit_code)
-                    .bind(record.duration_ms.map(count_to_db))
-                    .bind(record.bytes_out.map(count_to_db))
-                    .bind(prev_hash)
-                    .bind(hash);
+                    .bind(linked.entry)
+                    .bind(linked.prev_hash)
+                    .bind(linked.hash);
             }
             insert.execute(&mut *tx).await?;
         }
@@ -1452,5 +1440,17 @@ mod tests {
             );
             assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "largest first");
         }
+    }
+
+    #[test]
+    fn an_audit_insert_has_a_placeholder_per_written_column() {
+        assert_eq!(
+            AuditRow::WRITTEN.split(',').count(),
+            AuditRow::WRITTEN_WIDTH
+        );
+        let positional = audit_insert(2, true);
+        assert_eq!(positional.matches('?').count(), 2 * AuditRow::WRITTEN_WIDTH);
+        let numbered = audit_insert(2, false);
+        assert!(numbered.ends_with(&format!("${})", 2 * AuditRow::WRITTEN_WIDTH)));
     }
 }

@@ -265,28 +265,38 @@ async fn verify_names_an_edited_row_and_a_deleted_one() {
     assert_eq!(report["head_seq"], 4);
 
     let mut db = database(&relay).await;
-    let original: String = sqlx::query_scalar("SELECT actor_name FROM audit_log WHERE seq = 2")
-        .fetch_one(&mut db)
-        .await
-        .expect("row 2");
-    sqlx::query("UPDATE audit_log SET actor_name = 'mallory' WHERE seq = 2")
-        .execute(&mut db)
-        .await
-        .expect("edit");
-    let (ok, report, stderr) = verify(&relay);
-    assert!(!ok, "an edited row must fail: {report}");
-    assert_eq!(
-        report["problem"],
-        json!({"problem": "changed_row", "seq": 2})
-    );
-    assert!(stderr.contains("entry 2"), "{stderr}");
-
-    sqlx::query("UPDATE audit_log SET actor_name = $1 WHERE seq = 2")
-        .bind(&original)
-        .execute(&mut db)
-        .await
-        .expect("restore");
-    assert!(verify(&relay).0, "restored");
+    // Each edit of row 2 fails verify and names the row; undone, it passes.
+    for (edit, undo) in [
+        // A field kept in `entry`.
+        (
+            "UPDATE audit_log SET entry = replace(entry, '[\"', '[\"x') WHERE seq = 2",
+            "UPDATE audit_log SET entry = replace(entry, '[\"x', '[\"') WHERE seq = 2",
+        ),
+        // A column a query filters on.
+        (
+            "UPDATE audit_log SET environment_id = environment_id || 'x' WHERE seq = 2",
+            "UPDATE audit_log SET environment_id = substr(environment_id, 1, length(environment_id) - 1) WHERE seq = 2",
+        ),
+        // A column the row's format leaves empty.
+        (
+            "UPDATE audit_log SET actor_name = 'mallory' WHERE seq = 2",
+            "UPDATE audit_log SET actor_name = NULL WHERE seq = 2",
+        ),
+    ] {
+        let changed = sqlx::query(edit).execute(&mut db).await.expect("edit");
+        assert_eq!(changed.rows_affected(), 1, "{edit}");
+        let (ok, report, stderr) = verify(&relay);
+        assert!(!ok, "an edited row must fail: {edit}: {report}");
+        assert_eq!(
+            report["problem"],
+            json!({"problem": "changed_row", "seq": 2}),
+            "{edit}"
+        );
+        assert!(stderr.contains("entry 2"), "{stderr}");
+        sqlx::query(undo).execute(&mut db).await.expect("undo");
+        let (ok, report, _) = verify(&relay);
+        assert!(ok, "undone: {undo}: {report}");
+    }
     sqlx::query("DELETE FROM audit_log WHERE seq = 3")
         .execute(&mut db)
         .await
@@ -298,6 +308,81 @@ async fn verify_names_an_edited_row_and_a_deleted_one() {
         json!({"problem": "missing_rows", "from": 3, "to": 3})
     );
     assert!(stderr.contains("entry 3"), "{stderr}");
+}
+
+/// Rows appended before chain format 2 (every field in its own column,
+/// `entry` NULL) verify beside the rows written now, and an edit of one
+/// is still named.
+#[tokio::test]
+async fn rows_of_the_first_format_still_verify() {
+    use runner_proto::audit::{AuditAction, AuditActor};
+    use runner_relay::audit::{chain, AuditRecord};
+
+    let relay = spawn_relay().await;
+    let at = time::OffsetDateTime::from_unix_timestamp(1_700_000_000).expect("a time");
+    let mut record = AuditRecord::new(
+        at,
+        AuditActor {
+            member_id: Some("mem_old".into()),
+            name: Some("old admin".into()),
+            kind: Some("person".into()),
+            ..AuditActor::default()
+        },
+        AuditAction::EnvironmentCreate,
+    )
+    .environment("env_old");
+    record.exit_code = Some(3);
+    let hash = chain::columns_hash(chain::GENESIS, 1, &record);
+    let mut db = database(&relay).await;
+    sqlx::query(
+        "INSERT INTO audit_log (seq, at_ms, action, actor_id, actor_name, actor_kind, \
+         environment_id, decision, exit_code, prev_hash, hash) \
+         VALUES (1, ?, 'environment.create', 'mem_old', 'old admin', 'person', 'env_old', \
+         'allowed', 3, ?, ?)",
+    )
+    .bind(record.at_ms())
+    .bind(chain::GENESIS)
+    .bind(&hash)
+    .execute(&mut db)
+    .await
+    .expect("a row of the first format");
+    sqlx::query("UPDATE audit_head SET seq = 1, hash = ? WHERE id = 1")
+        .bind(&hash)
+        .execute(&mut db)
+        .await
+        .expect("its head");
+
+    for name in ["a", "b"] {
+        relay.create_env(json!({"name": name})).await;
+    }
+    let all = entries(&relay, "").await;
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert_eq!(all[0]["actor"]["name"], "old admin");
+    assert_eq!(all[0]["exit_code"], 3);
+    assert_eq!(all[1]["prev_hash"], json!(hash));
+    let formats: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT entry FROM audit_log ORDER BY seq")
+            .fetch_all(&mut db)
+            .await
+            .expect("entries");
+    assert!(
+        formats[0].is_none() && formats[1..].iter().all(Option::is_some),
+        "{formats:?}"
+    );
+    let (ok, report, stderr) = verify(&relay);
+    assert!(ok, "{report} {stderr}");
+    assert_eq!(report["checked"], 3);
+
+    sqlx::query("UPDATE audit_log SET exit_code = 0 WHERE seq = 1")
+        .execute(&mut db)
+        .await
+        .expect("edit");
+    let (ok, report, _) = verify(&relay);
+    assert!(!ok, "an edited row of the first format must fail: {report}");
+    assert_eq!(
+        report["problem"],
+        json!({"problem": "changed_row", "seq": 1})
+    );
 }
 
 #[tokio::test]
