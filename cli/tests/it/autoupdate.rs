@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::process::Command;
 
 use crate::install::{make_release, test_private_key, MirrorServer, BUILT_VERSION};
-use crate::support::{dev_env, runner_bin, wait_until, Relay, Runner};
+use crate::support::{dev_env, retry_while_busy, runner_bin, wait_until, Relay, Runner};
 
 /// The version published as newer than this build.
 const NEWER: &str = "99.1.0";
@@ -78,12 +78,13 @@ impl Copy {
 
     /// `runner run` from the copy, with extra environment.
     fn run(&self, runner: &Runner, env: &[(&str, &str)]) -> tokio::process::Child {
-        self.command(runner)
+        let mut command = self.command(runner);
+        command
             .arg("run")
             .envs(env.iter().copied())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn the copy")
+            .stderr(std::process::Stdio::null());
+        // The copy was written by this process (see `retry_while_busy`).
+        retry_while_busy(|| command.spawn()).expect("spawn the copy")
     }
 }
 

@@ -19,6 +19,22 @@ pub fn runner_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_runner"))
 }
 
+/// Runs `start` (a spawn of a binary this test process wrote) again while
+/// the kernel refuses it as busy: a file just written can still be open for
+/// writing in a child another test thread forked and has not yet exec'd
+/// (ETXTBSY), for as long as that fork takes. Gives up after 2 s.
+pub fn retry_while_busy<T>(mut start: impl FnMut() -> std::io::Result<T>) -> std::io::Result<T> {
+    for _ in 0..100 {
+        match start() {
+            Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            started => return started,
+        }
+    }
+    start()
+}
+
 /// `runner-relay` is built next to `runner` (README: `cargo build --workspace --bins`).
 pub fn relay_bin() -> PathBuf {
     let path = runner_bin().with_file_name("runner-relay");

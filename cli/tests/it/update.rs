@@ -10,7 +10,7 @@ use crate::install::{
     asset_name, make_release, other_key_pair, sha256_hex, test_private_key, text, MirrorServer,
     BUILT_VERSION,
 };
-use crate::support::runner_bin;
+use crate::support::{retry_while_busy, runner_bin};
 
 /// The version published as "newer" (the bytes are this build's, plus junk).
 const NEWER: &str = "99.1.0";
@@ -107,7 +107,8 @@ impl Fixture {
         for (name, value) in env {
             command.env(name, value);
         }
-        text(&command.output().expect("run the runner copy"))
+        // The copy was written by this process (see `retry_while_busy`).
+        text(&retry_while_busy(|| command.output()).expect("run the runner copy"))
     }
 
     fn update(&self, extra: &[&str]) -> (Option<i32>, String, String) {
