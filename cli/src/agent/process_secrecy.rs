@@ -42,7 +42,12 @@ pub fn hide_from_tools() {
 /// service's environment file, the MCP config (which may hold the
 /// servers' credentials) and, where the keychain holds a secret of the
 /// runner's, the session bus sockets a tool would ask it through.
-pub fn runner_files(dirs: &Dirs, workspace: &Path, mcp_config: Option<&Path>) -> RunnerFiles {
+pub fn runner_files(
+    dirs: &Dirs,
+    config: &ConfigFile,
+    workspace: &Path,
+    mcp_config: Option<&Path>,
+) -> RunnerFiles {
     let mut cover = vec![
         dirs.config.clone(),
         dirs.state.clone(),
@@ -50,7 +55,7 @@ pub fn runner_files(dirs: &Dirs, workspace: &Path, mcp_config: Option<&Path>) ->
     ];
     cover.extend(mcp_config.map(Path::to_owned));
     let mut unhidden_bus = None;
-    if keychain_holds_a_secret(dirs) {
+    if keychain_holds_a_secret(config) {
         let bus = session_bus();
         cover.extend(bus.sockets);
         unhidden_bus = bus.unhidden;
@@ -140,15 +145,14 @@ pub async fn describe(
 
 /// Whether `runner register` or `runner login` put a secret in the OS
 /// keychain, which answers anyone on the user's session bus.
-fn keychain_holds_a_secret(dirs: &Dirs) -> bool {
-    let Ok(config) = ConfigFile::load(dirs) else {
-        return false;
-    };
+fn keychain_holds_a_secret(config: &ConfigFile) -> bool {
     let registered = config
         .registration
+        .as_ref()
         .is_some_and(|r| r.token_location == SecretLocation::Keyring);
     let logged_in = config
         .login
+        .as_ref()
         .is_some_and(|l| l.api_key_location == SecretLocation::Keyring);
     registered || logged_in
 }

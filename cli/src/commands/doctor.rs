@@ -639,7 +639,17 @@ async fn diagnose(dirs: &Dirs, args: &DoctorArgs) -> Report {
     self_update_check(&mut doctor);
     if cfg!(target_os = "linux") {
         doctor.ok("call cgroups", machine, crate::exec::describe().await);
-        runner_files_check(&mut doctor, dirs, &workspace, args.hide_runner_files).await;
+        // An unreadable config file is reported above; here it holds no
+        // keychain secret.
+        let config = config.as_ref().ok().cloned().unwrap_or_default();
+        runner_files_check(
+            &mut doctor,
+            dirs,
+            &config,
+            &workspace,
+            args.hide_runner_files,
+        )
+        .await;
     }
     let names: Vec<String> = tools::catalogue().into_iter().map(|t| t.name).collect();
     doctor.ok("tools", machine, names.join(", "));
@@ -1171,11 +1181,12 @@ fn workspace_check(dir: &std::path::Path) -> Result<String, String> {
 async fn runner_files_check(
     doctor: &mut Doctor,
     dirs: &Dirs,
+    config: &ConfigFile,
     workspace: &std::path::Path,
     setting: crate::exec::tool_view::HideRunnerFiles,
 ) {
     use crate::agent::process_secrecy;
-    let files = process_secrecy::runner_files(dirs, workspace, None);
+    let files = process_secrecy::runner_files(dirs, config, workspace, None);
     match process_secrecy::describe(setting, files).await {
         Ok(detail) => doctor.ok("runner files", "machine", detail),
         Err((detail, fix)) => doctor.add(

@@ -25,11 +25,11 @@ use crate::update;
 pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
     // Before any secret is read: nothing a tool runs can read it back.
     agent::process_secrecy::hide_from_tools();
-    let (url, token_source) = connection_settings(dirs, args.url.as_deref())?;
-    let install_command = browser_install_command(
-        args.browser_install_command.as_deref(),
-        &ConfigFile::load(dirs)?,
-    )?;
+    // Read once: every setting below comes from the same file.
+    let config = ConfigFile::load(dirs)?;
+    let (url, token_source) = connection_settings(&config, args.url.as_deref())?;
+    let install_command =
+        browser_install_command(args.browser_install_command.as_deref(), &config)?;
     if let Some(proxy) = &args.relay_proxy {
         let proxy = agent::dial::parse_proxy(proxy).ok_or_else(|| {
             ExitError::new(
@@ -76,8 +76,12 @@ pub async fn run(dirs: &Dirs, args: RunArgs) -> Result<()> {
     // The relay's policy (in `welcome`) supplies the file-access list.
     let boundary = Boundary::new(&workspace, Vec::new())
         .with_context(|| format!("workspace {}", workspace.display()))?;
-    let runner_files =
-        agent::process_secrecy::runner_files(dirs, boundary.root(), args.mcp_config.as_deref());
+    let runner_files = agent::process_secrecy::runner_files(
+        dirs,
+        &config,
+        boundary.root(),
+        args.mcp_config.as_deref(),
+    );
     // File tools run in the runner's own namespace: they refuse these
     // paths unless hiding is off.
     let boundary = match args.hide_runner_files {
@@ -252,12 +256,14 @@ pub(crate) enum TokenSource {
 
 /// URL and token: RUNNER_URL/--url with RUNNER_TOKEN win over the
 /// registration, so a service or container needs no `register` step.
-pub(crate) fn connection_settings(dirs: &Dirs, url: Option<&str>) -> Result<(String, TokenSource)> {
+pub(crate) fn connection_settings(
+    config: &ConfigFile,
+    url: Option<&str>,
+) -> Result<(String, TokenSource)> {
     let env_token = std::env::var(env_vars::TOKEN)
         .ok()
         .map(|t| t.trim().to_owned())
         .filter(|t| !t.is_empty());
-    let config = ConfigFile::load(dirs)?;
     if let Some(token) = env_token {
         let url = match (url, &config.registration) {
             (Some(url), _) => url.to_owned(),

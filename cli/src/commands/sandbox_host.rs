@@ -13,7 +13,7 @@ use super::run::{cancel_on_signal, connection_settings, hostname, TokenSource};
 use crate::agent::health::Health;
 use crate::agent::{self, lock, session::SessionConfig};
 use crate::args::SandboxHostArgs;
-use crate::config::Dirs;
+use crate::config::{ConfigFile, Dirs};
 use crate::credentials::{self, SecretKind};
 use crate::exit::{self, ExitError};
 use crate::gate::Boundary;
@@ -48,7 +48,7 @@ pub async fn run(dirs: &Dirs, args: SandboxHostArgs) -> Result<()> {
             );
         }
     }
-    let (url, token_source) = connection_settings(dirs, args.url.as_deref())?;
+    let (url, token_source) = connection_settings(&ConfigFile::load(dirs)?, args.url.as_deref())?;
     let _lock = lock::acquire(&dirs.state)?;
     let token = match token_source {
         TokenSource::Environment(token) => token,
