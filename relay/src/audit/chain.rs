@@ -82,27 +82,13 @@ pub fn columns_hash(prev_hash: &str, seq: u64, record: &AuditRecord) -> String {
     crate::canonical::sha256_hex(&text)
 }
 
-/// The fields of a format 2 row that have no column, in the order its
-/// `entry`, a JSON array, holds them (absent ones as `null`). An array
-/// rather than an object keeps a row as small as a format 1 row: an object
-/// would repeat every name in every row.
-pub const ENTRY_FIELDS: [&str; 13] = [
-    "actor.name",
-    "actor.kind",
-    "actor.key_id",
-    "actor.client",
-    "actor.source",
-    "call_id",
-    "target",
-    "args_digest",
-    "args",
-    "code",
-    "exit_code",
-    "duration_ms",
-    "bytes_out",
-];
+// A format 2 row's `entry`: the fields without a column, as a JSON array
+// in this order, absent ones as `null`: actor name, kind, key id, client
+// and source; call id, target, arguments' digest, arguments, code, exit
+// code, duration and bytes out (docs/audit.md lists the same order). An
+// array, not an object: an object repeats every name in every row.
 
-/// An `entry` as read back, in [`ENTRY_FIELDS`] order.
+/// An `entry` as read back, in its order.
 type StoredEntry = (
     Option<String>,
     Option<String>,
