@@ -426,6 +426,26 @@ async fn a_root_runners_browser_cannot_open_its_files() {
             shown,
             "--hide-runner-files {setting}: {page}"
         );
+        // Nor through the browser's working directory or root: a tool
+        // reading `/proc/PID/cwd/…` walks from that directory, which must be
+        // the view's root, not a way back to the runner's (with hiding off,
+        // the root shows the file: the walk works). Only this runner's
+        // browser: in the tool's own mount namespace.
+        let relative = secrets.credential_file.strip_prefix("/").expect("absolute");
+        let command = format!(
+            "ns=$(readlink /proc/self/ns/mnt); for p in /proc/[0-9]*; do \
+             case \"$(cat $p/comm 2>/dev/null)\" in chrom*) \
+             [ \"$(readlink $p/ns/mnt)\" = \"$ns\" ] || continue; \
+             echo found-browser; cat \"$p/cwd/{0}\" \"$p/root/{0}\" 2>/dev/null;; esac; done; true",
+            relative.display()
+        );
+        let body = shell(&secrets.relay, &secrets.env, &command).await;
+        assert!(stdout(&body).contains("found-browser"), "{setting}: {body}");
+        assert_eq!(
+            stdout(&body).contains(&secrets.token),
+            shown,
+            "--hide-runner-files {setting}, through the browser's cwd or root: {body}"
+        );
         secrets.runner.stop().await;
     }
 }

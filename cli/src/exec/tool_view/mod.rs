@@ -146,23 +146,22 @@ pub(in crate::exec) fn installed() -> Option<&'static View> {
 }
 
 /// A command for a tool's process that is not a call's (the browser):
-/// `program` in the installed view, through `nsenter`, working in the
-/// namespace's root (a directory inherited from outside would lead back
-/// out); `program` itself where no view is installed. Errs where a view
+/// `program` in the installed view, through `nsenter`, whose entering the
+/// mount namespace leaves it at the namespace's root. No `--wd`: nsenter
+/// opens that directory before entering, so it would stay a way back to
+/// the runner's files. `program` itself where no view is installed. Errs where a view
 /// is installed and there is no `nsenter`: such a process never runs
 /// outside the view.
 pub(in crate::exec) fn command_in_view(program: &Path) -> Result<tokio::process::Command, String> {
     let Some(view) = installed() else {
         return Ok(tokio::process::Command::new(program));
     };
-    let Some((nsenter, mut args)) = view.nsenter() else {
+    let Some((nsenter, args)) = view.nsenter() else {
         return Err(format!(
             "cannot start {}: the runner hides its files from tools, which takes nsenter (util-linux), and there is none on the runner's PATH",
             program.display()
         ));
     };
-    // Before the closing `--`.
-    args.insert(args.len().saturating_sub(1), "--wd=/".to_owned());
     let mut command = tokio::process::Command::new(nsenter);
     command.args(args).arg(program);
     Ok(command)
