@@ -454,7 +454,7 @@ mod tests {
             let entry = entry_text(&record);
             assert_eq!(read_back(&record, &entry), record, "{entry}");
         }
-        // Absent fields are left out.
+        // Absent fields are `null`, each in its place.
         let bare = AuditRecord::new(
             OffsetDateTime::UNIX_EPOCH,
             AuditActor::default(),
