@@ -21,10 +21,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::{AsyncRead, BufReader};
 use tokio::sync::watch;
 
 use super::super::toolbox::find_browser;
+use super::lines::next_line;
 use crate::exec::program::find_on_path;
 
 /// Longest an install may take, every step together; then its processes
@@ -503,17 +504,10 @@ impl Drop for GroupGuard {
 /// install with SIGPIPE at its next write.
 async fn log_lines(pipe: impl AsyncRead + Unpin, program: String) {
     let mut pipe = BufReader::new(pipe);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match pipe.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&line);
-                let text: String = text.trim_end().chars().take(LOG_LINE_CHARS).collect();
-                tracing::info!(%program, "browser install: {text}");
-            }
-        }
+    let mut buffer = Vec::new();
+    while let Some(line) = next_line(&mut pipe, &mut buffer).await {
+        let text: String = line.chars().take(LOG_LINE_CHARS).collect();
+        tracing::info!(%program, "browser install: {text}");
     }
 }
 

@@ -28,6 +28,7 @@
 //! Chromium's stderr (`--remote-debugging-port=0` picks a free port).
 
 pub mod install;
+mod lines;
 pub mod session;
 
 use runner_proto::tools;

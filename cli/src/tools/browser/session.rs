@@ -14,9 +14,10 @@ use futures_util::{SinkExt, StreamExt};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
-use tokio::io::AsyncBufReadExt;
 use tokio::sync::oneshot;
 use tokio_tungstenite::tungstenite::Message;
+
+use super::lines::next_line;
 
 /// Time for Chromium to start and print its DevTools URL.
 pub const LAUNCH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -86,10 +87,11 @@ impl Browser {
             .spawn()
             .map_err(|error| format!("cannot start {}: {error}", binary.display()))?;
         let stderr = child.stderr.take().ok_or("no stderr from the browser")?;
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        let mut stderr = tokio::io::BufReader::new(stderr);
+        let mut buffer = Vec::new();
         let mut seen = Vec::new();
         let find_url = async {
-            while let Ok(Some(line)) = lines.next_line().await {
+            while let Some(line) = next_line(&mut stderr, &mut buffer).await {
                 if let Some(url) = line
                     .split_whitespace()
                     .find(|word| word.starts_with("ws://"))
@@ -122,7 +124,7 @@ impl Browser {
             }
         };
         // Keep draining stderr so Chromium never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        tokio::spawn(async move { while next_line(&mut stderr, &mut buffer).await.is_some() {} });
         let cdp = Cdp::connect(&url).await?;
         let target = cdp
             .command("Target.createTarget", json!({"url": "about:blank"}), None)
