@@ -43,11 +43,18 @@ use crate::gate::CheckedCommand;
 /// this runner is killed before it can.
 pub fn tool_process(program: &std::path::Path) -> Result<tokio::process::Command, String> {
     let mut command = tool_view::command_in_view(program)?;
-    keep_secrets_from(&mut command);
+    tool_environment(&mut command);
+    Ok(command)
+}
+
+/// What the environment of every process a tool starts (a call's, the
+/// browser) holds: none of the runner's secrets, and the runner's owner
+/// id, by which the next start finds what a killed runner left.
+fn tool_environment(command: &mut tokio::process::Command) {
+    keep_secrets_from(command);
     if let Some(owner) = owner::owner() {
         command.env(CALL_OWNER_VAR, owner);
     }
-    Ok(command)
 }
 
 /// Makes the namespace tools run in with the runner's files hidden

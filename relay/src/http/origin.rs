@@ -59,11 +59,8 @@ impl Origin {
             key_id: None,
             client: headers
                 .get(header::USER_AGENT)
-                .and_then(|value| match value.to_str() {
-                    Ok(text) => client_name(text),
-                    // Not visible ASCII: what it says, cleaned.
-                    Err(_) => client_name(&String::from_utf8_lossy(value.as_bytes())),
-                }),
+                // Borrowed when it is UTF-8; cleaned by `client_name` either way.
+                .and_then(|value| client_name(&String::from_utf8_lossy(value.as_bytes()))),
             source: peer.map(|addr| addr.ip().to_string()),
         }
     }

@@ -8,10 +8,8 @@ use std::process::Stdio;
 
 use tokio::process::Command;
 
-use crate::call::{CALL_MARKER_VAR, CALL_OWNER_VAR};
+use crate::call::CALL_MARKER_VAR;
 use crate::exec::cgroup::{CallGroup, WRAPPER_SHELL};
-use crate::exec::environment::keep_secrets_from;
-use crate::exec::owner::owner;
 use crate::exec::program::find_program;
 use crate::exec::spec::{Join, Spec};
 use crate::exec::tool_view::View;
@@ -36,10 +34,7 @@ pub(super) fn spawn(
         Some(view) => in_view(spec, group, view)?,
         None => outside(spec, group)?,
     };
-    keep_secrets_from(&mut command);
-    if let Some(owner) = owner() {
-        command.env(CALL_OWNER_VAR, owner);
-    }
+    crate::exec::tool_environment(&mut command);
     command
         .current_dir(&spec.workdir)
         .envs(&spec.env)
