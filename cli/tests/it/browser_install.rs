@@ -13,16 +13,13 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::support::{doctor_check, wait_until, Relay, Runner};
-use crate::tools_support::{tool_names, wait_for_tools, which, BinDir};
+use crate::tools_support::{tool_names, wait_for_tools, BinDir};
 
 /// An install command: records its arguments in `marker`, then puts a
 /// `chromium` into `bin` (a link to this machine's browser when it has
 /// one, else a stand-in script: enough for the catalogue).
 fn install_script(scripts: &BinDir, bin: &Path, marker: &Path) -> PathBuf {
-    let real = ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| which(name));
-    let place = match real {
+    let place = match crate::tools_support::chromium() {
         Some(browser) => format!("ln -s '{}' '{}/chromium'", browser.display(), bin.display()),
         None => format!(
             "printf '#!/bin/sh\\nexit 0\\n' > '{bin}/.chromium.tmp' && chmod 755 '{bin}/.chromium.tmp' && mv '{bin}/.chromium.tmp' '{bin}/chromium'",

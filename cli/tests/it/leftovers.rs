@@ -250,12 +250,7 @@ async fn a_restarted_runner_stops_what_its_killed_run_left_and_nothing_else() {
 /// next start stops it.
 #[tokio::test]
 async fn a_restarted_runner_stops_the_browser_its_killed_run_left() {
-    assert!(
-        ["chromium", "chromium-browser", "google-chrome"]
-            .iter()
-            .any(|name| crate::tools_support::which(name).is_some()),
-        "Chromium must be installed for this test (scripts/install-test-deps.sh)"
-    );
+    crate::tools_support::require_chromium();
     let relay = Relay::spawn().await;
     let (env, mut runner) = Runner::online(&relay, dev_env()).await;
     let (status, body) = relay

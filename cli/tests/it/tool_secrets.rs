@@ -397,12 +397,7 @@ async fn a_root_runners_browser_cannot_open_its_files() {
         eprintln!("SKIPPED: this test runs the runner as root; the nobody variant covers users");
         return;
     }
-    assert!(
-        ["chromium", "chromium-browser", "google-chrome"]
-            .iter()
-            .any(|name| crate::tools_support::which(name).is_some()),
-        "Chromium must be installed for this test (scripts/install-test-deps.sh)"
-    );
+    crate::tools_support::require_chromium();
     let mut secrets = Secrets::new().await;
     // The workspace stays visible in the view: the browser works there.
     let visible = secrets.workspace().join("page.txt");

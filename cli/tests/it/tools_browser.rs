@@ -5,7 +5,7 @@ use base64::Engine as _;
 use serde_json::json;
 
 use crate::support::{dev_env, Relay, Runner};
-use crate::tools_support::{serve, which};
+use crate::tools_support::serve;
 
 const PAGE: &str = r#"<!doctype html>
 <html><head><title>Runner test page</title></head>
@@ -17,12 +17,7 @@ const PAGE: &str = r#"<!doctype html>
 
 #[tokio::test]
 async fn browser_navigates_clicks_types_and_takes_a_real_png_screenshot() {
-    assert!(
-        ["chromium", "chromium-browser", "google-chrome"]
-            .iter()
-            .any(|name| which(name).is_some()),
-        "Chromium must be installed for this test (apt-get install chromium)"
-    );
+    crate::tools_support::require_chromium();
     let relay = Relay::spawn().await;
     let (env, _runner) = Runner::online(&relay, dev_env()).await;
     let names = crate::tools_support::tool_names(&relay, &env).await;

@@ -119,6 +119,19 @@ impl BinDir {
     }
 }
 
+/// This machine's Chromium, found as the runner finds it.
+pub fn chromium() -> Option<PathBuf> {
+    runner_cli::tools::toolbox::find_browser()
+}
+
+/// Fails the test, saying how to get one, where there is no Chromium.
+pub fn require_chromium() {
+    assert!(
+        chromium().is_some(),
+        "Chromium must be installed for this test (scripts/install-test-deps.sh)"
+    );
+}
+
 pub fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
