@@ -6,6 +6,9 @@
 //! A query binds and reads only the types the `where` clause of the
 //! [`Store`] impl lists; a new column type is one more line there.
 
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
 use async_trait::async_trait;
 use runner_proto::api::RunnerInfo;
 use runner_proto::approvals::{ApprovalOutcome, ApprovalStatus, Notification};
@@ -58,6 +61,22 @@ fn audit_chunk_sizes(mut rows: usize) -> impl Iterator<Item = usize> {
 /// before reading anything (no read-then-write upgrade to fail).
 const LOCK_AUDIT_HEAD: &str =
     "UPDATE audit_head SET seq = seq WHERE id = 1 RETURNING seq, hash, pruned_through";
+
+/// [`audit_insert`]'s text for a shape [`audit_chunk_sizes`] gives,
+/// built once: the text is as long as its placeholders, and every batch
+/// would otherwise build it again.
+fn audit_insert_text(rows: usize, positional: bool) -> Cow<'static, str> {
+    const SHAPES: usize = AUDIT_ROWS_PER_INSERT.trailing_zeros() as usize + 1;
+    static TEXTS: [[OnceLock<String>; SHAPES]; 2] =
+        [const { [const { OnceLock::new() }; SHAPES] }; 2];
+    if !rows.is_power_of_two() || rows > AUDIT_ROWS_PER_INSERT {
+        return Cow::Owned(audit_insert(rows, positional));
+    }
+    let shape = rows.trailing_zeros() as usize;
+    Cow::Borrowed(
+        TEXTS[usize::from(positional)][shape].get_or_init(|| audit_insert(rows, positional)),
+    )
+}
 
 /// `INSERT INTO audit_log` of `rows` rows, placeholders in
 /// [`AuditRow::WRITTEN`] order: `?` when `positional` (see
@@ -1298,7 +1317,7 @@ where
         // borrows.
         let mut rows = records.iter().zip(linked);
         for size in audit_chunk_sizes(records.len()) {
-            let sql = audit_insert(size, B::POSITIONAL_PARAMETERS);
+            let sql = audit_insert_text(size, B::POSITIONAL_PARAMETERS);
             let mut insert = sqlx::query(&sql);
             for (record, linked) in rows.by_ref().take(size) {
                 insert = insert
@@ -1452,5 +1471,23 @@ mod tests {
         assert_eq!(positional.matches('?').count(), 2 * AuditRow::WRITTEN_WIDTH);
         let numbered = audit_insert(2, false);
         assert!(numbered.ends_with(&format!("${})", 2 * AuditRow::WRITTEN_WIDTH)));
+    }
+
+    #[test]
+    fn kept_audit_insert_texts_are_the_built_ones() {
+        for positional in [true, false] {
+            for rows in [1, 2, 3, 4, 32, 64, 65, 100] {
+                assert_eq!(
+                    audit_insert_text(rows, positional),
+                    audit_insert(rows, positional),
+                    "{rows} rows, positional {positional}"
+                );
+                // Read twice: the kept text the second time.
+                assert_eq!(
+                    audit_insert_text(rows, positional),
+                    audit_insert(rows, positional)
+                );
+            }
+        }
     }
 }
