@@ -289,3 +289,32 @@ async fn a_restarted_runner_stops_the_browser_its_killed_run_left() {
         "{stderr}"
     );
 }
+
+/// A runner stopped by SIGTERM stops its browser with it. So does a
+/// runner its test leaves running: `support::Runner`'s `Drop` stops it
+/// that way, so that a failing browser test leaves no Chromium behind.
+#[tokio::test]
+async fn a_runner_stopped_by_sigterm_stops_its_browser() {
+    crate::tools_support::require_chromium();
+    let relay = Relay::spawn().await;
+    let (env, runner) = Runner::online(&relay, dev_env()).await;
+    let (status, body) = relay
+        .invoke(
+            &env,
+            json!({"tool_name": "browser", "args": {"action": "navigate", "url": "about:blank"}, "timeout_s": 120}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["error"].is_null(), "{body}");
+    let owner = std::fs::read_to_string(runner.state_dir().join("runner-id")).expect("runner-id");
+    let owned = format!("RUNNER_CALL_OWNER={}", owner.trim());
+    let browser: Vec<i32> = live_with(&owned).into_values().collect();
+    assert!(!browser.is_empty(), "Chromium carries the owner id");
+    let _guard = KillOnDrop(browser.clone());
+
+    drop(runner);
+    support::wait_until("the stopped runner's Chromium is gone", || {
+        browser.iter().all(|pid| !alive(*pid))
+    })
+    .await;
+}

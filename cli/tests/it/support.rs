@@ -308,6 +308,35 @@ pub struct Runner {
     pub child: Option<Child>,
 }
 
+/// Longest a runner still running when its test ends is given to stop.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// A runner still running when its test ends (a failed assertion, or a
+/// test that leaves it running) gets SIGTERM and [`STOP_GRACE`] to stop
+/// what it started, as a service manager gives it; then `kill_on_drop`'s
+/// SIGKILL. Killed outright, it would leave its browser running.
+impl Drop for Runner {
+    fn drop(&mut self) {
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
+        let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
+            return;
+        };
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let deadline = Instant::now() + STOP_GRACE;
+        while Instant::now() < deadline {
+            match child.try_wait() {
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                Ok(Some(_)) | Err(_) => return,
+            }
+        }
+    }
+}
+
 impl Runner {
     pub fn config_dir(&self) -> PathBuf {
         self.home.path().join("config")
