@@ -8,6 +8,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Database, Encode, Pool, Type};
 use time::OffsetDateTime;
 
+use super::rows::AuditRowValues;
 use super::{JournalWrite, LeaseRefresh, SeenRecord, StoreError};
 
 /// A database the shared store runs on (SQLite or PostgreSQL), with any
@@ -61,6 +62,18 @@ pub trait Backend: std::fmt::Debug + Send + Sync + 'static {
         &'a self,
         pool: &Pool<Self::Db>,
     ) -> Result<Writer<'a, Self::Db>, StoreError>;
+
+    /// Inserts an audit append's rows inside its open transaction on
+    /// `connection`, when the backend has a way of its own (SQLite:
+    /// `sqlite_audit_fast_path`); `Ok(false)` leaves them to the shared
+    /// multi-row `INSERT`.
+    async fn insert_audit_rows(
+        &self,
+        _connection: &mut <Self::Db as Database>::Connection,
+        _rows: &[AuditRowValues<'_>],
+    ) -> Result<bool, StoreError> {
+        Ok(false)
+    }
 
     /// [`super::Store::write_journal`]: few statements however large the
     /// batch, each built by [`super::journal_sql`].

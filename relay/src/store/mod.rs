@@ -17,6 +17,7 @@ mod postgres;
 mod rows;
 mod sql_store;
 mod sqlite;
+mod sqlite_audit_fast_path;
 mod sqlite_journal;
 
 use std::sync::Arc;
@@ -70,6 +71,9 @@ pub enum StoreError {
     /// The database failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// SQLite failed a call made without sqlx (the audit log's append).
+    #[error("database error: {0}")]
+    Sqlite(String),
 }
 
 /// Whether a member is a person or an agent (an API client that acts for

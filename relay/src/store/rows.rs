@@ -583,6 +583,22 @@ impl AuditRow {
     pub const WRITTEN_WIDTH: usize = 11;
 }
 
+/// One format 2 row, in [`AuditRow::WRITTEN`] order.
+#[derive(Debug, Clone, Copy)]
+pub struct AuditRowValues<'a> {
+    pub seq: i64,
+    pub at_ms: i64,
+    pub action: &'a str,
+    pub actor_id: Option<&'a str>,
+    pub environment_id: Option<&'a str>,
+    pub session_id: Option<&'a str>,
+    pub tool: Option<&'a str>,
+    pub decision: &'a str,
+    pub entry: &'a str,
+    pub prev_hash: &'a str,
+    pub hash: &'a str,
+}
+
 /// An unsigned count as stored (saturating: durations and byte counts
 /// never get near the limit).
 pub fn count_to_db(count: u64) -> i64 {

@@ -18,8 +18,8 @@ use time::OffsetDateTime;
 use super::backend::{Backend, Column};
 use super::rows::{
     corrupt, count_to_db, epoch_from_db, epoch_to_db, json_text, network_text, tier_text,
-    ApprovalRow, AuditRow, EnvironmentRow, InvocationRow, KeyedMemberRow, MemberRow, SandboxRow,
-    SessionRow, TemplateRow, TokenRow, WorkSessionRow,
+    ApprovalRow, AuditRow, AuditRowValues, EnvironmentRow, InvocationRow, KeyedMemberRow,
+    MemberRow, SandboxRow, SessionRow, TemplateRow, TokenRow, WorkSessionRow,
 };
 use super::{
     ApiKeyRecord, DecidedApproval, DefaultFor, InvocationRecord, JournalWrite, LeaseRefresh,
@@ -35,7 +35,7 @@ use crate::templates::TemplateRecord;
 /// Most audit rows one `INSERT` carries: a power of two within SQLite's
 /// 32 766 and PostgreSQL's 65 535 bound parameters. Small, because each
 /// shape is parsed once per connection and parsing grows with its length.
-const AUDIT_ROWS_PER_INSERT: usize = 64;
+pub(super) const AUDIT_ROWS_PER_INSERT: usize = 64;
 const _: () = assert!(AUDIT_ROWS_PER_INSERT * AuditRow::WRITTEN_WIDTH <= 32_766);
 
 /// The sizes of the statements an append of `rows` rows is cut into: a
@@ -81,7 +81,7 @@ fn audit_insert_text(rows: usize, positional: bool) -> Cow<'static, str> {
 /// `INSERT INTO audit_log` of `rows` rows, placeholders in
 /// [`AuditRow::WRITTEN`] order: `?` when `positional` (see
 /// [`Backend::POSITIONAL_PARAMETERS`]), else `$1`, `$2`…
-fn audit_insert(rows: usize, positional: bool) -> String {
+pub(super) fn audit_insert(rows: usize, positional: bool) -> String {
     let mut sql = format!("INSERT INTO audit_log ({}) VALUES ", AuditRow::WRITTEN);
     for row in 0..rows {
         if row > 0 {
@@ -1313,10 +1313,29 @@ where
             return Ok(());
         };
         let (last_seq, last_hash) = (last.seq, last.hash.clone());
+        let values: Vec<AuditRowValues<'_>> = records
+            .iter()
+            .zip(&linked)
+            .map(|(record, linked)| AuditRowValues {
+                seq: count_to_db(linked.seq),
+                at_ms: record.at_ms(),
+                action: record.action.as_str(),
+                actor_id: record.actor.member_id.as_deref(),
+                environment_id: record.environment_id.as_deref(),
+                session_id: record.session_id.as_deref(),
+                tool: record.tool.as_deref(),
+                decision: record.decision.as_str(),
+                entry: &linked.entry,
+                prev_hash: &linked.prev_hash,
+                hash: &linked.hash,
+            })
+            .collect();
+        let inserted = self.backend.insert_audit_rows(&mut tx, &values).await?;
+        drop(values);
         // The hashes and the entry are bound by value: sqlx copies what it
         // borrows.
         let mut rows = records.iter().zip(linked);
-        for size in audit_chunk_sizes(records.len()) {
+        for size in audit_chunk_sizes(if inserted { 0 } else { records.len() }) {
             let sql = audit_insert_text(size, B::POSITIONAL_PARAMETERS);
             let mut insert = sqlx::query(&sql);
             for (record, linked) in rows.by_ref().take(size) {

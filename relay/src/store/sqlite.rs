@@ -11,15 +11,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteQueryResult, SqliteSynchronous,
 };
 use sqlx::Sqlite;
 use time::OffsetDateTime;
 
 use super::backend::{Backend, KeptConnection, Writer};
-use super::rows::{epoch_to_db, json_text};
+use super::rows::{epoch_to_db, json_text, AuditRowValues};
 use super::sql_store::SqlStore;
+use super::sqlite_audit_fast_path as audit_fast_path;
 use super::sqlite_journal as journal;
 use super::{JournalWrite, LeaseRefresh, SeenRecord, StoreError};
 
@@ -43,6 +44,11 @@ pub struct SqliteBackend {
     /// call and the audit log on every batch, so both write through one
     /// connection, which keeps its cache.
     writer: Arc<KeptConnection<Sqlite>>,
+    /// The audit log's rows go through the multi-row `INSERT` that
+    /// PostgreSQL uses, not `sqlite_audit_fast_path`: a build without the
+    /// `sqlite-audit-fast-path` feature, and the test that holds the two
+    /// to the same rows.
+    without_audit_fast_path: bool,
 }
 
 /// Creates a missing database file readable by its owner only: it holds
@@ -95,8 +101,19 @@ impl SqliteStore {
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
         Ok(SqlStore {
             pool,
-            backend: SqliteBackend::default(),
+            backend: SqliteBackend {
+                without_audit_fast_path: !cfg!(feature = "sqlite-audit-fast-path"),
+                ..SqliteBackend::default()
+            },
         })
+    }
+
+    /// This store with the audit log's rows written through sqlx's
+    /// multi-row `INSERT` instead of `sqlite_audit_fast_path`.
+    #[cfg(test)]
+    pub fn without_audit_fast_path(mut self) -> Self {
+        self.backend.without_audit_fast_path = true;
+        self
     }
 }
 
@@ -191,6 +208,27 @@ impl Backend for SqliteBackend {
 
     async fn writer<'a>(&'a self, pool: &SqlitePool) -> Result<Writer<'a, Sqlite>, StoreError> {
         Writer::kept(&self.writer, pool).await
+    }
+
+    async fn insert_audit_rows(
+        &self,
+        connection: &mut SqliteConnection,
+        rows: &[AuditRowValues<'_>],
+    ) -> Result<bool, StoreError> {
+        if self.without_audit_fast_path {
+            return Ok(false);
+        }
+        // sqlx's connection thread waits while the handle is locked.
+        let mut handle = connection.lock_handle().await?;
+        let db = handle.as_raw_handle();
+        let insert = || audit_fast_path::insert(db, rows);
+        // SQLite's work runs on this task's thread: on a multi-threaded
+        // runtime the thread's other tasks move elsewhere meanwhile.
+        match tokio::runtime::Handle::current().runtime_flavor() {
+            tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(insert)?,
+            _ => insert()?,
+        }
+        Ok(true)
     }
 
     async fn write_journal(
@@ -354,6 +392,140 @@ mod tests {
             "kept after an append"
         );
         assert_eq!(store.audit_head().await.expect("head").seq, 1);
+    }
+
+    /// Audit records of every shape: fields absent and present, text
+    /// that JSON and SQL quote, and more than one statement's rows.
+    fn audit_batch(count: usize) -> Vec<crate::audit::AuditRecord> {
+        use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
+        (0..count)
+            .map(|i| {
+                let actor = AuditActor {
+                    member_id: (i % 3 != 0).then(|| format!("mem-{}", i % 5)),
+                    name: Some(format!("a name with 'quotes' \"and\" é {i}")),
+                    kind: Some("agent".to_owned()),
+                    key_id: (i % 2 == 0).then(|| "0123456789ab".to_owned()),
+                    client: Some("curl/8.0".to_owned()),
+                    source: Some("127.0.0.1".to_owned()),
+                };
+                let mut record = crate::audit::AuditRecord::new(
+                    OffsetDateTime::from_unix_timestamp(1_700_000_000 + i as i64).expect("time"),
+                    actor,
+                    if i % 7 == 0 {
+                        AuditAction::MemberUpdate
+                    } else {
+                        AuditAction::ToolInvoke
+                    },
+                )
+                .environment(&format!("env-{}", i % 4));
+                if i % 2 == 1 {
+                    record = record.session("ses-1");
+                }
+                if i % 5 == 0 {
+                    record = record.decided(AuditDecision::Denied, "tool_not_allowed");
+                }
+                record.tool = (i % 7 != 0).then(|| "shell".to_owned());
+                record.call_id = Some(format!("call-{i}"));
+                record.args_digest = Some("ab".repeat(32));
+                record.args =
+                    (i % 3 == 0).then(|| "{\"command\":\"echo 'hi'; \\\"x\\\"\"}".to_owned());
+                record.exit_code = (i % 4 == 0).then_some(i32::try_from(i).unwrap_or(0) - 2);
+                record.duration_ms = Some(i as u64 * 3);
+                record.bytes_out = (i % 2 == 0).then_some(i as u64 * 1000);
+                record
+            })
+            .collect()
+    }
+
+    /// Every column of every audit row, as text, in order.
+    async fn audit_rows(store: &SqliteStore) -> Vec<Vec<Option<String>>> {
+        use sqlx::Row;
+        let rows = sqlx::query(
+            "SELECT seq, at_ms, action, actor_id, actor_name, actor_kind, key_id, client, \
+             source, environment_id, session_id, tool, call_id, target, args_digest, args, \
+             decision, code, exit_code, duration_ms, bytes_out, prev_hash, hash, entry \
+             FROM audit_log ORDER BY seq",
+        )
+        .fetch_all(&store.pool)
+        .await
+        .expect("read the audit log");
+        rows.iter()
+            .map(|row| {
+                (0..row.len())
+                    .map(|column| {
+                        row.try_get::<Option<String>, _>(column)
+                            .or_else(|_| {
+                                row.try_get::<Option<i64>, _>(column)
+                                    .map(|number| number.map(|n| format!("#{n}")))
+                            })
+                            .expect("text or integer")
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The audit log's append through SQLite's own calls writes the rows
+    /// the multi-row `INSERT` through sqlx writes, column for column, and
+    /// they verify as one chain.
+    #[tokio::test]
+    async fn the_audit_fast_path_writes_the_rows_the_simple_path_writes() {
+        let (fast_dir, simple_dir) = (
+            tempfile::tempdir().expect("tempdir"),
+            tempfile::tempdir().expect("tempdir"),
+        );
+        let (fast, _) = store_in(&fast_dir).await;
+        let (simple, _) = store_in(&simple_dir).await;
+        let simple = simple.without_audit_fast_path();
+        let records = audit_batch(200);
+        // Batches of one, of less than a statement, of several statements
+        // and a remainder.
+        for batch in [&records[..1], &records[1..40], &records[40..]] {
+            fast.append_audit(batch).await.expect("fast append");
+            simple.append_audit(batch).await.expect("simple append");
+        }
+        let (fast_rows, simple_rows) = (audit_rows(&fast).await, audit_rows(&simple).await);
+        assert_eq!(fast_rows.len(), 200);
+        assert_eq!(fast_rows, simple_rows);
+        let query = crate::audit::AuditQuery {
+            limit: 1000,
+            ..Default::default()
+        };
+        let entries = fast.audit_entries(&query).await.expect("entries");
+        let read: Vec<_> = entries.iter().map(|entry| entry.record.clone()).collect();
+        assert_eq!(read, records, "every field read back");
+        assert!(entries.iter().all(crate::audit::chain::intact));
+    }
+
+    /// A row SQLite refuses fails the whole append with SQLite's reason,
+    /// and leaves nothing of it: the chain's head and rows stay as they
+    /// were, so the writer keeps the entries queued for the next try.
+    #[tokio::test]
+    async fn a_refused_audit_row_fails_the_append_and_writes_nothing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, _) = store_in(&dir).await;
+        let records = audit_batch(100);
+        store.append_audit(&records[..10]).await.expect("append");
+        // A row where the next append's 80th row goes (an edit the chain
+        // would not know of).
+        sqlx::query(
+            "INSERT INTO audit_log (seq, at_ms, action, decision, prev_hash, hash) \
+             VALUES (90, 0, 'tool.invoke', 'allowed', 'x', 'y')",
+        )
+        .execute(&store.pool)
+        .await
+        .expect("insert");
+        let error = store
+            .append_audit(&records[10..])
+            .await
+            .expect_err("a taken sequence number");
+        assert!(
+            error.to_string().contains("UNIQUE constraint failed"),
+            "{error}"
+        );
+        assert_eq!(store.audit_head().await.expect("head").seq, 10);
+        let rows = audit_rows(&store).await;
+        assert_eq!(rows.len(), 11, "the ten rows and the inserted one");
     }
 
     /// While the store is behind, recording a journal step waits for room
