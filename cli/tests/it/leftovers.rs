@@ -191,6 +191,8 @@ async fn a_restarted_runner_stops_what_its_killed_run_left_and_nothing_else() {
     let mut killed = runner.child.take().expect("running");
     killed.start_kill().expect("SIGKILL");
     let _ = killed.wait().await;
+    // The status below is then the new run's (see the browser's test).
+    relay.wait_status(&env, "offline").await;
     for (sleep, pid) in sleeps.iter().zip(&pids) {
         assert!(
             alive(*pid),
@@ -274,6 +276,10 @@ async fn a_restarted_runner_stops_the_browser_its_killed_run_left() {
         browser.iter().any(|pid| alive(*pid)),
         "Chromium outlives a kill -9 of its runner"
     );
+    // Until the relay has seen the killed run go, "online" below would be
+    // that run's status, and the stop could reach the new run before it
+    // handles SIGTERM.
+    relay.wait_status(&env, "offline").await;
 
     runner.start(&[]);
     relay.wait_status(&env, "online").await;
