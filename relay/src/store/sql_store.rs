@@ -1330,29 +1330,32 @@ where
                 hash: &linked.hash,
             })
             .collect();
-        let inserted = self.backend.insert_audit_rows(&mut tx, &values).await?;
-        drop(values);
-        // The hashes and the entry are bound by value: sqlx copies what it
-        // borrows.
-        let mut rows = records.iter().zip(linked);
-        for size in audit_chunk_sizes(if inserted { 0 } else { records.len() }) {
-            let sql = audit_insert_text(size, B::POSITIONAL_PARAMETERS);
-            let mut insert = sqlx::query(&sql);
-            for (record, linked) in rows.by_ref().take(size) {
-                insert = insert
-                    .bind(count_to_db(linked.seq))
-                    .bind(record.at_ms())
-                    .bind(record.action.as_str())
-                    .bind(record.actor.member_id.as_deref())
-                    .bind(record.environment_id.as_deref())
-                    .bind(record.session_id.as_deref())
-                    .bind(record.tool.as_deref())
-                    .bind(record.decision.as_str())
-                    .bind(linked.entry)
-                    .bind(linked.prev_hash)
-                    .bind(linked.hash);
+        // The backend's own way (SQLite's fast path), or else the simple
+        // path: multi-row statements through sqlx.
+        if !self.backend.insert_audit_rows(&mut tx, &values).await? {
+            drop(values);
+            // The hashes and the entry are bound by value: sqlx copies what
+            // it borrows.
+            let mut rows = records.iter().zip(linked);
+            for size in audit_chunk_sizes(records.len()) {
+                let sql = audit_insert_text(size, B::POSITIONAL_PARAMETERS);
+                let mut insert = sqlx::query(&sql);
+                for (record, linked) in rows.by_ref().take(size) {
+                    insert = insert
+                        .bind(count_to_db(linked.seq))
+                        .bind(record.at_ms())
+                        .bind(record.action.as_str())
+                        .bind(record.actor.member_id.as_deref())
+                        .bind(record.environment_id.as_deref())
+                        .bind(record.session_id.as_deref())
+                        .bind(record.tool.as_deref())
+                        .bind(record.decision.as_str())
+                        .bind(linked.entry)
+                        .bind(linked.prev_hash)
+                        .bind(linked.hash);
+                }
+                insert.execute(&mut *tx).await?;
             }
-            insert.execute(&mut *tx).await?;
         }
         sqlx::query("UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1")
             .bind(count_to_db(last_seq))

@@ -142,13 +142,11 @@ fn prepare(db: *mut ffi::sqlite3, sql: &str) -> Result<Statement, StoreError> {
             ptr::null_mut(),
         )
     };
-    match NonNull::new(stmt) {
-        Some(stmt) if code == ffi::SQLITE_OK => Ok(Statement(stmt)),
-        Some(stmt) => {
-            drop(Statement(stmt));
-            Err(failure(db, code, "preparing the audit log's insert"))
-        }
-        None => Err(failure(db, code, "preparing the audit log's insert")),
+    let statement = NonNull::new(stmt).map(Statement);
+    match statement {
+        Some(statement) if code == ffi::SQLITE_OK => Ok(statement),
+        // The connection's message is read before the statement goes.
+        _ => Err(failure(db, code, "preparing the audit log's insert")),
     }
 }
 
