@@ -247,17 +247,12 @@ async fn a_restarted_runner_stops_what_its_killed_run_left_and_nothing_else() {
     let _ = bystander.wait();
 }
 
-/// The browser is not a call, but it carries the runner's owner id: a
-/// runner killed with the browser open leaves Chromium running, and the
-/// next start stops it.
-#[tokio::test]
-async fn a_restarted_runner_stops_the_browser_its_killed_run_left() {
-    crate::tools_support::require_chromium();
-    let relay = Relay::spawn().await;
-    let (env, mut runner) = Runner::online(&relay, dev_env()).await;
+/// Opens `runner`'s browser with a call; its processes (they carry the
+/// runner's owner id).
+async fn open_the_browser(relay: &Relay, env: &str, runner: &Runner) -> Vec<i32> {
     let (status, body) = relay
         .invoke(
-            &env,
+            env,
             json!({"tool_name": "browser", "args": {"action": "navigate", "url": "about:blank"}, "timeout_s": 120}),
         )
         .await;
@@ -267,6 +262,18 @@ async fn a_restarted_runner_stops_the_browser_its_killed_run_left() {
     let owned = format!("RUNNER_CALL_OWNER={}", owner.trim());
     let browser: Vec<i32> = live_with(&owned).into_values().collect();
     assert!(!browser.is_empty(), "Chromium carries the owner id");
+    browser
+}
+
+/// The browser is not a call, but it carries the runner's owner id: a
+/// runner killed with the browser open leaves Chromium running, and the
+/// next start stops it.
+#[tokio::test]
+async fn a_restarted_runner_stops_the_browser_its_killed_run_left() {
+    crate::tools_support::require_chromium();
+    let relay = Relay::spawn().await;
+    let (env, mut runner) = Runner::online(&relay, dev_env()).await;
+    let browser = open_the_browser(&relay, &env, &runner).await;
     let _guard = KillOnDrop(browser.clone());
 
     let mut killed = runner.child.take().expect("running");
@@ -304,18 +311,7 @@ async fn a_runner_stopped_by_sigterm_stops_its_browser() {
     crate::tools_support::require_chromium();
     let relay = Relay::spawn().await;
     let (env, runner) = Runner::online(&relay, dev_env()).await;
-    let (status, body) = relay
-        .invoke(
-            &env,
-            json!({"tool_name": "browser", "args": {"action": "navigate", "url": "about:blank"}, "timeout_s": 120}),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    assert!(body["error"].is_null(), "{body}");
-    let owner = std::fs::read_to_string(runner.state_dir().join("runner-id")).expect("runner-id");
-    let owned = format!("RUNNER_CALL_OWNER={}", owner.trim());
-    let browser: Vec<i32> = live_with(&owned).into_values().collect();
-    assert!(!browser.is_empty(), "Chromium carries the owner id");
+    let browser = open_the_browser(&relay, &env, &runner).await;
     let _guard = KillOnDrop(browser.clone());
 
     drop(runner);
