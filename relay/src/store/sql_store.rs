@@ -62,10 +62,11 @@ fn audit_chunk_sizes(mut rows: usize) -> impl Iterator<Item = usize> {
 const LOCK_AUDIT_HEAD: &str =
     "UPDATE audit_head SET seq = seq WHERE id = 1 RETURNING seq, hash, pruned_through";
 
-/// [`audit_insert`]'s text for a shape [`audit_chunk_sizes`] gives,
-/// built once: the text is as long as its placeholders, and every batch
+/// [`audit_insert`]'s text, built once for each shape
+/// [`audit_chunk_sizes`] gives (and for a full statement of the SQLite
+/// fast path): the text is as long as its placeholders, and every batch
 /// would otherwise build it again.
-fn audit_insert_text(rows: usize, positional: bool) -> Cow<'static, str> {
+pub(super) fn audit_insert_text(rows: usize, positional: bool) -> Cow<'static, str> {
     const SHAPES: usize = AUDIT_ROWS_PER_INSERT.trailing_zeros() as usize + 1;
     static TEXTS: [[OnceLock<String>; SHAPES]; 2] =
         [const { [const { OnceLock::new() }; SHAPES] }; 2];
@@ -81,7 +82,7 @@ fn audit_insert_text(rows: usize, positional: bool) -> Cow<'static, str> {
 /// `INSERT INTO audit_log` of `rows` rows, placeholders in
 /// [`AuditRow::WRITTEN`] order: `?` when `positional` (see
 /// [`Backend::POSITIONAL_PARAMETERS`]), else `$1`, `$2`…
-pub(super) fn audit_insert(rows: usize, positional: bool) -> String {
+fn audit_insert(rows: usize, positional: bool) -> String {
     let mut sql = format!("INSERT INTO audit_log ({}) VALUES ", AuditRow::WRITTEN);
     for row in 0..rows {
         if row > 0 {
@@ -1333,26 +1334,23 @@ where
         // The backend's own way (SQLite's fast path), or else the simple
         // path: multi-row statements through sqlx.
         if !self.backend.insert_audit_rows(&mut tx, &values).await? {
-            drop(values);
-            // The hashes and the entry are bound by value: sqlx copies what
-            // it borrows.
-            let mut rows = records.iter().zip(linked);
-            for size in audit_chunk_sizes(records.len()) {
+            let mut rows = values.iter();
+            for size in audit_chunk_sizes(values.len()) {
                 let sql = audit_insert_text(size, B::POSITIONAL_PARAMETERS);
                 let mut insert = sqlx::query(&sql);
-                for (record, linked) in rows.by_ref().take(size) {
+                for row in rows.by_ref().take(size) {
                     insert = insert
-                        .bind(count_to_db(linked.seq))
-                        .bind(record.at_ms())
-                        .bind(record.action.as_str())
-                        .bind(record.actor.member_id.as_deref())
-                        .bind(record.environment_id.as_deref())
-                        .bind(record.session_id.as_deref())
-                        .bind(record.tool.as_deref())
-                        .bind(record.decision.as_str())
-                        .bind(linked.entry)
-                        .bind(linked.prev_hash)
-                        .bind(linked.hash);
+                        .bind(row.seq)
+                        .bind(row.at_ms)
+                        .bind(row.action)
+                        .bind(row.actor_id)
+                        .bind(row.environment_id)
+                        .bind(row.session_id)
+                        .bind(row.tool)
+                        .bind(row.decision)
+                        .bind(row.entry)
+                        .bind(row.prev_hash)
+                        .bind(row.hash);
                 }
                 insert.execute(&mut *tx).await?;
             }

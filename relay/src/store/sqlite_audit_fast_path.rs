@@ -21,7 +21,7 @@ use std::ptr::{self, NonNull};
 use libsqlite3_sys as ffi;
 
 use super::rows::{AuditRow, AuditRowValues};
-use super::sql_store::{audit_insert, AUDIT_ROWS_PER_INSERT};
+use super::sql_store::{audit_insert_text, AUDIT_ROWS_PER_INSERT};
 use super::StoreError;
 
 /// A prepared statement, finalized when dropped (whatever failed).
@@ -50,13 +50,13 @@ pub fn insert(db: NonNull<ffi::sqlite3>, rows: &[AuditRowValues<'_>]) -> Result<
     let full = rows.chunks_exact(AUDIT_ROWS_PER_INSERT);
     let rest = full.remainder();
     if full.len() > 0 {
-        let statement = prepare(db, &audit_insert(AUDIT_ROWS_PER_INSERT, true))?;
+        let statement = prepare(db, &audit_insert_text(AUDIT_ROWS_PER_INSERT, true))?;
         for chunk in full {
             run(db, &statement, chunk)?;
         }
     }
     if !rest.is_empty() {
-        let statement = prepare(db, &audit_insert(rest.len(), true))?;
+        let statement = prepare(db, &audit_insert_text(rest.len(), true))?;
         run(db, &statement, rest)?;
     }
     Ok(())
