@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use crate::audit::{self, AuditRecord};
+use crate::audit::{self, AuditView, PendingAudit};
 use crate::store::Store;
 
 /// How long the writer gathers entries after the first one of a batch:
@@ -62,7 +62,7 @@ pub struct AuditLog {
 #[derive(Debug)]
 struct Inner {
     store: Arc<dyn Store>,
-    queue: Mutex<Vec<AuditRecord>>,
+    queue: Mutex<Vec<PendingAudit>>,
     /// The queue got its first entry.
     wake: Notify,
     /// The queue holds a full batch: the linger ends.
@@ -105,15 +105,16 @@ impl AuditLog {
 
     /// What a call's arguments leave in its entry: always the digest, the
     /// masked arguments with `--audit-arguments`.
-    pub fn args(&self, args: &Value) -> audit::ArgsRecord {
-        audit::args_record(args, self.settings.arguments)
+    pub fn write_args(&self, record: &mut PendingAudit, args: &Value) {
+        audit::write_args(record, args, self.settings.arguments);
     }
 
     /// Queues an entry; never waits, never fails.
-    pub fn record(&self, record: AuditRecord) {
+    pub fn record(&self, record: impl Into<PendingAudit>) {
         if !self.settings.enabled {
             return;
         }
+        let record = record.into();
         let queued = {
             let mut queue = locked(&self.inner.queue);
             if queue.len() >= MAX_QUEUED {
@@ -199,7 +200,7 @@ impl Inner {
     async fn write_queued(&self) -> bool {
         let _writing = self.writing.lock().await;
         loop {
-            let batch: Vec<AuditRecord> = {
+            let batch: Vec<PendingAudit> = {
                 let mut queue = locked(&self.queue);
                 let n = queue.len().min(MAX_BATCH);
                 queue.drain(..n).collect()
@@ -207,8 +208,10 @@ impl Inner {
             if batch.is_empty() {
                 return true;
             }
+            let views: Vec<AuditView<'_>> = batch.iter().map(PendingAudit::view).collect();
             let appended =
-                tokio::time::timeout(APPEND_TIMEOUT, self.store.append_audit(&batch)).await;
+                tokio::time::timeout(APPEND_TIMEOUT, self.store.append_audit(&views)).await;
+            drop(views);
             let error = match appended {
                 Ok(Ok(())) => continue,
                 Ok(Err(error)) => error.to_string(),
@@ -231,6 +234,7 @@ mod tests {
     use time::OffsetDateTime;
 
     use super::*;
+    use crate::audit::AuditRecord;
 
     async fn store(dir: &tempfile::TempDir) -> Arc<dyn Store> {
         let url = format!("sqlite://{}", dir.path().join("relay.db").display());

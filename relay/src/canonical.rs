@@ -22,32 +22,29 @@ pub fn to_string(value: &Value) -> String {
         .unwrap_or_else(|bytes| String::from_utf8_lossy(bytes.as_bytes()).into_owned())
 }
 
-/// Hex SHA-256 of `value`'s canonical JSON, streamed into the hash
-/// (no copy of the text is made).
+/// Hex SHA-256 of `value`'s canonical JSON.
 pub fn sha256_hex_of(value: &Value) -> String {
+    hex_of(&sha256_of(value))
+}
+
+/// SHA-256 of `value`'s canonical JSON, streamed into the hash (no copy
+/// of the text is made).
+pub fn sha256_of(value: &Value) -> [u8; 32] {
     let mut hasher = Sha256::new();
     // A hasher takes every write.
     let _ = write(value, &mut hasher);
-    hex_of(&hasher.finalize().into())
+    hasher.finalize().into()
 }
 
 fn write(value: &Value, out: &mut impl Write) -> std::io::Result<()> {
     match value {
+        // A map whose keys come sorted (serde_json's default) is written
+        // without a sorted copy of its keys.
+        Value::Object(map) if map.keys().is_sorted() => write_object(map.iter(), out),
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable();
-            out.write_all(b"{")?;
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.write_all(b",")?;
-                }
-                serde_json::to_writer(&mut *out, key)?;
-                out.write_all(b":")?;
-                if let Some(value) = map.get(key) {
-                    write(value, out)?;
-                }
-            }
-            out.write_all(b"}")
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_unstable_by_key(|(key, _)| *key);
+            write_object(members.into_iter(), out)
         }
         Value::Array(items) => {
             out.write_all(b"[")?;
@@ -64,17 +61,42 @@ fn write(value: &Value, out: &mut impl Write) -> std::io::Result<()> {
     }
 }
 
+/// An object of `members`, in their order.
+fn write_object<'a>(
+    members: impl Iterator<Item = (&'a String, &'a Value)>,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    out.write_all(b"{")?;
+    for (i, (key, value)) in members.enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, key)?;
+        out.write_all(b":")?;
+        write(value, out)?;
+    }
+    out.write_all(b"}")
+}
+
 /// Hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex_of(&Sha256::digest(bytes).into())
 }
 
-/// Lower-case hex of a SHA-256, without building it a character at a time.
+/// Lower-case hex of a SHA-256.
 fn hex_of(digest: &[u8; 32]) -> String {
-    let mut text = [0u8; 64];
+    let mut text = String::with_capacity(64);
+    push_hex(&mut text, digest);
+    text
+}
+
+/// Appends the lower-case hex of a SHA-256, without building it a
+/// character at a time.
+pub fn push_hex(out: &mut String, digest: &[u8; 32]) {
+    let mut hex = [0u8; 64];
     // The buffer is exactly twice the input, and hex digits are ASCII.
-    let _ = hex::encode_to_slice(digest, &mut text);
-    std::str::from_utf8(&text).unwrap_or_default().to_owned()
+    let _ = hex::encode_to_slice(digest, &mut hex);
+    out.push_str(std::str::from_utf8(&hex).unwrap_or_default());
 }
 
 /// `args` with every value of its `env` object (environment variables the

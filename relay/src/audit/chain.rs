@@ -11,9 +11,12 @@
 //! them.
 
 use runner_proto::audit::{AuditAction, AuditDecision};
-use serde::Serialize;
+use std::ops::Range;
 
-use super::{AuditRecord, RowFormat, StoredAudit};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::{AuditRecord, AuditView, RowFormat, StoredAudit};
 
 /// The `prev_hash` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -106,25 +109,33 @@ type StoredEntry = (
 );
 
 /// The `entry` of `record` in a format 2 row.
-pub fn entry_text(record: &AuditRecord) -> String {
-    let actor = &record.actor;
+pub fn entry_text(record: &AuditView<'_>) -> String {
+    let mut text = Vec::with_capacity(256);
+    write_entry(&mut text, record);
+    // JSON of `str`s and integers: always UTF-8.
+    String::from_utf8(text)
+        .unwrap_or_else(|bytes| String::from_utf8_lossy(bytes.as_bytes()).into_owned())
+}
+
+/// Appends the `entry` of `record` to `out`.
+fn write_entry(out: &mut Vec<u8>, record: &AuditView<'_>) {
     let fields = (
-        actor.name.as_deref(),
-        actor.kind.as_deref(),
-        actor.key_id.as_deref(),
-        actor.client.as_deref(),
-        actor.source.as_deref(),
-        record.call_id.as_deref(),
-        record.target.as_deref(),
-        record.args_digest.as_deref(),
-        record.args.as_deref(),
-        record.code.as_deref(),
+        record.name,
+        record.kind,
+        record.key_id,
+        record.client,
+        record.source,
+        record.call_id,
+        record.target,
+        record.args_digest,
+        record.args,
+        record.code,
         record.exit_code,
         record.duration_ms,
         record.bytes_out,
     );
     // Strings and integers into memory: serialising cannot fail.
-    serde_json::to_string(&fields).unwrap_or_default()
+    let _ = serde_json::to_writer(out, &fields);
 }
 
 /// Puts the fields of a stored `entry` into `record`, whose columns are
@@ -156,17 +167,17 @@ pub fn fill_from_entry(text: &str, record: &mut AuditRecord) -> bool {
 /// that no format 1 text (JSON, starting `{`) is ever the same bytes.
 const FORMAT2_TAG: &[u8] = b"runner audit 2\n";
 
-/// Hex SHA-256 of a format 2 row: entry `seq` holding `record`, whose
-/// other fields are `entry`, after `prev_hash`. Every value is framed by
-/// its length (and an absent one told from an empty one), so no two rows
-/// give the same bytes. `buffer` is cleared first: a batch reuses it.
+/// SHA-256 of a format 2 row: entry `seq` holding `record`, whose other
+/// fields are `entry`, after `prev_hash`. Every value is framed by its
+/// length (and an absent one told from an empty one), so no two rows give
+/// the same bytes. `buffer` is cleared first: a batch reuses it.
 fn entry_hash_in(
     buffer: &mut Vec<u8>,
     prev_hash: &str,
     seq: u64,
-    record: &AuditRecord,
+    record: &AuditView<'_>,
     entry: &str,
-) -> String {
+) -> [u8; 32] {
     fn text(buffer: &mut Vec<u8>, value: &str) {
         let length = u64::try_from(value.len()).unwrap_or(u64::MAX);
         buffer.extend_from_slice(&length.to_le_bytes());
@@ -185,50 +196,112 @@ fn entry_hash_in(
     buffer.extend_from_slice(FORMAT2_TAG);
     buffer.extend_from_slice(&seq.to_le_bytes());
     text(buffer, prev_hash);
-    buffer.extend_from_slice(&record.at_ms().to_le_bytes());
+    buffer.extend_from_slice(&record.at_ms.to_le_bytes());
     text(buffer, record.action.as_str());
-    optional(buffer, record.actor.member_id.as_deref());
-    optional(buffer, record.environment_id.as_deref());
-    optional(buffer, record.session_id.as_deref());
-    optional(buffer, record.tool.as_deref());
+    optional(buffer, record.member_id);
+    optional(buffer, record.environment_id);
+    optional(buffer, record.session_id);
+    optional(buffer, record.tool);
     text(buffer, record.decision.as_str());
     text(buffer, entry);
-    crate::canonical::sha256_hex(buffer)
+    Sha256::digest(&buffer[..]).into()
 }
 
 /// Hex SHA-256 of a format 2 row (see [`entry_hash_in`]).
-pub fn entry_hash(prev_hash: &str, seq: u64, record: &AuditRecord, entry: &str) -> String {
-    entry_hash_in(&mut Vec::new(), prev_hash, seq, record, entry)
+pub fn entry_hash(prev_hash: &str, seq: u64, record: &AuditView<'_>, entry: &str) -> String {
+    let mut hex = String::with_capacity(64);
+    crate::canonical::push_hex(
+        &mut hex,
+        &entry_hash_in(&mut Vec::new(), prev_hash, seq, record, entry),
+    );
+    hex
+}
+
+/// Records chained in format 2, as a batch appends them: every row's
+/// texts in one buffer.
+#[derive(Debug, Clone, Default)]
+pub struct Chain {
+    text: String,
+    rows: Vec<LinkSpans>,
+}
+
+/// Where one row's texts lie in [`Chain::text`].
+#[derive(Debug, Clone)]
+struct LinkSpans {
+    seq: u64,
+    prev_hash: Range<usize>,
+    hash: Range<usize>,
+    entry: Range<usize>,
 }
 
 /// A record's place in the chain, as appended in format 2.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Linked {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Linked<'a> {
     pub seq: u64,
-    pub prev_hash: String,
-    pub hash: String,
+    pub prev_hash: &'a str,
+    pub hash: &'a str,
     /// The fields without a column, as stored and hashed.
-    pub entry: String,
+    pub entry: &'a str,
 }
 
-/// Chains `records` after the entry (`seq`, `hash`), in format 2.
-pub fn link(mut seq: u64, mut prev: String, records: &[AuditRecord]) -> Vec<Linked> {
-    let mut linked = Vec::with_capacity(records.len());
-    let mut buffer = Vec::with_capacity(1024);
+impl Chain {
+    /// The rows, in order.
+    pub fn iter(&self) -> impl Iterator<Item = Linked<'_>> {
+        self.rows.iter().map(|row| self.linked(row))
+    }
+
+    /// The newest row.
+    pub fn last(&self) -> Option<Linked<'_>> {
+        self.rows.last().map(|row| self.linked(row))
+    }
+
+    fn linked(&self, row: &LinkSpans) -> Linked<'_> {
+        let text = |range: &Range<usize>| self.text.get(range.clone()).unwrap_or_default();
+        Linked {
+            seq: row.seq,
+            prev_hash: text(&row.prev_hash),
+            hash: text(&row.hash),
+            entry: text(&row.entry),
+        }
+    }
+}
+
+/// Chains `records` after the entry (`seq`, `prev`), in format 2.
+pub fn link(mut seq: u64, prev: &str, records: &[AuditView<'_>]) -> Chain {
+    // A row's entry, its hash and the previous hash: about 400 bytes.
+    let mut text = String::with_capacity(prev.len() + records.len() * 400);
+    let mut rows = Vec::with_capacity(records.len());
+    let mut hashed = Vec::with_capacity(1024);
+    let mut entry = Vec::with_capacity(512);
+    text.push_str(prev);
+    let mut prev_hash = 0..text.len();
     for record in records {
         seq += 1;
-        let entry = entry_text(record);
-        let hash = entry_hash_in(&mut buffer, &prev, seq, record, &entry);
-        let next = hash.clone();
-        linked.push(Linked {
+        entry.clear();
+        write_entry(&mut entry, record);
+        let start = text.len();
+        // JSON of `str`s and integers: always UTF-8.
+        text.push_str(&String::from_utf8_lossy(&entry));
+        let entry = start..text.len();
+        let digest = entry_hash_in(
+            &mut hashed,
+            text.get(prev_hash.clone()).unwrap_or_default(),
             seq,
-            prev_hash: prev,
-            hash,
+            record,
+            text.get(entry.clone()).unwrap_or_default(),
+        );
+        let start = text.len();
+        crate::canonical::push_hex(&mut text, &digest);
+        let hash = start..text.len();
+        rows.push(LinkSpans {
+            seq,
+            prev_hash,
+            hash: hash.clone(),
             entry,
         });
-        prev = next;
+        prev_hash = hash;
     }
-    linked
+    Chain { text, rows }
 }
 
 /// Whether a stored row's fields still give its stored hash.
@@ -238,7 +311,8 @@ pub fn intact(entry: &StoredAudit) -> bool {
             columns_hash(&entry.prev_hash, entry.seq, &entry.record) == entry.hash
         }
         RowFormat::Entry { text, damaged } => {
-            !damaged && entry_hash(&entry.prev_hash, entry.seq, &entry.record, text) == entry.hash
+            !damaged
+                && entry_hash(&entry.prev_hash, entry.seq, &entry.record.view(), text) == entry.hash
         }
     }
 }
@@ -382,51 +456,27 @@ mod tests {
                 record
             })
             .collect();
-        stored(link(0, GENESIS.to_owned(), &records), records)
+        stored(0, GENESIS, records)
     }
 
-    fn stored(linked: Vec<Linked>, records: Vec<AuditRecord>) -> Vec<StoredAudit> {
-        linked
-            .into_iter()
+    /// `records` chained after (`seq`, `prev`) and read back as stored.
+    fn stored(seq: u64, prev: &str, records: Vec<AuditRecord>) -> Vec<StoredAudit> {
+        let views: Vec<AuditView<'_>> = records.iter().map(AuditRecord::view).collect();
+        let chain = link(seq, prev, &views);
+        chain
+            .iter()
             .zip(records)
             .map(|(linked, record)| StoredAudit {
                 seq: linked.seq,
                 record,
-                prev_hash: linked.prev_hash,
-                hash: linked.hash,
+                prev_hash: linked.prev_hash.to_owned(),
+                hash: linked.hash.to_owned(),
                 format: RowFormat::Entry {
-                    text: linked.entry,
+                    text: linked.entry.to_owned(),
                     damaged: false,
                 },
             })
             .collect()
-    }
-
-    /// A record with every field set.
-    fn full() -> AuditRecord {
-        let at = OffsetDateTime::from_unix_timestamp(1_700_000_000).expect("a valid time");
-        let actor = AuditActor {
-            member_id: Some("mem_1".into()),
-            name: Some("Ada \"the\" admin\n".into()),
-            kind: Some("person".into()),
-            key_id: Some("0123456789ab".into()),
-            client: Some("runner/1.0".into()),
-            source: Some("127.0.0.1".into()),
-        };
-        let mut record = AuditRecord::new(at, actor, AuditAction::ToolInvoke)
-            .environment("env_1")
-            .session("ses_1")
-            .target("apr_1");
-        record.tool = Some("shell".into());
-        record.call_id = Some("call_1".into());
-        record.args_digest = Some("ab".repeat(32));
-        record.args = Some(r#"{"command":"true"}"#.into());
-        record.decision = AuditDecision::Error;
-        record.code = Some("runner_error".into());
-        record.exit_code = Some(-1);
-        record.duration_ms = Some(12);
-        record.bytes_out = Some(34);
-        record
     }
 
     /// The record a format 2 row reads back as: its columns, then its entry.
@@ -444,14 +494,14 @@ mod tests {
     #[test]
     fn an_entry_holds_every_field_without_a_column() {
         for record in [
-            full(),
+            super::super::full_record(),
             AuditRecord::new(
                 OffsetDateTime::UNIX_EPOCH,
                 AuditActor::default(),
                 AuditAction::AuthFailed,
             ),
         ] {
-            let entry = entry_text(&record);
+            let entry = entry_text(&record.view());
             assert_eq!(read_back(&record, &entry), record, "{entry}");
         }
         // Absent fields are `null`, each in its place.
@@ -461,11 +511,11 @@ mod tests {
             AuditAction::AuthFailed,
         );
         assert_eq!(
-            entry_text(&bare),
+            entry_text(&bare.view()),
             "[null,null,null,null,null,null,null,null,null,null,null,null,null]"
         );
         assert_eq!(
-            entry_text(&full()),
+            entry_text(&super::super::full_record().view()),
             r#"["Ada \"the\" admin\n","person","0123456789ab","runner/1.0","127.0.0.1","call_1","apr_1","abababababababababababababababababababababababababababababababab","{\"command\":\"true\"}","runner_error",-1,12,34]"#
         );
         for bad in [
@@ -484,22 +534,22 @@ mod tests {
     fn hashes_of_both_formats_are_pinned() {
         // A change of either format's bytes would make every stored row
         // fail `verify`: these values must never change.
-        let record = full();
+        let record = super::super::full_record();
         assert_eq!(
             columns_hash(GENESIS, 7, &record),
             "77dbf4bd3d4aac9deb7d97db9330ebd7d4643645b88f1889b8a77262b204adbc"
         );
         assert_eq!(
-            entry_hash(GENESIS, 7, &record, &entry_text(&record)),
+            entry_hash(GENESIS, 7, &record.view(), &entry_text(&record.view())),
             "5ef77f06e2c5bdd177fffe09a03a04b92aefa5216a01ed6e4cf74a92bad5067b"
         );
     }
 
     #[test]
     fn rows_of_both_formats_verify_in_one_chain() {
-        let first = full();
+        let first = super::super::full_record();
         let first_hash = columns_hash(GENESIS, 1, &first);
-        let mut rest: Vec<AuditRecord> = (0..3).map(|_| full()).collect();
+        let mut rest: Vec<AuditRecord> = (0..3).map(|_| super::super::full_record()).collect();
         rest[1].tool = Some("other".into());
         let mut entries = vec![StoredAudit {
             seq: 1,
@@ -508,7 +558,7 @@ mod tests {
             hash: first_hash.clone(),
             format: RowFormat::Columns,
         }];
-        entries.extend(stored(link(1, first_hash, &rest), rest));
+        entries.extend(stored(1, &first_hash, rest));
         let head = entries[3].hash.clone();
         assert_eq!(verify(&entries, 0, (4, &head)), Ok(4));
 

@@ -5,6 +5,9 @@
 //! docs/audit.md describes what is recorded and how the chain is checked.
 
 pub mod chain;
+mod pending;
+
+pub use pending::{AuditView, PendingAudit, Text};
 
 use runner_proto::audit::{AuditAction, AuditActor, AuditDecision, AuditEntry};
 use serde_json::Value;
@@ -214,19 +217,45 @@ pub fn client_name(user_agent: &str) -> Option<String> {
 /// Longest client name kept.
 pub const MAX_CLIENT_CHARS: usize = 128;
 
-/// What [`crate::audit_writer::AuditLog`] keeps of a call's arguments.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ArgsRecord {
-    pub digest: String,
-    pub masked: Option<String>,
+/// Puts what the audit log keeps of a call's arguments into `record`:
+/// their digest and, when `keep` is set, their masked canonical JSON.
+pub fn write_args(record: &mut PendingAudit, args: &Value, keep: bool) {
+    let digest = canonical::sha256_of(args);
+    record.write(Text::ArgsDigest, |text| canonical::push_hex(text, &digest));
+    if keep {
+        record.set(
+            Text::Args,
+            &canonical::to_string(&canonical::mask_env(args)),
+        );
+    }
 }
 
-/// The digest of `args` and, when `keep` is set, their masked canonical
-/// JSON.
-pub fn args_record(args: &Value, keep: bool) -> ArgsRecord {
-    let digest = canonical::sha256_hex_of(args);
-    let masked = keep.then(|| canonical::to_string(&canonical::mask_env(args)));
-    ArgsRecord { digest, masked }
+/// A record with every field set.
+#[cfg(test)]
+pub(crate) fn full_record() -> AuditRecord {
+    let at = OffsetDateTime::from_unix_timestamp(1_700_000_000).expect("a valid time");
+    let actor = AuditActor {
+        member_id: Some("mem_1".into()),
+        name: Some("Ada \"the\" admin\n".into()),
+        kind: Some("person".into()),
+        key_id: Some("0123456789ab".into()),
+        client: Some("runner/1.0".into()),
+        source: Some("127.0.0.1".into()),
+    };
+    let mut record = AuditRecord::new(at, actor, AuditAction::ToolInvoke)
+        .environment("env_1")
+        .session("ses_1")
+        .target("apr_1");
+    record.tool = Some("shell".into());
+    record.call_id = Some("call_1".into());
+    record.args_digest = Some("ab".repeat(32));
+    record.args = Some(r#"{"command":"true"}"#.into());
+    record.decision = AuditDecision::Error;
+    record.code = Some("runner_error".into());
+    record.exit_code = Some(-1);
+    record.duration_ms = Some(12);
+    record.bytes_out = Some(34);
+    record
 }
 
 #[cfg(test)]

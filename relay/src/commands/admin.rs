@@ -351,7 +351,7 @@ async fn operator_audit(store: &dyn Store, clock: &dyn Clock, action: AuditActio
         ..AuditActor::default()
     };
     let record = AuditRecord::new(clock.now(), actor, action).target(target);
-    if let Err(error) = store.append_audit(&[record]).await {
+    if let Err(error) = store.append_audit(&[record.view()]).await {
         eprintln!("warning: could not record this change in the audit log: {error}");
     }
 }

@@ -6,14 +6,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use runner_proto::api::InvokeRequest;
-use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
+use runner_proto::audit::{AuditAction, AuditDecision};
 use runner_proto::ws::CallResult;
 
 use super::error::ApiError;
-use crate::audit::AuditRecord;
+use super::origin::Origin;
+use crate::audit::{PendingAudit, Text};
 use crate::audit_writer::AuditLog;
 use crate::routing::stored_result::json_len;
 use crate::state::AppState;
+use crate::store::Member;
 
 /// What a call ended with when nobody saw its end (the caller went away).
 const ABANDONED: &str = "abandoned";
@@ -24,23 +26,25 @@ pub struct CallAudit {
     log: Arc<AuditLog>,
     /// `None` once recorded, or when the audit is off. Boxed: the guard
     /// lives in request futures, which stay small when it is a pointer.
-    record: Option<Box<AuditRecord>>,
+    record: Option<Box<PendingAudit>>,
     started: Instant,
 }
 
 impl CallAudit {
-    /// A call by `actor` to environment `environment_id`, maybe through a
-    /// work session.
+    /// A call by `caller` from `origin` to environment `environment_id`,
+    /// maybe through a work session.
     pub fn start(
         state: &AppState,
-        actor: AuditActor,
+        origin: &Origin,
+        caller: &Member,
         environment_id: &str,
         session_id: Option<&str>,
     ) -> Self {
         let record = state.audit.enabled().then(|| {
-            let mut record = AuditRecord::new(state.clock.now(), actor, AuditAction::ToolInvoke)
-                .environment(environment_id);
-            record.session_id = session_id.map(str::to_owned);
+            let mut record = PendingAudit::new(state.clock.now(), AuditAction::ToolInvoke);
+            origin.write_actor(caller, &mut record);
+            record.set(Text::Environment, environment_id);
+            record.set_optional(Text::Session, session_id);
             Box::new(record)
         });
         Self {
@@ -54,16 +58,14 @@ impl CallAudit {
     /// `--audit-arguments`).
     pub fn request(&mut self, request: &InvokeRequest) {
         if let Some(record) = &mut self.record {
-            let args = self.log.args(&request.args);
-            record.tool = Some(request.tool_name.clone());
-            record.args_digest = Some(args.digest);
-            record.args = args.masked;
+            record.set(Text::Tool, &request.tool_name);
+            self.log.write_args(record, &request.args);
         }
     }
 
     pub fn call_id(&mut self, call_id: &str) {
         if let Some(record) = &mut self.record {
-            record.call_id = Some(call_id.to_owned());
+            record.set(Text::CallId, call_id);
         }
     }
 
@@ -119,7 +121,7 @@ impl CallAudit {
     pub fn became(&mut self, action: AuditAction, target: &str) {
         if let Some(record) = &mut self.record {
             record.action = action;
-            record.target = Some(target.to_owned());
+            record.set(Text::Target, target);
         }
         self.finish(AuditDecision::Allowed, None);
     }
@@ -138,8 +140,7 @@ impl CallAudit {
         let Some(mut record) = self.record.take() else {
             return;
         };
-        record.decision = decision;
-        record.code = code.map(str::to_owned);
+        record.decided(decision, code);
         record.duration_ms =
             Some(u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX));
         self.log.record(*record);
@@ -164,7 +165,15 @@ mod tests {
         let url = format!("sqlite://{}", dir.path().join("relay.db").display());
         let store = crate::store::open(&url).await.expect("store");
         let state = AppState::new(RelayConfig::new(store.clone()));
-        let mut audit = CallAudit::start(&state, AuditActor::default(), "env_1", None);
+        let caller = Member {
+            id: "mem_1".to_owned(),
+            name: "ada".to_owned(),
+            is_admin: false,
+            teams: Vec::new(),
+            kind: crate::store::MemberKind::Person,
+            default_environment: None,
+        };
+        let mut audit = CallAudit::start(&state, &Origin::default(), &caller, "env_1", None);
         audit.became(AuditAction::ApprovalRequest, "apr_1");
         drop(audit);
         state.audit.flush().await;
@@ -180,5 +189,7 @@ mod tests {
         assert_eq!(record.action, AuditAction::ApprovalRequest);
         assert_eq!(record.target.as_deref(), Some("apr_1"));
         assert_eq!(record.environment_id.as_deref(), Some("env_1"));
+        assert_eq!(record.actor.member_id.as_deref(), Some("mem_1"));
+        assert_eq!(record.actor.name.as_deref(), Some("ada"));
     }
 }

@@ -268,7 +268,7 @@ pub async fn invoke(
         environment: &environment,
         notice: None,
         session_id: None,
-        audit: CallAudit::start(&state, origin.actor(&caller), &environment.id, None),
+        audit: CallAudit::start(&state, &origin, &caller, &environment.id, None),
     };
     run_call(&state, &caller, destination, &headers, &body, started).await
 }

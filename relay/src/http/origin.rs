@@ -12,7 +12,7 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use runner_proto::audit::AuditActor;
 
-use crate::audit::client_name;
+use crate::audit::{client_name, PendingAudit, Text};
 use crate::peer::PeerAddr;
 use crate::store::Member;
 
@@ -31,14 +31,23 @@ pub fn key_id(hash: &str) -> Arc<str> {
     Arc::from(hash.get(..KEY_ID_HEX).unwrap_or(hash))
 }
 
-/// An address as text, as `Display` writes it. An IPv4 address, the
-/// usual peer, is written without the formatting machinery, which costs
-/// more than the rest of its audit entry's origin.
+/// An address as text, as `Display` writes it.
 fn ip_text(ip: IpAddr) -> String {
-    let IpAddr::V4(v4) = ip else {
-        return ip.to_string();
-    };
     let mut text = String::with_capacity(15);
+    push_ip(&mut text, ip);
+    text
+}
+
+/// Appends an address as `Display` writes it. An IPv4 address, the usual
+/// peer, is written without the formatting machinery, which costs more
+/// than the rest of its audit entry's origin.
+fn push_ip(text: &mut String, ip: IpAddr) {
+    let IpAddr::V4(v4) = ip else {
+        use std::fmt::Write;
+        // Writing into a `String` cannot fail.
+        let _ = write!(text, "{ip}");
+        return;
+    };
     let mut digits = itoa::Buffer::new();
     for (i, octet) in v4.octets().into_iter().enumerate() {
         if i > 0 {
@@ -46,7 +55,6 @@ fn ip_text(ip: IpAddr) -> String {
         }
         text.push_str(digits.format(octet));
     }
-    text
 }
 
 /// Extractor: see the module documentation.
@@ -54,7 +62,8 @@ fn ip_text(ip: IpAddr) -> String {
 pub struct Origin {
     pub key_id: Option<Arc<str>>,
     pub client: Option<String>,
-    pub source: Option<String>,
+    /// The peer's address (written as text into the entry).
+    pub source: Option<IpAddr>,
 }
 
 impl Origin {
@@ -80,7 +89,7 @@ impl Origin {
                 .get(header::USER_AGENT)
                 // Borrowed when it is UTF-8; cleaned by `client_name` either way.
                 .and_then(|value| client_name(&String::from_utf8_lossy(value.as_bytes()))),
-            source: peer.map(|addr| ip_text(addr.ip())),
+            source: peer.map(|addr| addr.ip()),
         }
     }
 
@@ -93,7 +102,19 @@ impl Origin {
             kind: Some(member.kind.as_str().to_owned()),
             key_id: self.key_id.as_deref().map(str::to_owned),
             client: self.client,
-            source: self.source,
+            source: self.source.map(ip_text),
+        }
+    }
+
+    /// `member` acting from here, written into a call's entry.
+    pub fn write_actor(&self, member: &Member, record: &mut PendingAudit) {
+        record.set(Text::MemberId, &member.id);
+        record.set(Text::Name, &member.name);
+        record.set(Text::Kind, member.kind.as_str());
+        record.set_optional(Text::KeyId, self.key_id.as_deref());
+        record.set_optional(Text::Client, self.client.as_deref());
+        if let Some(ip) = self.source {
+            record.write(Text::Source, |text| push_ip(text, ip));
         }
     }
 
@@ -102,7 +123,7 @@ impl Origin {
     pub fn anonymous(self) -> AuditActor {
         AuditActor {
             client: self.client,
-            source: self.source,
+            source: self.source.map(ip_text),
             ..AuditActor::default()
         }
     }

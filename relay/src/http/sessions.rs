@@ -732,7 +732,8 @@ pub async fn invoke(
         session_id: Some(&session.id),
         audit: CallAudit::start(
             &state,
-            origin.actor(&caller),
+            &origin,
+            &caller,
             &environment.id,
             Some(session.id.as_str()),
         ),

@@ -30,7 +30,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::approvals::{ApprovalRecord, Decision};
-use crate::audit::{AuditHead, AuditQuery, AuditRecord, StoredAudit};
+use crate::audit::{AuditHead, AuditQuery, AuditView, StoredAudit};
 use crate::environment::EnvironmentRecord;
 use crate::sandboxes::SandboxRecord;
 use crate::sessions::{Lock, MemberName, WorkSession};
@@ -553,7 +553,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Appends entries to the audit log's chain, in order, in one
     /// transaction that holds the chain's head row locked: appends from
     /// several relays (or `runner-relay admin`) never interleave.
-    async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError>;
+    async fn append_audit(&self, records: &[AuditView<'_>]) -> Result<(), StoreError>;
     /// Audit entries matching `query`, in sequence order (ascending or
     /// descending), at most `query.limit`.
     async fn audit_entries(&self, query: &AuditQuery) -> Result<Vec<StoredAudit>, StoreError>;

@@ -26,7 +26,7 @@ use super::{
     Member, NewMember, SeenRecord, SessionRecord, Store, StoreError, Team, TokenRecord,
 };
 use crate::approvals::ApprovalRecord;
-use crate::audit::{chain, AuditHead, AuditQuery, AuditRecord, StoredAudit};
+use crate::audit::{chain, AuditHead, AuditQuery, AuditView, StoredAudit};
 use crate::environment::EnvironmentRecord;
 use crate::sandboxes::SandboxRecord;
 use crate::sessions::{Lock, MemberName, WorkSession};
@@ -1299,7 +1299,7 @@ where
         Ok(B::rows_affected(&done))
     }
 
-    async fn append_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError> {
+    async fn append_audit(&self, records: &[AuditView<'_>]) -> Result<(), StoreError> {
         if records.is_empty() {
             return Ok(());
         }
@@ -1309,26 +1309,25 @@ where
         let mut tx = sqlx::Connection::begin(writer.connection()).await?;
         let (seq, hash, _pruned): (i64, String, i64) =
             sqlx::query_as(LOCK_AUDIT_HEAD).fetch_one(&mut *tx).await?;
-        let linked = chain::link(u64::try_from(seq).unwrap_or(0), hash, records);
-        let Some(last) = linked.last() else {
+        let chain = chain::link(u64::try_from(seq).unwrap_or(0), &hash, records);
+        let Some(last) = chain.last() else {
             return Ok(());
         };
-        let (last_seq, last_hash) = (last.seq, last.hash.clone());
         let values: Vec<AuditRowValues<'_>> = records
             .iter()
-            .zip(&linked)
+            .zip(chain.iter())
             .map(|(record, linked)| AuditRowValues {
                 seq: count_to_db(linked.seq),
-                at_ms: record.at_ms(),
+                at_ms: record.at_ms,
                 action: record.action.as_str(),
-                actor_id: record.actor.member_id.as_deref(),
-                environment_id: record.environment_id.as_deref(),
-                session_id: record.session_id.as_deref(),
-                tool: record.tool.as_deref(),
+                actor_id: record.member_id,
+                environment_id: record.environment_id,
+                session_id: record.session_id,
+                tool: record.tool,
                 decision: record.decision.as_str(),
-                entry: &linked.entry,
-                prev_hash: &linked.prev_hash,
-                hash: &linked.hash,
+                entry: linked.entry,
+                prev_hash: linked.prev_hash,
+                hash: linked.hash,
             })
             .collect();
         // The backend's own way (SQLite's fast path), or else the simple
@@ -1356,8 +1355,8 @@ where
             }
         }
         sqlx::query("UPDATE audit_head SET seq = $1, hash = $2 WHERE id = 1")
-            .bind(count_to_db(last_seq))
-            .bind(last_hash)
+            .bind(count_to_db(last.seq))
+            .bind(last.hash)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;

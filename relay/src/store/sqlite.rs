@@ -386,7 +386,7 @@ mod tests {
             runner_proto::audit::AuditActor::default(),
             runner_proto::audit::AuditAction::ToolInvoke,
         );
-        store.append_audit(&[record]).await.expect("append");
+        store.append_audit(&[record.view()]).await.expect("append");
         assert!(
             store.backend.writer.lock().await.is_some(),
             "kept after an append"
@@ -478,9 +478,13 @@ mod tests {
         let (simple, _) = store_in(&simple_dir).await;
         let simple = simple.without_audit_fast_path();
         let records = audit_batch(200);
+        let views: Vec<_> = records
+            .iter()
+            .map(crate::audit::AuditRecord::view)
+            .collect();
         // Batches of one, of less than a statement, of several statements
         // and a remainder.
-        for batch in [&records[..1], &records[1..40], &records[40..]] {
+        for batch in [&views[..1], &views[1..40], &views[40..]] {
             fast.append_audit(batch).await.expect("fast append");
             simple.append_audit(batch).await.expect("simple append");
         }
@@ -505,7 +509,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, _) = store_in(&dir).await;
         let records = audit_batch(100);
-        store.append_audit(&records[..10]).await.expect("append");
+        let views: Vec<_> = records
+            .iter()
+            .map(crate::audit::AuditRecord::view)
+            .collect();
+        store.append_audit(&views[..10]).await.expect("append");
         // A row where the next append's 80th row goes (an edit the chain
         // would not know of).
         sqlx::query(
@@ -516,7 +524,7 @@ mod tests {
         .await
         .expect("insert");
         let error = store
-            .append_audit(&records[10..])
+            .append_audit(&views[10..])
             .await
             .expect_err("a taken sequence number");
         assert!(

@@ -8,7 +8,7 @@ use runner_proto::approvals::{ApprovalOutcome, ApprovalStatus, DeliveryState, No
 use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
 use runner_proto::sandbox::{Network, SandboxState, SetupReport};
 use runner_relay::approvals::{self, ApprovalRecord, Decision};
-use runner_relay::audit::{chain, AuditQuery, AuditRecord};
+use runner_relay::audit::{chain, AuditQuery, AuditRecord, AuditView};
 use runner_relay::environment::{default_policy, EnvironmentRecord, Scope};
 use runner_relay::sandboxes::SandboxRecord;
 use runner_relay::sessions::{Lock, MemberName, Requested, RequestedFrom, WorkSession};
@@ -992,6 +992,11 @@ async fn approvals(store: &dyn Store) {
     assert!(store.approval("apr_2").await.expect("read").is_some());
 }
 
+/// What the store appends: the records' borrowed views.
+fn views(records: &[AuditRecord]) -> Vec<AuditView<'_>> {
+    records.iter().map(AuditRecord::view).collect()
+}
+
 /// The audit log: appends chain in order (across calls), filters and
 /// cursors in both orders, the head follows, pruning removes a prefix.
 async fn audit_log(store: &dyn Store) {
@@ -1023,12 +1028,15 @@ async fn audit_log(store: &dyn Store) {
         record(0, AuditAction::EnvironmentCreate, Some("env_a")),
         record(1, AuditAction::ToolInvoke, Some("env_a")),
     ];
-    store.append_audit(&first).await.expect("append");
+    store.append_audit(&views(&first)).await.expect("append");
     let mut denied = record(2, AuditAction::ToolInvoke, Some("env_b"));
     denied.decision = AuditDecision::Denied;
     denied.code = Some("tool_not_allowed".to_owned());
     store
-        .append_audit(&[denied.clone(), record(3, AuditAction::AuthFailed, None)])
+        .append_audit(&views(&[
+            denied.clone(),
+            record(3, AuditAction::AuthFailed, None),
+        ]))
         .await
         .expect("append");
 
@@ -1132,7 +1140,7 @@ async fn audit_log(store: &dyn Store) {
     verifier.finish(head.seq, &head.hash).expect("intact");
     // Appends go on after pruning.
     store
-        .append_audit(&[record(5, AuditAction::SessionEnd, None)])
+        .append_audit(&[record(5, AuditAction::SessionEnd, None).view()])
         .await
         .expect("append");
     assert_eq!(store.audit_head().await.expect("head").seq, 5);
@@ -1262,7 +1270,7 @@ async fn relays_sharing_postgres_keep_one_audit_chain() {
                         record
                     })
                     .collect();
-                store.append_audit(&records).await.expect("append");
+                store.append_audit(&views(&records)).await.expect("append");
             }
         }));
     }
