@@ -211,7 +211,6 @@ impl Inner {
             let views: Vec<AuditView<'_>> = batch.iter().map(PendingAudit::view).collect();
             let appended =
                 tokio::time::timeout(APPEND_TIMEOUT, self.store.append_audit(&views)).await;
-            drop(views);
             let error = match appended {
                 Ok(Ok(())) => continue,
                 Ok(Err(error)) => error.to_string(),
