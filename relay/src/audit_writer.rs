@@ -67,8 +67,9 @@ struct Inner {
     wake: Notify,
     /// The queue holds a full batch: the linger ends.
     full: Notify,
-    /// One append at a time, in queue order.
-    writing: tokio::sync::Mutex<()>,
+    /// One append at a time, in queue order; holds the batch being
+    /// appended, empty between appends (its buffer kept for the next).
+    writing: tokio::sync::Mutex<Vec<PendingAudit>>,
     dropped: AtomicU64,
     /// The log was dropped: the writer task ends.
     closed: AtomicBool,
@@ -90,7 +91,7 @@ impl AuditLog {
                 queue: Mutex::new(Vec::new()),
                 wake: Notify::new(),
                 full: Notify::new(),
-                writing: tokio::sync::Mutex::new(()),
+                writing: tokio::sync::Mutex::new(Vec::new()),
                 dropped: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
             }),
@@ -198,13 +199,18 @@ impl Inner {
     /// Appends the queue in batches; false if the store failed (what was
     /// not appended stays queued, in order).
     async fn write_queued(&self) -> bool {
-        let _writing = self.writing.lock().await;
+        let mut batch = self.writing.lock().await;
         loop {
-            let batch: Vec<PendingAudit> = {
+            {
                 let mut queue = locked(&self.queue);
-                let n = queue.len().min(MAX_BATCH);
-                queue.drain(..n).collect()
-            };
+                if queue.len() <= MAX_BATCH {
+                    // The queue's buffer and the last batch's (empty) trade
+                    // places: neither is allocated or copied again.
+                    std::mem::swap(&mut *queue, &mut *batch);
+                } else {
+                    batch.extend(queue.drain(..MAX_BATCH));
+                }
+            }
             if batch.is_empty() {
                 return true;
             }
@@ -212,13 +218,19 @@ impl Inner {
             let appended =
                 tokio::time::timeout(APPEND_TIMEOUT, self.store.append_audit(&views)).await;
             let error = match appended {
-                Ok(Ok(())) => continue,
+                Ok(Ok(())) => {
+                    batch.clear();
+                    // A buffer grown while the store was away is not kept.
+                    batch.shrink_to(MAX_BATCH);
+                    continue;
+                }
                 Ok(Err(error)) => error.to_string(),
                 Err(_elapsed) => "timed out".to_owned(),
             };
             tracing::warn!(%error, entries = batch.len(), "could not append to the audit log; will retry");
             let mut queue = locked(&self.queue);
-            let newer = std::mem::replace(&mut *queue, batch);
+            // The batch goes back before what was queued meanwhile.
+            let newer = std::mem::replace(&mut *queue, std::mem::take(&mut *batch));
             queue.extend(newer);
             return false;
         }
@@ -289,5 +301,54 @@ mod tests {
             "written after {:?}",
             recorded.elapsed()
         );
+    }
+
+    /// A failed append keeps its entries queued ahead of newer ones; the
+    /// next append writes them all, in order, in one chain.
+    #[tokio::test]
+    async fn a_failed_append_keeps_its_entries_in_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = store(&dir).await;
+        let url = format!("sqlite://{}", dir.path().join("relay.db").display());
+        let editor = sqlx::SqlitePool::connect(&url).await.expect("connect");
+        // A row where the second entry goes: the append fails on it.
+        sqlx::query(
+            "INSERT INTO audit_log (seq, at_ms, action, decision, prev_hash, hash) \
+             VALUES (2, 0, 'tool.invoke', 'allowed', 'x', 'y')",
+        )
+        .execute(&editor)
+        .await
+        .expect("insert");
+        let log = AuditLog::new(store.clone(), AuditSettings::default());
+        let tool = |name: &str| {
+            let mut record = entry();
+            record.tool = Some(name.to_owned());
+            record
+        };
+        for name in ["a", "b", "c"] {
+            log.record(tool(name));
+        }
+        log.flush().await;
+        assert_eq!(store.audit_head().await.expect("head").seq, 0, "failed");
+
+        log.record(tool("d"));
+        sqlx::query("DELETE FROM audit_log WHERE seq = 2")
+            .execute(&editor)
+            .await
+            .expect("delete");
+        log.flush().await;
+        let entries = store
+            .audit_entries(&crate::audit::AuditQuery {
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .expect("read");
+        let tools: Vec<_> = entries
+            .iter()
+            .map(|entry| entry.record.tool.as_deref().unwrap_or_default())
+            .collect();
+        assert_eq!(tools, ["a", "b", "c", "d"]);
+        assert!(entries.iter().all(crate::audit::chain::intact));
     }
 }
