@@ -10,7 +10,6 @@
 //! every field in a column; its hash covers a fixed JSON rendering of
 //! them.
 
-use runner_proto::audit::{AuditAction, AuditDecision};
 use std::ops::Range;
 
 use serde::Serialize;
@@ -21,64 +20,26 @@ use super::{AuditRecord, AuditView, RowFormat, StoredAudit};
 /// The `prev_hash` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// The fields a format 1 hash covers, in a fixed order (struct fields
-/// serialise in declaration order; the arguments are already canonical
-/// text).
+/// What a format 1 hash covers: the version, the entry's place and its
+/// fields, in a fixed order (struct fields serialise in declaration
+/// order, the view's included; the arguments are already canonical text).
 #[derive(Serialize)]
 struct Format1<'a> {
     v: u8,
     seq: u64,
     prev_hash: &'a str,
-    at_ms: i64,
-    action: AuditAction,
-    member_id: Option<&'a str>,
-    name: Option<&'a str>,
-    kind: Option<&'a str>,
-    key_id: Option<&'a str>,
-    client: Option<&'a str>,
-    source: Option<&'a str>,
-    environment_id: Option<&'a str>,
-    session_id: Option<&'a str>,
-    tool: Option<&'a str>,
-    call_id: Option<&'a str>,
-    target: Option<&'a str>,
-    args_digest: Option<&'a str>,
-    args: Option<&'a str>,
-    decision: AuditDecision,
-    code: Option<&'a str>,
-    exit_code: Option<i32>,
-    duration_ms: Option<u64>,
-    bytes_out: Option<u64>,
+    #[serde(flatten)]
+    fields: AuditView<'a>,
 }
 
 /// Hex SHA-256 of a format 1 row: entry `seq` holding `record` after
 /// `prev_hash`.
 pub fn columns_hash(prev_hash: &str, seq: u64, record: &AuditRecord) -> String {
-    let actor = &record.actor;
     let hashed = Format1 {
         v: 1,
         seq,
         prev_hash,
-        at_ms: record.at_ms(),
-        action: record.action,
-        member_id: actor.member_id.as_deref(),
-        name: actor.name.as_deref(),
-        kind: actor.kind.as_deref(),
-        key_id: actor.key_id.as_deref(),
-        client: actor.client.as_deref(),
-        source: actor.source.as_deref(),
-        environment_id: record.environment_id.as_deref(),
-        session_id: record.session_id.as_deref(),
-        tool: record.tool.as_deref(),
-        call_id: record.call_id.as_deref(),
-        target: record.target.as_deref(),
-        args_digest: record.args_digest.as_deref(),
-        args: record.args.as_deref(),
-        decision: record.decision,
-        code: record.code.as_deref(),
-        exit_code: record.exit_code,
-        duration_ms: record.duration_ms,
-        bytes_out: record.bytes_out,
+        fields: record.view(),
     };
     // Strings, integers and unit enums into memory: serialising cannot fail.
     let text = serde_json::to_vec(&hashed).unwrap_or_default();
@@ -439,7 +400,7 @@ impl Verifier {
 
 #[cfg(test)]
 mod tests {
-    use runner_proto::audit::AuditActor;
+    use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
     use time::OffsetDateTime;
 
     use super::*;

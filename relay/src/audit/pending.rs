@@ -7,6 +7,7 @@
 //! [`AuditRecord`].
 
 use runner_proto::audit::{AuditAction, AuditDecision};
+use serde::Serialize;
 use time::OffsetDateTime;
 
 use super::{unix_ms, AuditRecord};
@@ -193,11 +194,14 @@ impl From<AuditRecord> for PendingAudit {
 }
 
 /// An entry's fields, borrowed: what its row and its hash are made of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Serialised, the fields come in declaration order: a format 1 row's
+/// hash covers exactly that text (`chain::columns_hash`), so the order
+/// must never change (the pinned-hash test in `chain` fails if it does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct AuditView<'a> {
     pub at_ms: i64,
     pub action: AuditAction,
-    pub decision: AuditDecision,
     pub member_id: Option<&'a str>,
     pub name: Option<&'a str>,
     pub kind: Option<&'a str>,
@@ -211,6 +215,7 @@ pub struct AuditView<'a> {
     pub target: Option<&'a str>,
     pub args_digest: Option<&'a str>,
     pub args: Option<&'a str>,
+    pub decision: AuditDecision,
     pub code: Option<&'a str>,
     pub exit_code: Option<i32>,
     pub duration_ms: Option<u64>,
