@@ -43,6 +43,16 @@ struct Span {
 
 const ABSENT: Span = Span { start: 1, end: 0 };
 
+impl Span {
+    /// `start..end`, if both fit.
+    fn of(start: usize, end: usize) -> Option<Self> {
+        Some(Self {
+            start: u32::try_from(start).ok()?,
+            end: u32::try_from(end).ok()?,
+        })
+    }
+}
+
 /// What a value too long to keep in one entry is replaced with: an
 /// entry's texts stay under 4 GiB, far above any request the relay takes.
 const TOO_LONG: &str = "[too long]";
@@ -97,18 +107,13 @@ impl PendingAudit {
     pub fn write(&mut self, field: Text, write: impl FnOnce(&mut String)) {
         let start = self.texts.len();
         write(&mut self.texts);
-        let span = match (u32::try_from(start), u32::try_from(self.texts.len())) {
-            (Ok(start), Ok(end)) => Span { start, end },
-            _ => {
-                self.texts.truncate(start);
-                self.texts.push_str(TOO_LONG);
-                match (u32::try_from(start), u32::try_from(self.texts.len())) {
-                    (Ok(start), Ok(end)) => Span { start, end },
-                    _ => ABSENT,
-                }
-            }
-        };
-        self.spans[field as usize] = span;
+        let mut span = Span::of(start, self.texts.len());
+        if span.is_none() {
+            self.texts.truncate(start);
+            self.texts.push_str(TOO_LONG);
+            span = Span::of(start, self.texts.len());
+        }
+        self.spans[field as usize] = span.unwrap_or(ABSENT);
     }
 
     /// The value of `field`.

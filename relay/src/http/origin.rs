@@ -173,4 +173,46 @@ mod tests {
             assert_eq!(ip_text(ip), ip.to_string());
         }
     }
+
+    /// A call's entry (`write_actor`) and every other action's
+    /// (`actor`) name the same actor.
+    #[test]
+    fn both_ways_of_writing_the_actor_agree() {
+        let member = Member {
+            id: "mem_1".to_owned(),
+            name: "Ada".to_owned(),
+            is_admin: false,
+            teams: Vec::new(),
+            kind: crate::store::MemberKind::Agent,
+            default_environment: None,
+        };
+        for origin in [
+            Origin {
+                key_id: Some(Arc::from("0123456789ab")),
+                client: Some("curl/8".to_owned()),
+                source: Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 7))),
+            },
+            Origin {
+                source: Some(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+                ..Origin::default()
+            },
+            Origin::default(),
+        ] {
+            let mut pending = PendingAudit::new(
+                time::OffsetDateTime::UNIX_EPOCH,
+                runner_proto::audit::AuditAction::ToolInvoke,
+            );
+            origin.write_actor(&member, &mut pending);
+            let view = pending.view();
+            let written = AuditActor {
+                member_id: view.member_id.map(str::to_owned),
+                name: view.name.map(str::to_owned),
+                kind: view.kind.map(str::to_owned),
+                key_id: view.key_id.map(str::to_owned),
+                client: view.client.map(str::to_owned),
+                source: view.source.map(str::to_owned),
+            };
+            assert_eq!(written, origin.actor(&member));
+        }
+    }
 }
