@@ -17,14 +17,12 @@ use crate::support::*;
 /// `nobody`'s ids on Debian.
 const NOBODY: u32 = 65534;
 /// `setpriv` dropping to [`NOBODY`]; the command to run follows `--`.
-const AS_NOBODY: [&str; 6] = [
-    "setpriv",
-    "--reuid",
-    "65534",
-    "--regid",
-    "65534",
-    "--clear-groups",
-];
+fn as_nobody() -> Vec<String> {
+    let id = NOBODY.to_string();
+    ["setpriv", "--reuid", &id, "--regid", &id, "--clear-groups"]
+        .map(str::to_owned)
+        .to_vec()
+}
 const SECRET: &str = "rnrk_secret-the-tools-must-not-see";
 
 fn chown_tree(path: &Path) {
@@ -42,9 +40,10 @@ fn start_as_nobody(runner: &mut Runner, extra: &[&str], vars: &[(&str, &str)]) {
     chown_tree(runner.home.path());
     let command = runner.command();
     let program = command.as_std().get_program().to_owned();
-    let mut as_nobody = tokio::process::Command::new(AS_NOBODY[0]);
+    let setpriv = as_nobody();
+    let mut as_nobody = tokio::process::Command::new(&setpriv[0]);
     as_nobody
-        .args(&AS_NOBODY[1..])
+        .args(&setpriv[1..])
         .arg("--")
         .arg(program)
         .arg("run")
@@ -454,13 +453,13 @@ async fn an_unprivileged_runners_tools_find_nothing_of_it() {
         eprintln!("SKIPPED: starting the runner as another user needs root (CI runs as root)");
         return;
     }
-    if !host_runs(
-        &[
-            &AS_NOBODY[..],
-            &["--", "unshare", "--user", "--mount", "true"],
-        ]
-        .concat(),
-    ) {
+    let setpriv = as_nobody();
+    let probe: Vec<&str> = setpriv
+        .iter()
+        .map(String::as_str)
+        .chain(["--", "unshare", "--user", "--mount", "true"])
+        .collect();
+    if !host_runs(&probe) {
         eprintln!("SKIPPED: this host gives no user namespace to an unprivileged user");
         return;
     }

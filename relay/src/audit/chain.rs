@@ -241,8 +241,12 @@ pub fn link(mut seq: u64, prev: &str, records: &[AuditView<'_>]) -> Chain {
         entry.clear();
         write_entry(&mut entry, record);
         let start = text.len();
-        // JSON of `str`s and integers: always UTF-8.
-        text.push_str(&String::from_utf8_lossy(&entry));
+        // JSON of `str`s and integers: always UTF-8, so the lossy
+        // branch is never taken.
+        match std::str::from_utf8(&entry) {
+            Ok(entry) => text.push_str(entry),
+            Err(_) => text.push_str(&String::from_utf8_lossy(&entry)),
+        }
         let entry = start..text.len();
         let digest = entry_hash_in(
             &mut hashed,

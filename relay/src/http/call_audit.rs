@@ -116,8 +116,6 @@ impl CallAudit {
     /// The call did not run now but became something else, e.g. an
     /// approval request (`AuditAction::ApprovalRequest`, target: the
     /// approval id): records the entry as that action, allowed.
-    // Called by the approvals' 202 path once it is wired in.
-    #[allow(dead_code)]
     pub fn became(&mut self, action: AuditAction, target: &str) {
         if let Some(record) = &mut self.record {
             record.action = action;
