@@ -175,6 +175,12 @@ pub struct RunArgs {
     /// Approvals asked for and approved in the oversight section.
     #[arg(long, default_value_t = 200)]
     approval_calls: usize,
+    /// Fresh sets of four relays the oversight section's CPU comparison
+    /// runs on, one after another (`--invoke-calls` calls a relay in each);
+    /// its figure is the median of the sets' medians. 6 or more give a
+    /// 95 % interval.
+    #[arg(long, default_value_t = 6)]
+    oversight_sets: usize,
     /// Sandbox sessions (and bare isolation starts) in the sandbox section.
     #[arg(long, default_value_t = 100)]
     sandbox_sessions: usize,
@@ -190,6 +196,7 @@ impl RunArgs {
             self.fleet_hold_seconds = self.fleet_hold_seconds.min(5);
             self.output_repeats = 1;
             self.approval_calls = self.approval_calls.min(30);
+            self.oversight_sets = self.oversight_sets.min(1);
         }
     }
 

@@ -15,8 +15,12 @@
 //!   (the audit log, the journal) is written within the round. Each
 //!   relay's CPU time (every thread's `schedstat`, in nanoseconds) is
 //!   read at the round's start and end: its deferred work is counted, and
-//!   the others' calls cost it nothing. The figure is the median of the
-//!   rounds' "on" over "off" ratios, with their spread.
+//!   the others' calls cost it nothing. A set's figure is the median of
+//!   its rounds' "on" over "off" ratios. Sets of fresh relays repeat it
+//!   (`--oversight-sets`), because a relay process runs a few per cent
+//!   faster or slower than another of the same build: the section's
+//!   figure is the median of the sets' figures, with a distribution-free
+//!   95 % interval over sets.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -44,7 +48,8 @@ pub async fn run(bins: &Bins, args: &RunArgs) -> anyhow::Result<Value> {
         .prefix("runner-bench-oversight-")
         .tempdir()?;
     let approvals = approve_to_start(bins, data.path(), args.approval_calls).await?;
-    let overhead = audit_and_metrics_cost(bins, data.path(), args.invoke_calls).await?;
+    let overhead =
+        audit_and_metrics_cost(bins, data.path(), args.invoke_calls, args.oversight_sets).await?;
     Ok(json!({ "approvals": approvals, "audit_and_metrics": overhead }))
 }
 
@@ -130,12 +135,17 @@ async fn approve_to_start(bins: &Bins, dir: &Path, calls: usize) -> anyhow::Resu
     }))
 }
 
-/// One relay of the comparison, its runner and its CPU time per round.
-struct Side {
-    name: &'static str,
-    relay: Relay,
-    env: String,
-    _runner: Vec<Runner>,
+/// The relays compared, "off" first: every ratio is over it.
+const SIDES: [(&str, &[&str]); 4] = [
+    ("off", &["--no-audit", "--no-metrics"]),
+    ("metrics_only", &["--no-audit"]),
+    ("audit_only", &["--no-metrics"]),
+    ("on", &[]),
+];
+
+/// What one relay of a set measured, and over how many calls a round.
+#[derive(Default)]
+struct Measured {
     cpu_ns: Vec<u64>,
     /// The part of each round's CPU spent while the relays rested.
     settle_ns: Vec<u64>,
@@ -143,16 +153,147 @@ struct Side {
     /// of this section counted): leaves out what the relay writes later.
     own_batches_ns: u64,
     samples: Vec<Duration>,
+    round_calls: Vec<usize>,
 }
 
-async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow::Result<Value> {
+/// One relay of a set, with its runner, while the set runs.
+struct Side {
+    name: &'static str,
+    relay: Relay,
+    env: String,
+    _runner: Vec<Runner>,
+    measured: Measured,
+}
+
+/// The CPU comparison, [`RunArgs::oversight_sets`] times over fresh sets
+/// of relays: one relay process runs its code up to a few per cent faster
+/// or slower than another of the same build (where its memory landed), so
+/// the figure is the median of the sets' medians, with a confidence
+/// interval over sets.
+async fn audit_and_metrics_cost(
+    bins: &Bins,
+    dir: &Path,
+    calls: usize,
+    sets: usize,
+) -> anyhow::Result<Value> {
+    let mut measured: Vec<Vec<Measured>> = Vec::with_capacity(sets);
+    let mut cpu = 0;
+    for set in 0..sets.max(1) {
+        let (one, pinned) = measure_set(bins, &dir.join(format!("set-{set}")), calls).await?;
+        measured.push(one);
+        cpu = pinned;
+    }
+    let mut result = serde_json::Map::new();
+    let mut per_call = Vec::new();
+    for (index, (name, _)) in SIDES.iter().enumerate() {
+        let of_side = || measured.iter().map(move |set| &set[index]);
+        let total: u64 = of_side().flat_map(|side| &side.cpu_ns).sum();
+        let at_rest: u64 = of_side().flat_map(|side| &side.settle_ns).sum();
+        let samples: Vec<Duration> = of_side()
+            .flat_map(|side| side.samples.iter().copied())
+            .collect();
+        let count = samples.len().max(1) as f64;
+        let cpu_us = total as f64 / 1e3 / count;
+        per_call.push(cpu_us);
+        let mut entry = Summary::of(&samples).to_json();
+        entry["relay_cpu_us_per_ping"] = json!(round(cpu_us, 1));
+        entry["relay_cpu_us_per_ping_rounds"] = json!(of_side()
+            .flat_map(|side| side.cpu_ns.iter().zip(&side.round_calls))
+            .map(|(ns, calls)| round(*ns as f64 / 1e3 / (*calls).max(1) as f64, 1))
+            .collect::<Vec<_>>());
+        entry["relay_cpu_us_per_ping_at_rest"] = json!(round(at_rest as f64 / 1e3 / count, 1));
+        note(&format!(
+            "audit and metrics {name}: {cpu_us:.1} µs of relay CPU per ping"
+        ));
+        result.insert((*name).into(), entry);
+    }
+    for (index, key) in [(1, "metrics_only"), (2, "audit_only"), (3, "on")] {
+        // Every round has the same calls on every relay of its set: CPU
+        // over CPU is the ratio per call.
+        let set_rounds: Vec<Vec<f64>> = measured
+            .iter()
+            .map(|set| {
+                set[index]
+                    .cpu_ns
+                    .iter()
+                    .zip(&set[0].cpu_ns)
+                    .map(|(side, off)| *side as f64 / (*off).max(1) as f64)
+                    .collect()
+            })
+            .collect();
+        let set_medians: Vec<f64> = set_rounds
+            .iter()
+            .map(|rounds| stats::median(&mut rounds.clone()))
+            .collect();
+        let median = stats::median(&mut set_medians.clone());
+        let interval = stats::median_interval(&set_medians, 0.95);
+        let all: Vec<f64> = set_rounds.iter().flatten().copied().collect();
+        let (low, high) = all.iter().fold((f64::MAX, f64::MIN), |(low, high), r| {
+            (low.min(*r), high.max(*r))
+        });
+        result.insert(format!("cpu_{key}_over_off"), json!(round(median, 3)));
+        result.insert(
+            format!("cpu_{key}_over_off_sets"),
+            json!(set_medians.iter().map(|r| round(*r, 3)).collect::<Vec<_>>()),
+        );
+        result.insert(
+            format!("cpu_{key}_over_off_ci95"),
+            json!(interval.map(|(low, high)| [round(low, 3), round(high, 3)])),
+        );
+        result.insert(
+            format!("cpu_{key}_over_off_rounds"),
+            json!({
+                "each": all.iter().map(|r| round(*r, 3)).collect::<Vec<_>>(),
+                "min": round(low, 3),
+                "max": round(high, 3),
+            }),
+        );
+        if index == 3 {
+            let interval_text = interval.map_or_else(
+                || "too few sets for a 95 % interval".to_owned(),
+                |(low, high)| format!("95 % interval {low:.3} to {high:.3}"),
+            );
+            note(&format!(
+                "relay CPU on over off: median {median:.3} of {} sets ({interval_text}; rounds {low:.3} to {high:.3})",
+                set_medians.len()
+            ));
+            result.insert("target_ratio".into(), json!(1.10));
+            result.insert("met".into(), json!(median <= 1.10));
+            result.insert(
+                "met_within_interval".into(),
+                json!(interval.map(|(_, high)| high <= 1.10)),
+            );
+        }
+    }
+    result.insert(
+        "cpu_on_over_off_total".into(),
+        json!(round(per_call[3] / per_call[0].max(f64::MIN_POSITIVE), 3)),
+    );
+    let own_batches =
+        |index: usize| -> u64 { measured.iter().map(|set| set[index].own_batches_ns).sum() };
+    result.insert(
+        "cpu_on_over_off_own_batches_only".into(),
+        json!(round(
+            own_batches(3) as f64 / own_batches(0).max(1) as f64,
+            3
+        )),
+    );
+    result.insert("sets".into(), json!(measured.len()));
+    result.insert("rounds".into(), json!(ROUNDS));
+    result.insert("pinned_cpu".into(), json!(cpu));
+    Ok(Value::Object(result))
+}
+
+/// One set: four fresh relays (in [`SIDES`] order), each with its runner,
+/// measured over [`ROUNDS`] rounds of `calls` calls in all; returns what
+/// each measured and the CPU they were pinned to. The relays end with it.
+async fn measure_set(
+    bins: &Bins,
+    dir: &Path,
+    calls: usize,
+) -> anyhow::Result<(Vec<Measured>, usize)> {
     let mut sides = Vec::new();
-    for (name, flags) in [
-        ("off", &["--no-audit", "--no-metrics"][..]),
-        ("metrics_only", &["--no-audit"][..]),
-        ("audit_only", &["--no-metrics"][..]),
-        ("on", &[][..]),
-    ] {
+    for (name, flags) in SIDES {
         let relay = Relay::spawn_with(bins, &dir.join(name), "127.0.0.1:0", None, flags).await?;
         let (envs, runners) = procs::online_runners(bins, &relay, 1).await?;
         sides.push(Side {
@@ -160,10 +301,12 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
             relay,
             env: envs[0].clone(),
             _runner: runners,
-            cpu_ns: Vec::with_capacity(ROUNDS),
-            settle_ns: Vec::with_capacity(ROUNDS),
-            own_batches_ns: 0,
-            samples: Vec::with_capacity(calls),
+            measured: Measured {
+                cpu_ns: Vec::with_capacity(ROUNDS),
+                settle_ns: Vec::with_capacity(ROUNDS),
+                samples: Vec::with_capacity(calls),
+                ..Measured::default()
+            },
         });
     }
     let cpu = pin_all(&sides)?;
@@ -187,19 +330,20 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
             .map(|side| side.relay.pid())
             .collect::<anyhow::Result<Vec<u32>>>()?;
         let before: Vec<_> = pids.iter().map(|pid| procs::thread_cpu_ns(*pid)).collect();
-        while sides.iter().any(|side| side.samples.len() < goal) {
+        while sides.iter().any(|side| side.measured.samples.len() < goal) {
             turn += 1;
             for index in 0..sides.len() {
                 let count = sides.len();
                 let side = &mut sides[(index + turn) % count];
                 let pid = side.relay.pid()?;
                 let batch_start = procs::thread_cpu_ns(pid);
-                for n in 0..BATCH.min(goal - side.samples.len().min(goal)) {
+                let done = side.measured.samples.len().min(goal);
+                for n in 0..BATCH.min(goal - done) {
                     let started = Instant::now();
                     procs::ping(&http, &side.relay, &side.env, n).await?;
-                    side.samples.push(started.elapsed());
+                    side.measured.samples.push(started.elapsed());
                 }
-                side.own_batches_ns +=
+                side.measured.own_batches_ns +=
                     procs::cpu_ns_between(&batch_start, &procs::thread_cpu_ns(pid));
             }
         }
@@ -210,79 +354,22 @@ async fn audit_and_metrics_cost(bins: &Bins, dir: &Path, calls: usize) -> anyhow
             if after.is_empty() {
                 bail!("relay {} exited", side.name);
             }
-            side.cpu_ns.push(procs::cpu_ns_between(&before, &after));
-            side.settle_ns.push(procs::cpu_ns_between(&busy, &after));
+            side.measured
+                .cpu_ns
+                .push(procs::cpu_ns_between(&before, &after));
+            side.measured
+                .settle_ns
+                .push(procs::cpu_ns_between(&busy, &after));
         }
     }
-    let mut result = serde_json::Map::new();
-    let mut per_call = Vec::new();
-    for side in &sides {
-        let total: u64 = side.cpu_ns.iter().sum();
-        let cpu_us = total as f64 / 1e3 / side.samples.len().max(1) as f64;
-        per_call.push(cpu_us);
-        let mut entry = Summary::of(&side.samples).to_json();
-        entry["relay_cpu_us_per_ping"] = json!(round(cpu_us, 1));
-        entry["relay_cpu_us_per_ping_rounds"] = json!(side
-            .cpu_ns
-            .iter()
-            .zip(&round_calls)
-            .map(|(ns, calls)| round(*ns as f64 / 1e3 / (*calls).max(1) as f64, 1))
-            .collect::<Vec<_>>());
-        entry["relay_cpu_us_per_ping_at_rest"] = json!(round(
-            side.settle_ns.iter().sum::<u64>() as f64 / 1e3 / side.samples.len().max(1) as f64,
-            1
-        ));
-        note(&format!(
-            "audit and metrics {}: {:.1} µs of relay CPU per ping",
-            side.name, cpu_us
-        ));
-        result.insert(side.name.into(), entry);
-    }
-    // Every round has the same calls on every relay: CPU over CPU is the
-    // ratio per call.
-    let ratios = |index: usize| -> Vec<f64> {
-        sides[index]
-            .cpu_ns
-            .iter()
-            .zip(&sides[0].cpu_ns)
-            .map(|(side, off)| *side as f64 / (*off).max(1) as f64)
-            .collect()
-    };
-    for (index, key) in [(1, "metrics_only"), (2, "audit_only"), (3, "on")] {
-        let mut rounds = ratios(index);
-        let rounded: Vec<f64> = rounds.iter().map(|ratio| round(*ratio, 3)).collect();
-        let median = stats::median(&mut rounds);
-        let (low, high) = rounds.iter().fold((f64::MAX, f64::MIN), |(low, high), r| {
-            (low.min(*r), high.max(*r))
-        });
-        result.insert(format!("cpu_{key}_over_off"), json!(round(median, 3)));
-        result.insert(
-            format!("cpu_{key}_over_off_rounds"),
-            json!({"each": rounded, "min": round(low, 3), "max": round(high, 3)}),
-        );
-        if index == 3 {
-            note(&format!(
-                "relay CPU on over off: median {median:.3} of {} rounds ({low:.3} to {high:.3})",
-                rounds.len()
-            ));
-            result.insert("target_ratio".into(), json!(1.10));
-            result.insert("met".into(), json!(median <= 1.10));
-        }
-    }
-    result.insert(
-        "cpu_on_over_off_total".into(),
-        json!(round(per_call[3] / per_call[0].max(f64::MIN_POSITIVE), 3)),
-    );
-    result.insert(
-        "cpu_on_over_off_own_batches_only".into(),
-        json!(round(
-            sides[3].own_batches_ns as f64 / sides[0].own_batches_ns.max(1) as f64,
-            3
-        )),
-    );
-    result.insert("rounds".into(), json!(ROUNDS));
-    result.insert("pinned_cpu".into(), json!(cpu));
-    Ok(Value::Object(result))
+    let measured = sides
+        .into_iter()
+        .map(|side| Measured {
+            round_calls: round_calls.clone(),
+            ..side.measured
+        })
+        .collect();
+    Ok((measured, cpu))
 }
 
 /// Pins every thread of every relay to one CPU ([`RELAY_CPU`], or the
