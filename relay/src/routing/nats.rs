@@ -1071,17 +1071,7 @@ impl NatsRouter {
         headers: Option<HeaderMap>,
         payload: Vec<u8>,
     ) -> bool {
-        let headers = version::stamp(headers, speak);
-        let publish = async {
-            match headers {
-                Some(headers) => {
-                    self.client
-                        .publish_with_headers(subject.clone(), headers, payload.into())
-                        .await
-                }
-                None => self.client.publish(subject.clone(), payload.into()).await,
-            }
-        };
+        let publish = publish_stamped(&self.client, speak, subject.clone(), headers, payload);
         match tokio::time::timeout(PUBLISH_TIMEOUT, publish).await {
             Ok(Ok(())) => true,
             Ok(Err(error)) => {
@@ -1524,16 +1514,28 @@ fn request_in(speak: u32, payload: Vec<u8>) -> async_nats::Request {
 
 /// Publishes a best-effort message (a credit grant) in version `speak`.
 async fn publish_to(client: &Client, speak: u32, subject: &str, payload: Vec<u8>) {
-    let sent = match version::stamp(None, speak) {
-        Some(headers) => {
-            client
-                .publish_with_headers(subject.to_owned(), headers, payload.into())
-                .await
-        }
-        None => client.publish(subject.to_owned(), payload.into()).await,
-    };
+    let sent = publish_stamped(client, speak, subject.to_owned(), None, payload).await;
     if let Err(error) = sent {
         tracing::debug!(%error, %subject, "a credit grant was not published");
+    }
+}
+
+/// Publishes `payload` with `headers` in version `speak` (stamped with
+/// it, except version 1: `version::stamp`).
+async fn publish_stamped(
+    client: &Client,
+    speak: u32,
+    subject: String,
+    headers: Option<HeaderMap>,
+    payload: Vec<u8>,
+) -> Result<(), async_nats::PublishError> {
+    match version::stamp(headers, speak) {
+        Some(headers) => {
+            client
+                .publish_with_headers(subject, headers, payload.into())
+                .await
+        }
+        None => client.publish(subject, payload.into()).await,
     }
 }
 
