@@ -84,7 +84,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Lower-case hex of a SHA-256.
-fn hex_of(digest: &[u8; 32]) -> String {
+pub fn hex_of(digest: &[u8; 32]) -> String {
     let mut text = String::with_capacity(64);
     push_hex(&mut text, digest);
     text

@@ -70,12 +70,24 @@ type StoredEntry = (
 );
 
 /// The `entry` of `record` in a format 2 row.
-pub fn entry_text(record: &AuditView<'_>) -> String {
-    let mut text = Vec::with_capacity(256);
-    write_entry(&mut text, record);
-    // JSON of `str`s and integers: always UTF-8.
-    String::from_utf8(text)
-        .unwrap_or_else(|bytes| String::from_utf8_lossy(bytes.as_bytes()).into_owned())
+#[cfg(test)]
+fn entry_text(record: &AuditView<'_>) -> String {
+    let mut text = String::new();
+    push_entry(&mut text, &mut Vec::new(), record);
+    text
+}
+
+/// Appends the `entry` of `record` to `text`, written first into
+/// `scratch` (cleared here: a batch reuses it).
+fn push_entry(text: &mut String, scratch: &mut Vec<u8>, record: &AuditView<'_>) {
+    scratch.clear();
+    write_entry(scratch, record);
+    // JSON of `str`s and integers: always UTF-8, so the lossy branch is
+    // never taken.
+    match std::str::from_utf8(scratch) {
+        Ok(entry) => text.push_str(entry),
+        Err(_) => text.push_str(&String::from_utf8_lossy(scratch)),
+    }
 }
 
 /// Appends the `entry` of `record` to `out`.
@@ -170,12 +182,13 @@ fn entry_hash_in(
 
 /// Hex SHA-256 of a format 2 row (see [`entry_hash_in`]).
 pub fn entry_hash(prev_hash: &str, seq: u64, record: &AuditView<'_>, entry: &str) -> String {
-    let mut hex = String::with_capacity(64);
-    crate::canonical::push_hex(
-        &mut hex,
-        &entry_hash_in(&mut Vec::new(), prev_hash, seq, record, entry),
-    );
-    hex
+    crate::canonical::hex_of(&entry_hash_in(
+        &mut Vec::new(),
+        prev_hash,
+        seq,
+        record,
+        entry,
+    ))
 }
 
 /// Records chained in format 2, as a batch appends them: every row's
@@ -233,20 +246,13 @@ pub fn link(mut seq: u64, prev: &str, records: &[AuditView<'_>]) -> Chain {
     let mut text = String::with_capacity(prev.len() + records.len() * 400);
     let mut rows = Vec::with_capacity(records.len());
     let mut hashed = Vec::with_capacity(1024);
-    let mut entry = Vec::with_capacity(512);
+    let mut scratch = Vec::with_capacity(512);
     text.push_str(prev);
     let mut prev_hash = 0..text.len();
     for record in records {
         seq += 1;
-        entry.clear();
-        write_entry(&mut entry, record);
         let start = text.len();
-        // JSON of `str`s and integers: always UTF-8, so the lossy
-        // branch is never taken.
-        match std::str::from_utf8(&entry) {
-            Ok(entry) => text.push_str(entry),
-            Err(_) => text.push_str(&String::from_utf8_lossy(&entry)),
-        }
+        push_entry(&mut text, &mut scratch, record);
         let entry = start..text.len();
         let digest = entry_hash_in(
             &mut hashed,

@@ -31,8 +31,8 @@ pub enum Text {
     Code,
 }
 
-/// How many [`Text`] fields.
-const TEXTS: usize = 14;
+/// How many [`Text`] fields (`Code` is the last).
+const TEXTS: usize = Text::Code as usize + 1;
 
 /// A field's place in [`PendingAudit::texts`]; `start > end` for none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

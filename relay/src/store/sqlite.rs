@@ -396,6 +396,14 @@ mod tests {
 
     /// Audit records of every shape: fields absent and present, text
     /// that JSON and SQL quote, and more than one statement's rows.
+    /// What the store appends: the records' borrowed views.
+    fn views(records: &[crate::audit::AuditRecord]) -> Vec<crate::audit::AuditView<'_>> {
+        records
+            .iter()
+            .map(crate::audit::AuditRecord::view)
+            .collect()
+    }
+
     fn audit_batch(count: usize) -> Vec<crate::audit::AuditRecord> {
         use runner_proto::audit::{AuditAction, AuditActor, AuditDecision};
         (0..count)
@@ -478,10 +486,7 @@ mod tests {
         let (simple, _) = store_in(&simple_dir).await;
         let simple = simple.without_audit_fast_path();
         let records = audit_batch(200);
-        let views: Vec<_> = records
-            .iter()
-            .map(crate::audit::AuditRecord::view)
-            .collect();
+        let views = views(&records);
         // Batches of one, of less than a statement, of several statements
         // and a remainder.
         for batch in [&views[..1], &views[1..40], &views[40..]] {
@@ -509,10 +514,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let (store, _) = store_in(&dir).await;
         let records = audit_batch(100);
-        let views: Vec<_> = records
-            .iter()
-            .map(crate::audit::AuditRecord::view)
-            .collect();
+        let views = views(&records);
         store.append_audit(&views[..10]).await.expect("append");
         // A row where the next append's 80th row goes (an edit the chain
         // would not know of).
